@@ -1,0 +1,1 @@
+"""pullback: reverse-mode AD of plain Python by source transformation."""

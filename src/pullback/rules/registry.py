@@ -1,0 +1,199 @@
+"""The rules registry: one table from a primal callable to its derivative.
+
+A rule says, for each differentiable parameter of a primitive, the expression
+that gives that parameter's cotangent contribution.  Expressions are small
+Python templates written like the maths::
+
+    defrule(math.sin, "x", x="g * math.cos(x)")
+    defrule(operator.truediv, "x, y", x="g / y", y="-g * ans / y")
+
+In a template, ``g`` is the cotangent of the result, ``ans`` the result and the
+parameter names are the call's arguments.  Every other name is resolved once,
+when the rule is registered, in the namespace of the module that registers it
+(so ``math`` above is the math module and a helper function is that function).
+The reverse transform substitutes the call's arguments for the parameter names
+and inlines the expression into the generated code, so scalar rules compile
+with Numba like hand-written code.  Array rules are the same mechanism with a
+helper function in the template (``x="prod_vjp(g, ans, x, axis, keepdims)"``).
+
+A user gives a rule for their own function with :func:`pullback.rule`, which
+registers a VJP function through :func:`defvjp`.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import sys
+from dataclasses import dataclass, field
+
+# Names every template may use without defining them.
+_TEMPLATE_INPUTS = ("g", "ans")
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    default: object = inspect.Parameter.empty
+    kw_only: bool = False
+
+    @property
+    def required(self) -> bool:
+        return self.default is inspect.Parameter.empty
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The derivative of one primal callable."""
+
+    fn: object
+    name: str                       # readable name for messages
+    params: tuple[Param, ...]       # signature of the primal, as the rule sees it
+    adjoints: dict                  # param name -> ast.expr template
+    helpers: dict                   # free name in a template -> object
+    # Result kind: "like" (elementwise: same kind as the broadcast inputs),
+    # "scalar", "array", "int", "bool" or "any".
+    result: str = "like"
+    # How the transform may treat the result when it feeds no derivative.
+    differentiable: bool = True
+    vjp_tuple: ast.expr | None = None   # a template returning all cotangents at once
+    notes: dict = field(default_factory=dict)
+
+    def bind(self, args, kwargs, where=""):
+        """Map call arguments (AST nodes) to parameter names; fill defaults.
+
+        Returns a dict name -> ast.expr.  Raises TypeError on a mismatch.
+        """
+        bound = {}
+        positional = [p for p in self.params if not p.kw_only]
+        if len(args) > len(positional):
+            raise TypeError(
+                f"{self.name}() takes at most {len(positional)} positional "
+                f"arguments but {len(args)} were given{where}")
+        for p, a in zip(positional, args):
+            bound[p.name] = a
+        names = {p.name for p in self.params}
+        for k, v in kwargs.items():
+            if k not in names:
+                raise TypeError(f"{self.name}() got an unexpected keyword argument {k!r}{where}")
+            if k in bound:
+                raise TypeError(f"{self.name}() got multiple values for argument {k!r}{where}")
+            bound[k] = v
+        for p in self.params:
+            if p.name not in bound:
+                if p.required:
+                    raise TypeError(f"{self.name}() missing required argument {p.name!r}{where}")
+                bound[p.name] = ast.Constant(p.default)
+        return bound
+
+
+_RULES: dict[int, Rule] = {}
+
+
+def _parse_params(signature: str) -> tuple[Param, ...]:
+    fn = ast.parse(f"def _({signature}): pass").body[0]
+    a = fn.args
+    out = []
+    pos = a.posonlyargs + a.args
+    defaults = [None] * (len(pos) - len(a.defaults)) + list(a.defaults)
+    for arg, d in zip(pos, defaults):
+        out.append(Param(arg.arg, inspect.Parameter.empty if d is None else ast.literal_eval(d)))
+    for arg, d in zip(a.kwonlyargs, a.kw_defaults):
+        out.append(Param(arg.arg, inspect.Parameter.empty if d is None else ast.literal_eval(d),
+                         kw_only=True))
+    return tuple(out)
+
+
+def _free_names(tree: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
+def _resolve_helpers(templates, params, namespace, what):
+    helpers = {}
+    local = {p.name for p in params} | set(_TEMPLATE_INPUTS)
+    for tree in templates:
+        for name in _free_names(tree) - local:
+            if name in namespace:
+                helpers[name] = namespace[name]
+            elif hasattr(builtins, name):
+                helpers[name] = getattr(builtins, name)
+            else:
+                raise NameError(f"rule for {what}: name {name!r} in a template is not defined "
+                                "in the registering module")
+    return helpers
+
+
+def _describe(fn) -> str:
+    mod = getattr(fn, "__module__", None) or ""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    return f"{mod}.{name}" if mod and mod != "builtins" else name
+
+
+def defrule(fn, signature: str, *, result: str = "like", namespace: dict | None = None,
+            name: str | None = None, **adjoints: str) -> Rule:
+    """Register the derivative of ``fn`` as per-parameter template expressions.
+
+    ``signature`` is the primal's parameter list as Python source
+    (``"x, axis=None, keepdims=False"``).  Each keyword names a parameter and
+    gives its cotangent expression.  Parameters without one are not
+    differentiable (axes, flags, integer arguments).
+    """
+    if namespace is None:
+        namespace = sys._getframe(1).f_globals
+    params = _parse_params(signature)
+    pnames = {p.name for p in params}
+    trees = {}
+    for pname, src in adjoints.items():
+        if pname not in pnames:
+            raise ValueError(f"rule for {_describe(fn)}: {pname!r} is not a parameter of {signature!r}")
+        trees[pname] = ast.parse(src, mode="eval").body
+    rule = Rule(fn=fn, name=name or _describe(fn), params=params, adjoints=trees,
+                helpers=_resolve_helpers(trees.values(), params, namespace, _describe(fn)),
+                result=result)
+    _RULES[id(fn)] = rule
+    return rule
+
+
+def defvjp(fn, vjp, *, signature: str | None = None, argnums=None, result: str = "any") -> Rule:
+    """Register ``vjp(g, ans, *args)`` as the derivative of ``fn``.
+
+    ``vjp`` returns one cotangent per positional parameter (a tuple when ``fn``
+    has several); use ``None`` for a parameter that has no derivative.
+    ``argnums`` (default: all parameters) says which parameters may carry a
+    derivative.
+    """
+    if signature is None:
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):
+            raise TypeError(f"cannot read the signature of {_describe(fn)}; pass signature='x, y'") from None
+        params = tuple(Param(p.name, p.default) for p in sig.parameters.values()
+                       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+    else:
+        params = _parse_params(signature)
+    names = [p.name for p in params]
+    if argnums is None:
+        argnums = tuple(range(len(params)))
+    elif isinstance(argnums, int):
+        argnums = (argnums,)
+    call = f"__vjp__(g, ans, {', '.join(names)})"
+    single = len(params) == 1
+    adjoints = {}
+    for k in argnums:
+        adjoints[names[k]] = ast.parse(call if single else f"{call}[{k}]", mode="eval").body
+    rule = Rule(fn=fn, name=_describe(fn), params=params, adjoints=adjoints,
+                helpers={"__vjp__": vjp}, result=result)
+    _RULES[id(fn)] = rule
+    return rule
+
+
+def lookup(fn) -> Rule | None:
+    """The rule registered for ``fn``, or None."""
+    rule = _RULES.get(id(fn))
+    if rule is not None and rule.fn is fn:
+        return rule
+    return None
+
+
+def unregister(fn) -> None:
+    _RULES.pop(id(fn), None)
