@@ -1,1 +1,8 @@
-"""pullback: reverse-mode AD of plain Python by source transformation."""
+"""pullback: reverse-mode automatic differentiation of plain Python by source transformation."""
+from .api import grad, value_and_grad, vjp, show
+from .frontend.errors import (PullbackError, UnsupportedSyntaxError, MissingRuleError,
+                              SourceUnavailableError, NumbaCompileError)
+from . import rules as _rules  # registers the derivative rules  # noqa: F401
+
+__all__ = ["grad", "value_and_grad", "vjp", "show", "PullbackError", "UnsupportedSyntaxError",
+           "MissingRuleError", "SourceUnavailableError", "NumbaCompileError"]

@@ -1,0 +1,278 @@
+"""The public functions: grad, value_and_grad, vjp, show; argument handling and caching."""
+from __future__ import annotations
+
+import numbers
+import types
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import ir
+from .emit import build
+from .frontend import activity as act
+from .frontend.errors import Location
+from .frontend.normalize import normalize
+from .frontend.parse import parse_function, unwrap
+from .reverse import ReverseTransform
+
+
+@dataclass
+class Compiled:
+    fn: object                # the generated callable (value, grads) = fn(*args, _seed)
+    source: str
+    dependencies: list        # (namespace, key, object) that must not have changed
+    wrt: tuple
+
+
+_CACHE: dict = {}
+
+
+def _backend(fn, jit):
+    _, is_numba = unwrap(fn)
+    if jit is None:
+        return "numba" if is_numba else "python"
+    return "numba" if jit else "python"
+
+
+def _arg_kind(v):
+    k = act.kind_of_value(v)
+    return k
+
+
+def _valid(compiled: Compiled) -> bool:
+    for ns, key, obj in compiled.dependencies:
+        if key is None:
+            try:
+                if ns.cell_contents is not obj:
+                    return False
+            except ValueError:
+                return False
+        elif ns.get(key, _MISSING) is not obj:
+            return False
+    return True
+
+
+_MISSING = object()
+
+
+def transform(f, wrt_index: tuple, kinds: tuple, backend: str) -> Compiled:
+    """Generate (or fetch from the cache) the derivative of f for these argument kinds."""
+    py, _ = unwrap(f)
+    key = (getattr(py, "__code__", py), wrt_index, kinds, backend)
+    hit = _CACHE.get(key)
+    if hit is not None and _valid(hit):
+        return hit
+    parsed = parse_function(py)
+    fn_ir, norm = normalize(parsed)
+    params = fn_ir.params
+    arg_kinds = dict(zip(params, kinds))
+
+    def lookup_value(name):
+        if name in norm.externals:
+            return norm.externals[name]
+        if name in parsed.closure:
+            try:
+                return parsed.closure[name].cell_contents
+            except ValueError:
+                return act._MISSING
+        if name in parsed.globals:
+            return parsed.globals[name]
+        import builtins
+        return getattr(builtins, name, act._MISSING)
+
+    kinds_env = act.KindInference(fn_ir, arg_kinds, lookup_value).run()
+    wrt = [params[i] for i in wrt_index]
+    active = act.activity(fn_ir, kinds_env, set(wrt))
+
+    def location(line):
+        text = parsed.lines[line - 1].rstrip("\n") if 0 < line <= len(parsed.lines) else ""
+        return Location(parsed.filename, line, text, parsed.fn.__qualname__)
+
+    gen = ReverseTransform(fn_ir, kinds_env, active, wrt, backend, location).run()
+    fname = f"{fn_ir.name}_grad".replace("<", "").replace(">", "")
+    compiled_fn, src = build(gen, fname, parsed.globals, parsed.closure, norm.externals, backend)
+    compiled = Compiled(compiled_fn, src, list(norm.dependencies), tuple(wrt))
+    _CACHE[key] = compiled
+    return compiled
+
+
+def _check_argnums(argnums, nargs, fname):
+    single = isinstance(argnums, numbers.Integral) and not isinstance(argnums, bool)
+    nums = (argnums,) if single else argnums
+    if not isinstance(nums, tuple) or not nums or not all(
+            isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in nums):
+        raise TypeError(f"argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
+    out = []
+    for a in nums:
+        if not -nargs <= a < nargs:
+            raise ValueError(f"argnums={a} is out of range: {fname} was called with "
+                             f"{nargs} positional argument{'s' if nargs != 1 else ''}")
+        out.append(a % nargs)
+    if len(set(out)) != len(out):
+        raise ValueError(f"argnums {argnums!r} names an argument twice")
+    return tuple(out), single
+
+
+def _check_differentiable(args, nums, fname):
+    for i in nums:
+        v = args[i]
+        k = act.kind_of_value(v)
+        if k.dtype not in "fc":
+            what = type(v).__name__
+            if k.dtype in "bi":
+                hint = (f"pass a float (e.g. {float(v) if k.ndim == 0 else 'x.astype(float)'})"
+                        " to differentiate it, or leave it out of argnums")
+            else:
+                hint = "gradients are taken with respect to floats and float arrays"
+            dt = f" of dtype {v.dtype}" if hasattr(v, "dtype") else ""
+            raise TypeError(f"cannot differentiate {fname} with respect to argument {i}: "
+                            f"it is a {what}{dt}; {hint}")
+
+
+def _to_user(grad, arg):
+    """The gradient in the type and shape of its argument."""
+    if isinstance(arg, np.ndarray):
+        g = np.asarray(grad, dtype=np.result_type(arg.dtype, np.float64) if arg.dtype.kind != "f"
+                       else arg.dtype)
+        if g.shape != arg.shape:
+            g = np.broadcast_to(g, arg.shape).copy()
+        return g
+    if isinstance(arg, (float, np.floating)) and not isinstance(arg, np.ndarray):
+        return type(arg)(grad) if isinstance(arg, np.floating) else float(grad)
+    if isinstance(arg, complex):
+        return complex(grad)
+    return grad
+
+
+def _name(f):
+    py, _ = unwrap(f)
+    return getattr(py, "__qualname__", repr(f))
+
+
+class GradientFunction:
+    """``grad(f)`` / ``value_and_grad(f)``: call it like f."""
+
+    def __init__(self, f, argnums=0, jit=None, with_value=False):
+        if not callable(f):
+            raise TypeError(f"grad expects a function, got {type(f).__name__}")
+        self.f = f
+        self.argnums = argnums
+        self.jit = jit
+        self.with_value = with_value
+        self.backend = _backend(f, jit)
+        self._last: Compiled | None = None
+        self.__name__ = f"grad({_name(f)})"
+        self.__doc__ = getattr(f, "__doc__", None)
+
+    def compiled(self, *args) -> tuple[Compiled, tuple, bool]:
+        nums, single = _check_argnums(self.argnums, len(args), _name(self.f))
+        _check_differentiable(args, nums, _name(self.f))
+        kinds = tuple(_arg_kind(a) for a in args)
+        c = transform(self.f, nums, kinds, self.backend)
+        self._last = c
+        return c, nums, single
+
+    def __call__(self, *args):
+        c, nums, single = self.compiled(*args)
+        value, grads = c.fn(*args, 1.0)
+        if not self.with_value:
+            _check_scalar(value, self.f)
+        out = tuple(_to_user(g, args[i]) for g, i in zip(grads, nums))
+        out = out[0] if single else out
+        return (value, out) if self.with_value else out
+
+    @property
+    def source(self) -> str:
+        """The generated derivative source (of the last call's argument kinds; before
+        the first call, for float scalars and 1-D float arrays guessed from use)."""
+        if self._last is None:
+            args = _example_args(self.f)
+            self.compiled(*args)
+        return self._last.source
+
+    def __repr__(self):
+        return f"<pullback {self.__name__} ({self.backend} backend)>"
+
+
+def _check_scalar(value, f):
+    if np.ndim(value) != 0:
+        raise TypeError(f"grad requires {_name(f)} to return a scalar, but it returned "
+                        f"shape {np.shape(value)}; use vjp for non-scalar outputs")
+
+
+def _example_args(f):
+    """Example arguments for showing source before any call: a parameter that is
+    indexed (or has len() taken) is a float array of that many dimensions."""
+    import ast as _ast
+    py, _ = unwrap(f)
+    parsed = parse_function(py)
+    node = parsed.node
+    params = [a.arg for a in node.args.posonlyargs + node.args.args]
+    dims = {p: 0 for p in params}
+    for n in _ast.walk(node):
+        if isinstance(n, _ast.Subscript) and isinstance(n.value, _ast.Name) and n.value.id in dims:
+            k = len(n.slice.elts) if isinstance(n.slice, _ast.Tuple) else 1
+            dims[n.value.id] = max(dims[n.value.id], k)
+        if isinstance(n, _ast.Call) and isinstance(n.func, _ast.Name) and n.func.id == "len":
+            for a in n.args:
+                if isinstance(a, _ast.Name) and a.id in dims:
+                    dims[a.id] = max(dims[a.id], 1)
+        if isinstance(n, _ast.For) and isinstance(n.iter, _ast.Name) and n.iter.id in dims:
+            dims[n.iter.id] = max(dims[n.iter.id], 1)
+    return tuple(0.5 if dims[p] == 0 else np.full((3,) * dims[p], 0.5) for p in params)
+
+
+def grad(f, argnums=0, jit=None):
+    """The gradient of a scalar function ``f``.
+
+    ``argnums`` (an int or a tuple of ints) says which positional arguments to
+    differentiate; a tuple gives a tuple of gradients.  Each gradient has the
+    type and shape of its argument.  ``jit=None`` uses Numba when ``f`` is a
+    ``numba.njit`` function and plain Python otherwise; ``jit=True`` / ``False``
+    force one.
+
+    >>> import pullback
+    >>> pullback.grad(lambda x: x * x)(3.0)
+    6.0
+    """
+    return GradientFunction(f, argnums, jit, with_value=False)
+
+
+def value_and_grad(f, argnums=0, jit=None):
+    """Like :func:`grad`, but the function returns ``(value, gradient)``."""
+    return GradientFunction(f, argnums, jit, with_value=True)
+
+
+def vjp(f, *args, jit=None):
+    """``(value, back)`` where ``back(cotangent)`` returns one cotangent per
+    positional argument (``None`` for arguments that cannot carry one, such as
+    ints).
+
+    ``back`` reruns the forward sweep together with the reverse sweep, so each
+    call costs one gradient evaluation.
+    """
+    nums = tuple(i for i, a in enumerate(args) if act.kind_of_value(a).dtype in "fc")
+    backend = _backend(f, jit)
+    value = unwrap(f)[0](*args) if backend == "python" else f(*args)
+    if not nums:
+        return value, lambda ct: tuple(None for _ in args)
+    kinds = tuple(_arg_kind(a) for a in args)
+    c = transform(f, nums, kinds, backend)
+
+    def back(cotangent):
+        _, grads = c.fn(*args, cotangent)
+        out = [None] * len(args)
+        for g, i in zip(grads, nums):
+            out[i] = _to_user(g, args[i])
+        return tuple(out)
+    back.source = c.source
+    return value, back
+
+
+def show(g, *args) -> None:
+    """Print the derivative source of ``g = grad(f)`` (for ``args`` if given)."""
+    if args:
+        g.compiled(*args)
+        print(g._last.source)
+    else:
+        print(g.source)

@@ -1,0 +1,123 @@
+"""Generated AST -> readable Python source -> a callable.
+
+The derivative function shares the user's module globals and the user's
+closure cells, so globals and closure variables are read when the gradient
+runs, exactly as the primal reads them.  The names the derivative needs for
+itself (rule helpers, values bound from other modules) are closure cells of
+its own.  The source is registered with ``linecache`` so tracebacks and pdb
+show the generated code.
+"""
+from __future__ import annotations
+
+import ast
+import itertools
+import linecache
+import types
+
+from .frontend.errors import NumbaCompileError
+from .reverse import Generated
+from .tape import _TapeSetup
+
+_counter = itertools.count(1)
+
+
+def _lines(stmts, indent: str) -> list[str]:
+    out = []
+    for s in stmts:
+        if isinstance(s, _TapeSetup):
+            out += _lines(s.tape.setup_code(), indent)
+            continue
+        text = ast.unparse(ast.fix_missing_locations(s))
+        out += [indent + line for line in text.splitlines()]
+    return out
+
+
+def source_of(gen: Generated, fname: str) -> str:
+    params = ", ".join(gen.params + ["_seed=1.0"])
+    body = []
+    for p in sorted(gen.copied_params):
+        body.append(f"{p} = {p}.copy()  # written in place below: never touch the caller's array")
+    fwd = _lines(gen.forward, "    ")
+    value = ast.unparse(gen.value)
+    rev = _lines(gen.reverse, "    ")
+    grads = [gen.adjoint_names[p] for p in gen.wrt]
+    ret = "(" + ", ".join(grads) + ("," if len(grads) == 1 else "") + ")"
+    lines = [f"def {fname}({params}):",
+             f'    """Value and reverse-mode gradient of {gen.name} '
+             f'with respect to {", ".join(gen.wrt)}."""']
+    lines += ["    " + b for b in body]
+    lines += ["    # ---- forward sweep"] + fwd + [f"    _value = {value}"]
+    lines += ["    # ---- reverse sweep"] + rev + [f"    return _value, {ret}"]
+    return "\n".join(lines) + "\n"
+
+
+def build(gen: Generated, fname: str, user_globals: dict, user_closure: dict,
+          externals: dict, backend: str):
+    """Compile the generated source into a function (and njit it for Numba)."""
+    src = source_of(gen, fname)
+    bound = dict(externals)
+    bound.update(gen.helpers)
+    free = sorted(set(bound) | set(user_closure))
+    # Wrap in a maker so the names in `free` compile as closure variables.
+    maker_src = f"def __pb_make({', '.join(free)}):\n" + \
+        "".join("    " + ln + "\n" for ln in src.splitlines()) + f"    return {fname}\n"
+    filename = f"<pullback {fname} #{next(_counter)}>"
+    code = compile(maker_src, filename, "exec")
+    maker_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    fn_code = next(c for c in maker_code.co_consts
+                   if isinstance(c, types.CodeType) and c.co_name == fname)
+    if backend == "numba":
+        bound = {k: _jit_helper(v) for k, v in bound.items()}
+    cells = tuple(user_closure[n] if n in user_closure and n not in bound
+                  else types.CellType(bound[n]) for n in fn_code.co_freevars)
+    fn = types.FunctionType(fn_code, user_globals, fname, (1.0,), cells)
+    linecache.cache[filename] = (len(maker_src), None, maker_src.splitlines(True), filename)
+    if backend == "numba":
+        fn = _njit(fn, src)
+    return fn, src
+
+
+_JITTED: dict = {}
+
+
+def _jit_helper(v):
+    """Plain Python helper functions become Numba functions under the Numba backend."""
+    if isinstance(v, types.FunctionType):
+        if id(v) not in _JITTED:
+            import numba
+            _JITTED[id(v)] = (v, numba.njit(cache=False)(v))
+        return _JITTED[id(v)][1]
+    return v
+
+
+class _LazyNumba:
+    """Compiles on first call so errors name the argument types."""
+
+    def __init__(self, fn, src):
+        import numba
+        self.py_func = fn
+        self.source = src
+        self.dispatcher = numba.njit(fn)
+
+    def __call__(self, *args):
+        try:
+            return self.dispatcher(*args)
+        except Exception as exc:   # numba.core.errors.TypingError and friends
+            import numba.core.errors as nerr
+            if isinstance(exc, (nerr.TypingError, nerr.UnsupportedError, nerr.LoweringError,
+                                nerr.NumbaError)):
+                raise NumbaCompileError(
+                    "the generated derivative could not be compiled with Numba (jit=True). "
+                    "Numba reported:\n" + _first_lines(str(exc), 25) +
+                    "\nUse jit=False for the pure-Python backend, or change the construct "
+                    "it names.") from None
+            raise
+
+
+def _first_lines(text, n):
+    lines = text.splitlines()
+    return "\n".join(lines[:n]) + ("\n..." if len(lines) > n else "")
+
+
+def _njit(fn, src):
+    return _LazyNumba(fn, src)

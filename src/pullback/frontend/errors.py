@@ -1,0 +1,62 @@
+"""Errors that point at the user's source: file, line, construct, source line."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a node of the user's code came from."""
+
+    filename: str
+    lineno: int
+    line: str = ""
+    function: str = ""
+
+    def __str__(self) -> str:
+        where = f'File "{self.filename}", line {self.lineno}'
+        if self.function:
+            where += f", in {self.function}"
+        if self.line:
+            where += f"\n    {self.line.strip()}"
+        return where
+
+
+class PullbackError(Exception):
+    """Base class of pullback's own errors."""
+
+
+class UnsupportedSyntaxError(PullbackError, SyntaxError):
+    """A construct the transform does not differentiate.
+
+    The message names the file, the line, the construct and what to do instead.
+    """
+
+    def __init__(self, construct: str, loc: Location | None, hint: str = ""):
+        self.construct = construct
+        self.location = loc
+        msg = f"pullback cannot differentiate {construct}"
+        if hint:
+            msg += f": {hint}"
+        if loc is not None:
+            msg += f"\n  {loc}"
+        super().__init__(msg)
+        # SyntaxError's own fields, so tracebacks and IDEs point at the line.
+        if loc is not None:
+            self.filename, self.lineno, self.text = loc.filename, loc.lineno, loc.line
+        self.msg = msg
+
+    def __str__(self) -> str:
+        return self.msg
+
+
+class MissingRuleError(PullbackError, TypeError):
+    """A call to a function that has neither a derivative rule nor Python source."""
+
+
+class SourceUnavailableError(PullbackError, TypeError):
+    """The source of a function cannot be read (builtin, REPL string, C extension)."""
+
+
+class NumbaCompileError(PullbackError, TypeError):
+    """The generated derivative could not be compiled with Numba (jit=True)."""

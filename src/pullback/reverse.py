@@ -1,0 +1,823 @@
+"""The reverse-mode transform: normalized program -> forward and reverse sweeps.
+
+The forward sweep is the primal program plus pushes of the values the reverse
+sweep will need and that the program overwrites.  The reverse sweep walks the
+program backwards: for each statement it adds the statement's adjoint to the
+adjoints of its operands and pops the overwritten value back, so every adjoint
+sees the primal values of its own statement.  Loops over ``range`` run
+backwards over the same indices; ``while`` loops replay their iteration
+count; branches replay the branch taken (the condition is itself restored).
+
+Reading an array element ``p[i]`` becomes, in the reverse sweep, the single
+in-place update ``dp[i] += d_t`` of one gradient buffer allocated once.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import operator
+from dataclasses import dataclass, field
+
+from . import ir
+from .frontend.activity import Kind
+from .frontend.errors import MissingRuleError, UnsupportedSyntaxError, Location
+from .frontend.normalize import Names
+from .rules import registry
+from .rules.scalar import OPERATORS
+from .runtime import trip_count, zeros_like, buffer_like, scatter_add
+from . import tape as tapes
+
+import numpy as np
+
+# Operators applied to arrays use the NumPy ufunc's rule (it knows broadcasting).
+_ARRAY_OPS = {
+    operator.add: np.add, operator.sub: np.subtract, operator.mul: np.multiply,
+    operator.truediv: np.true_divide, operator.pow: np.power, operator.neg: np.negative,
+    operator.matmul: np.matmul, operator.mod: np.mod,
+}
+
+
+# Reverse-sweep pseudo-statements, rendered once we know which adjoints are local.
+@dataclass
+class Accum:
+    """adjoint(name) += expr"""
+    name: str
+    expr: ast.expr
+
+
+@dataclass
+class Reset:
+    """adjoint(name) = 0 (the variable is about to get an older value)"""
+    name: str
+
+
+@dataclass
+class Restore:
+    """pop the value a statement overwrote"""
+    name: str
+    index: ast.expr | None = None     # for an array element
+
+
+@dataclass
+class LoopInfo:
+    lo: ast.expr
+    st: ast.expr
+    n: str
+
+
+@dataclass
+class Generated:
+    """What the emitter needs."""
+
+    name: str
+    params: list
+    wrt: list                     # differentiated parameters
+    adjoint_names: dict           # param -> its adjoint's name
+    forward: list                 # ast statements
+    reverse: list                 # ast statements
+    value: ast.expr               # the returned value
+    helpers: dict                 # name -> object used by the generated code
+    copied_params: set
+
+
+class ReverseTransform:
+    def __init__(self, fn: ir.Function, kinds: dict, active: set, wrt: list, backend: str,
+                 location):
+        self.fn = fn
+        self.kinds = kinds
+        self.active = active
+        self.wrt = wrt
+        self.backend = backend
+        self.location = location            # line -> Location, for errors
+        self.names = Names(set(fn.names) | set(kinds))
+        self.helpers: dict[str, object] = {}
+        self._helper_alias: dict[int, str] = {}
+        self.adj: dict[str, str] = {}
+        self.loops: dict[int, LoopInfo] = {}
+        self.reads: dict[str, int] = {}         # primal names the reverse sweep reads
+        self.value_reads: set = set()           # ... whose contents (not just shape) it reads
+        self.contribs: dict[str, int] = {}      # adjoint contributions per variable
+        self.sites: dict[str, int] = {}         # assignment sites per variable
+        self.in_loop: set = set()               # assigned inside a loop
+        self.top_level: set = set()             # assigned at the function's top level
+        self.first_site: dict = {}              # name -> id of its first site, if top level
+        self.adjoint_code: dict[int, list] = {}
+        self.local_temps: set = set()
+        self.tape = tapes.for_backend(backend, self)
+
+    # ------------------------------------------------------------- naming
+    def d(self, name: str) -> str:
+        if name not in self.adj:
+            self.adj[name] = self.names.reserve("d" + name if not name.startswith("_")
+                                                else "d" + name)
+        return self.adj[name]
+
+    def helper(self, obj, preferred: str) -> str:
+        key = id(obj)
+        if key not in self._helper_alias:
+            name = preferred if preferred not in self.names.used else self.names.fresh(
+                "_" + preferred.strip("_") + "_")
+            self.names.used.add(name)
+            self._helper_alias[key] = name
+            self.helpers[name] = obj
+        return self._helper_alias[key]
+
+    def kind(self, atom) -> Kind:
+        if isinstance(atom, ast.Name):
+            return self.kinds.get(atom.id, Kind(None, "o"))
+        if isinstance(atom, ast.Constant):
+            from .frontend.activity import kind_of_value
+            return kind_of_value(atom.value)
+        return Kind(None, "o")
+
+    def is_active(self, atom) -> bool:
+        return isinstance(atom, ast.Name) and atom.id in self.active
+
+    def read(self, expr, value=True):
+        for n in ir.atom_names(expr):
+            self.reads[n] = self.reads.get(n, 0) + 1
+            if value:
+                self.value_reads.add(n)
+
+    # ------------------------------------------------------------- entry
+    def run(self) -> Generated:
+        body = self.prepare(self.fn.body)
+        self.count_sites(body, in_loop=False, top=True)
+        for p in self.fn.params:
+            self.sites[p] = self.sites.get(p, 0) + 1
+            self.top_level.add(p)
+        self.gen_adjoints(body)
+        self.find_local_temps(body)
+        forward = self.init_saved() + self.fwd_block(body)
+        reverse = self.init_adjoints() + self.render(self.rev_block(body))
+        ret = body[-1]
+        adjoint_names = {p: self.d(p) for p in self.wrt}
+        return Generated(self.fn.name, self.fn.params, self.wrt, adjoint_names, forward,
+                         reverse, ret.value, self.helpers, self.fn.copied_params)
+
+    # ----------------------------------------------------- loop bookkeeping
+    def prepare(self, stmts):
+        """Insert the assignments that record each loop's bounds and trip count."""
+        out = []
+        for s in stmts:
+            if isinstance(s, ir.If):
+                s = copy.copy(s)
+                s.body, s.orelse = self.prepare(s.body), self.prepare(s.orelse)
+            elif isinstance(s, ir.For):
+                s = copy.copy(s)
+                s.body = self.prepare(s.body)
+                lo, st = s.start, s.step
+                if not isinstance(lo, ast.Constant):
+                    lo = ast.Name(self.names.fresh("_start"))
+                    out.append(ir.Assign(s.line, lo.id, s.start))
+                if not isinstance(st, ast.Constant):
+                    st = ast.Name(self.names.fresh("_step"))
+                    out.append(ir.Assign(s.line, st.id, s.step))
+                n = self.names.fresh("_n")
+                if s.exit_flag is None:
+                    out.append(ir.Assign(s.line, n, ast.Call(ast.Name(self.helper(trip_count, "trip_count")),
+                                                             [lo, s.stop, st], []), callee=trip_count))
+                else:
+                    out.append(ir.Assign(s.line, n, ast.Constant(0)))
+                s.start, s.step = lo, st
+                self.loops[id(s)] = LoopInfo(lo, st, n)
+                self.kinds[n] = Kind(0, "i")
+                for a in (lo, st):
+                    if isinstance(a, ast.Name):
+                        self.kinds[a.id] = Kind(0, "i")
+            elif isinstance(s, ir.While):
+                s = copy.copy(s)
+                s.body = self.prepare(s.body)
+                n = self.names.fresh("_n")
+                out.append(ir.Assign(s.line, n, ast.Constant(0)))
+                self.loops[id(s)] = LoopInfo(None, None, n)
+                self.kinds[n] = Kind(0, "i")
+            out.append(s)
+        return out
+
+    def count_sites(self, stmts, in_loop, top):
+        for s in stmts:
+            if isinstance(s, ir.Assign):
+                self._site(s.target, in_loop, top, s)
+            elif isinstance(s, ir.For):
+                self._site(s.var, True, False, s, first_ok=top)
+                self.count_sites(s.body, True, False)
+            elif isinstance(s, ir.While):
+                self.count_sites(s.cond, True, False)
+                self.count_sites(s.body, True, False)
+            elif isinstance(s, ir.If):
+                self.count_sites(s.body, in_loop, False)
+                self.count_sites(s.orelse, in_loop, False)
+
+    def _site(self, name, in_loop, top, stmt, first_ok=None):
+        if name not in self.sites:
+            # The first assignment of a name at the top level overwrites nothing.
+            self.first_site[name] = id(stmt) if (top if first_ok is None else first_ok) else None
+        self.sites[name] = self.sites.get(name, 0) + 1
+        if in_loop:
+            self.in_loop.add(name)
+        if top:
+            self.top_level.add(name)
+
+    def needs_save(self, name, stmt=None) -> bool:
+        if stmt is not None and self.first_site.get(name) == id(stmt) \
+                and name not in self.fn.params:
+            return False
+        return name in self.reads and (self.sites.get(name, 0) > 1 or name in self.in_loop)
+
+    def stable(self, name) -> bool:
+        """An array whose adjoint can be one buffer updated in place: defined once,
+        at the top level (or a parameter), so it exists when the reverse sweep starts."""
+        k = self.kinds.get(name)
+        return (k is not None and k.ndim is not None and k.ndim > 0 and k.dtype in "fc"
+                and self.sites.get(name, 0) == 1 and name in self.top_level
+                and name not in self.in_loop)
+
+    # ------------------------------------------------------ adjoint code
+    def gen_adjoints(self, stmts):
+        for s in stmts:
+            if isinstance(s, ir.Assign):
+                self.adjoint_code[id(s)] = self.assign_adjoint(s)
+            elif isinstance(s, ir.SetItem):
+                self.adjoint_code[id(s)] = self.setitem_adjoint(s)
+            elif isinstance(s, ir.If):
+                self.read(ast.Name(s.test))
+                self.gen_adjoints(s.body)
+                self.gen_adjoints(s.orelse)
+            elif isinstance(s, ir.For):
+                info = self.loops[id(s)]
+                self.read(ast.Name(info.n))
+                if self._var_read_in(s):
+                    self.read(info.lo)
+                    self.read(info.st)
+                self.gen_adjoints(s.body)
+            elif isinstance(s, ir.While):
+                self.read(ast.Name(self.loops[id(s)].n))
+                self.gen_adjoints(s.cond)
+                self.gen_adjoints(s.body)
+            elif isinstance(s, ir.Return):
+                if self.is_active(s.value):
+                    self.contribs[s.value.id] = self.contribs.get(s.value.id, 0) + 1
+
+    def _var_read_in(self, loop) -> bool:
+        # Conservative: the loop variable is needed if any statement names it.
+        return any(loop.var in _stmt_names(t) for t in ir.walk(loop.body))
+
+    def accum(self, name, expr) -> Accum:
+        self.contribs[name] = self.contribs.get(name, 0) + 1
+        return Accum(name, expr)
+
+    def error(self, s, what, hint="", cls=UnsupportedSyntaxError):
+        loc = self.location(s.line)
+        if cls is UnsupportedSyntaxError:
+            return UnsupportedSyntaxError(what, loc, hint)
+        return cls(f"{what}\n  {loc}" + (f"\n{hint}" if hint else ""))
+
+    def assign_adjoint(self, s: ir.Assign) -> list:
+        t, e = s.target, s.expr
+        if t not in self.active:
+            return []
+        g = ast.Name(self.d(t))
+        self.read(g, value=False)  # not a primal name; harmless
+        code = []
+        if isinstance(e, ast.Name):
+            if e.id == t:
+                return []
+            if self.is_active(e):
+                code.append(self.accum(e.id, g))
+        elif isinstance(e, ast.Constant):
+            pass
+        elif isinstance(e, ast.Subscript):
+            code += self.subscript_adjoint(s, e, g)
+        elif isinstance(e, ast.Attribute):
+            if e.attr in ("T", "mT") and self.is_active(e.value):
+                code.append(self.accum(e.value.id, ast.Attribute(g, e.attr, ast.Load())))
+            elif e.attr in ("real",) and self.is_active(e.value):
+                code.append(self.accum(e.value.id, g))
+        elif isinstance(e, ast.BinOp):
+            op = OPERATORS.get(type(e.op).__name__)
+            code += self.rule_adjoint(s, op, [e.left, e.right], {}, g)
+        elif isinstance(e, ast.UnaryOp):
+            op = OPERATORS.get(type(e.op).__name__)
+            code += self.rule_adjoint(s, op, [e.operand], {}, g)
+        elif isinstance(e, ast.Call):
+            code += self.call_adjoint(s, e, g)
+        elif isinstance(e, ast.Tuple):
+            raise self.error(s, "a tuple of differentiated values",
+                             "return or unpack the values directly")
+        code.append(Reset(t))
+        return code
+
+    def subscript_adjoint(self, s, e, g):
+        base = e.value
+        if not self.is_active(base):
+            return []
+        index = e.slice
+        self.read(index)
+        basic = all(_is_basic_index(i, self.kind) for i in
+                    (index.elts if isinstance(index, ast.Tuple) else [index]))
+        name = base.id
+        if basic and self.stable(name):
+            # The heart of the matter: one in-place update of one buffer.
+            self.contribs[name] = self.contribs.get(name, 0) + 1
+            return [_InPlace(name, copy.deepcopy(index), g)]
+        self.read(base, value=False)
+        helper = self.helper(scatter_add, "scatter_add") if not basic else \
+            self.helper(buffer_like, "buffer_like")
+        self.contribs[name] = self.contribs.get(name, 0) + 1
+        if basic:
+            return [_BufferUpdate(name, copy.deepcopy(index), g, helper)]
+        return [_Scatter(name, copy.deepcopy(index), g, helper)]
+
+    def call_adjoint(self, s, e: ast.Call, g):
+        if s.method is not None:
+            fn = _method_function(s.method)
+            if fn is None:
+                if not any(self.is_active(a) for a in [e.func.value] + e.args):
+                    return []
+                raise self.error(s, f"the method .{s.method}() on a differentiated value",
+                                 "call the NumPy function instead, or register a rule",
+                                 cls=MissingRuleError)
+            return self.rule_adjoint(s, fn, [e.func.value] + e.args,
+                                     {k.arg: k.value for k in e.keywords}, g)
+        return self.rule_adjoint(s, s.callee, e.args, {k.arg: k.value for k in e.keywords}, g)
+
+    def rule_adjoint(self, s, fn, args, kwargs, g):
+        active_args = [a for a in list(args) + list(kwargs.values()) if self.is_active(a)]
+        if not active_args:
+            return []
+        array_result = self.kinds.get(s.target, Kind(0, "f")).ndim not in (0,)
+        if fn in _ARRAY_OPS and (array_result or any(self.kind(a).ndim != 0 for a in args)):
+            fn = _ARRAY_OPS[fn]
+        rule = registry.lookup(fn) if fn is not None else None
+        if rule is None:
+            name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
+            mod = getattr(fn, "__module__", None)
+            full = f"{mod}.{name}" if mod and mod != "builtins" else name
+            raise self.error(
+                s, f"pullback has no derivative rule for {full}",
+                f"Register one with @pullback.rule({name}) on a function "
+                f"`def {name.split('.')[-1]}_vjp(g, ans, *args)` that returns one cotangent per "
+                "argument, or call a function that has one.", cls=MissingRuleError)
+        where = f"\n  {self.location(s.line)}"
+        bound = rule.bind(args, kwargs, where)
+        code = []
+        elementwise = rule.result == "like"
+        for pname, template in rule.adjoints.items():
+            arg = bound.get(pname)
+            if not self.is_active(arg):
+                continue
+            contrib = self.instantiate(rule, template, bound, g, ast.Name(s.target))
+            if elementwise and array_result:
+                contrib = ast.Call(ast.Name(self.helper(_unbroadcast(), "unbroadcast")),
+                                   [contrib, ast.Name(arg.id)], [])
+                self.read(ast.Name(arg.id), value=False)
+            code.append(self.accum(arg.id, contrib))
+        for pname, arg in bound.items():
+            if self.is_active(arg) and pname not in rule.adjoints:
+                raise self.error(s, f"the argument {pname!r} of {rule.name}, which has no "
+                                 "derivative", "pass a constant there, or register a rule "
+                                 "that differentiates it", cls=MissingRuleError)
+        return code
+
+    def instantiate(self, rule, template, bound, g, ans) -> ast.expr:
+        """Substitute the call's atoms into a rule's template expression."""
+        mapping = {"g": g, "ans": ans}
+        mapping.update(bound)
+        helper_names = {name: self.helper(obj, name) for name, obj in rule.helpers.items()}
+
+        class Sub(ast.NodeTransformer):
+            def visit_Name(_, node):
+                if node.id in mapping:
+                    return copy.deepcopy(mapping[node.id])
+                if node.id in helper_names:
+                    return ast.Name(helper_names[node.id], ast.Load())
+                return node
+        out = Sub().visit(copy.deepcopy(template))
+        for n in ir.atom_names(out):
+            if n in bound and isinstance(bound[n], ast.Name):
+                pass
+        self.read(out)
+        if ans.id in ir.atom_names(out):
+            self.read(ans)
+        return out
+
+    def setitem_adjoint(self, s: ir.SetItem) -> list:
+        code = []
+        self.read(s.index)
+        if s.array in self.active:
+            g = ast.Subscript(ast.Name(self.d(s.array)), copy.deepcopy(s.index), ast.Load())
+            if self.is_active(s.value):
+                contrib = g
+                vk = self.kind(s.value)
+                if vk.ndim == 0 and not all(_is_basic_scalar_index(i, self.kind) for i in
+                                            (s.index.elts if isinstance(s.index, ast.Tuple)
+                                             else [s.index])):
+                    contrib = ast.Call(ast.Name(self.helper(_unbroadcast(), "unbroadcast")),
+                                       [g, ast.Name(s.value.id)], [])
+                code.append(self.accum(s.value.id, contrib))
+            code.append(_ZeroElement(s.array, copy.deepcopy(s.index)))
+        return code
+
+    # ------------------------------------------------- which temps are local
+    def find_local_temps(self, stmts):
+        """Temporaries defined once and used once in the same block: their adjoint
+        is assigned by its one contribution, never zeroed or accumulated."""
+        uses = {}
+        for s in ir.walk(stmts):
+            for n in _stmt_reads(s):
+                uses[n] = uses.get(n, 0) + 1
+
+        def visit(block):
+            defined = {}
+            for s in block:
+                if isinstance(s, ir.Assign) and s.target.startswith("_t") \
+                        and self.sites.get(s.target) == 1 and s.target in self.active:
+                    defined[s.target] = s
+                for n in _stmt_reads(s) if isinstance(s, (ir.Assign, ir.SetItem)) else ():
+                    if n in defined and uses.get(n) == 1 and self.contribs.get(n) == 1:
+                        self.local_temps.add(n)
+                for sub in _sub_blocks(s):
+                    visit(sub)
+        visit(stmts)
+
+    # ---------------------------------------------------- forward sweep
+    def init_saved(self) -> list:
+        """Give every variable that is pushed before its first assignment a value
+        of its kind, so the first push has something to save."""
+        out = []
+        for name in sorted(self.reads):
+            if self.needs_save(name) and name not in self.fn.params \
+                    and self.first_site.get(name) is None:
+                out.append(_assign(name, _placeholder(self.kinds.get(name))))
+        return self.tape.setup() + out
+
+    def fwd_block(self, stmts) -> list:
+        out = []
+        last_line = None
+        for s in stmts:
+            if s.line != last_line and s.line in self.fn.source_lines and not isinstance(s, ir.Return):
+                out.append(_comment(f"# from: {self.fn.source_lines[s.line]}"))
+                last_line = s.line
+            if isinstance(s, ir.Assign):
+                if self.needs_save(s.target, s):
+                    out += self.tape.push(s.target)
+                stmt = _assign(s.target, copy.deepcopy(s.expr))
+                out.append(stmt)
+            elif isinstance(s, ir.SetItem):
+                if s.array in self.value_reads:
+                    out += self.tape.push_element(s.array, s.index)
+                out.append(ast.Assign([ast.Subscript(ast.Name(s.array), copy.deepcopy(s.index),
+                                                     ast.Store())], copy.deepcopy(s.value)))
+            elif isinstance(s, ir.If):
+                out.append(ast.If(ast.Name(s.test), self.fwd_block(s.body) or [ast.Pass()],
+                                  self.fwd_block(s.orelse)))
+            elif isinstance(s, ir.For):
+                info = self.loops[id(s)]
+                if self.needs_save(s.var, s):
+                    out += self.tape.push(s.var)
+                body = []
+                if s.exit_flag is not None:
+                    body.append(_aug(info.n, 1))
+                body += self.fwd_block(s.body)
+                if s.exit_flag is not None:
+                    body.append(ast.If(ast.Name(s.exit_flag), [ast.Break()], []))
+                out.append(ast.For(ast.Name(s.var, ast.Store()),
+                                   _call("range", s.start, s.stop, s.step), body or [ast.Pass()], []))
+            elif isinstance(s, ir.While):
+                info = self.loops[id(s)]
+                body = [_aug(info.n, 1)] + self.fwd_block(s.body)
+                if s.exit_flag is not None:
+                    body.append(ast.If(ast.Name(s.exit_flag), [ast.Break()], []))
+                body += self.fwd_block(s.cond)
+                out.append(ast.While(ast.Name(s.test), body, []))
+            elif isinstance(s, ir.Return):
+                pass
+        return out
+
+    # ---------------------------------------------------- reverse sweep
+    def rev_block(self, stmts) -> list:
+        out = []
+        last_line = None
+        for s in reversed(stmts):
+            if s.line != last_line and s.line in self.fn.source_lines and not isinstance(s, ir.Return):
+                code = self._rev_stmt(s)
+                if code:
+                    out.append(_comment(f"# from: {self.fn.source_lines[s.line]}"))
+                    last_line = s.line
+                out += code
+            else:
+                out += self._rev_stmt(s)
+        return out
+
+    def _rev_stmt(self, s) -> list:
+        out = []
+        if isinstance(s, ir.Assign):
+            out += self.adjoint_code[id(s)]
+            if self.needs_save(s.target, s):
+                out.append(Restore(s.target))
+        elif isinstance(s, ir.SetItem):
+            out += self.adjoint_code[id(s)]
+            if s.array in self.value_reads:
+                out.append(Restore(s.array, s.index))
+        elif isinstance(s, ir.If):
+            body, orelse = self.rev_block(s.body), self.rev_block(s.orelse)
+            if body or orelse:
+                out.append(_Branch(s.test, body, orelse))
+        elif isinstance(s, ir.For):
+            info = self.loops[id(s)]
+            body = self.rev_block(s.body)
+            if body:
+                out.append(_ReverseFor(s.var if self._var_read_in(s) else None, info, body))
+            if self.needs_save(s.var, s):
+                out.append(Restore(s.var))
+        elif isinstance(s, ir.While):
+            info = self.loops[id(s)]
+            body = self.rev_block(s.cond) + self.rev_block(s.body)
+            if body:
+                out.append(_ReverseFor(None, info, body))
+        elif isinstance(s, ir.Return):
+            if self.is_active(s.value):
+                out.append(Accum(s.value.id, ast.Name("_seed")))
+        return out
+
+    def init_adjoints(self) -> list:
+        out = []
+        for name in sorted(self.active):
+            if name in self.local_temps:
+                continue
+            dn = self.d(name)
+            if self.stable(name):
+                out.append(_assign(dn, self.zeros(name)))
+            else:
+                out.append(_assign(dn, ast.Constant(0.0)))
+        return out
+
+    def zeros(self, name) -> ast.expr:
+        """A zero adjoint for ``name``'s current value."""
+        k = self.kinds.get(name)
+        if k is not None and k.ndim is not None and k.ndim > 0 and k.dtype == "f":
+            return _call(ast.Attribute(ast.Name(self.helper(np, "np")), "zeros_like", ast.Load()),
+                         ast.Name(name))
+        return _call(self.helper(zeros_like, "zeros_like"), ast.Name(name))
+
+    def render(self, code) -> list:
+        """Turn pseudo-statements into Python, merging each reset with the first
+        contribution that follows it (``dv = 0; dv += c`` becomes ``dv = c``)."""
+        out = []
+        pending = {}            # adjoint name -> index in out of its reset
+        zero = set()
+
+        def commit_all():
+            pending.clear()
+            zero.clear()
+
+        for c in code:
+            if isinstance(c, Accum):
+                dn = self.d(c.name)
+                _reads_commit(c.expr, pending, zero)
+                if c.name in self.local_temps:
+                    # Its one contribution defines it.
+                    out.append(_assign(dn, c.expr))
+                elif dn in zero:
+                    idx = pending.pop(dn, None)
+                    if idx is not None:
+                        out[idx] = None
+                    zero.discard(dn)
+                    out.append(_assign(dn, c.expr))
+                elif self.stable(c.name):
+                    out.append(ast.AugAssign(ast.Name(dn, ast.Store()), ast.Add(), c.expr))
+                else:
+                    out.append(_assign(dn, ast.BinOp(ast.Name(dn), ast.Add(), c.expr)))
+            elif isinstance(c, Reset):
+                if c.name in self.local_temps:
+                    continue
+                dn = self.d(c.name)
+                if self.stable(c.name) or self.kinds.get(c.name, Kind(0, "f")).ndim not in (0,):
+                    value = self.zeros(c.name)
+                    self.read(ast.Name(c.name), value=False)
+                    out.append(_assign(dn, value))
+                    pending.pop(dn, None)
+                    zero.discard(dn)
+                else:
+                    pending[dn] = len(out)
+                    zero.add(dn)
+                    out.append(_assign(dn, ast.Constant(0.0)))
+            elif isinstance(c, Restore):
+                _reads_commit(ast.Name(c.name), pending, zero)
+                if c.index is None:
+                    out += self.tape.pop(c.name)
+                else:
+                    out += self.tape.pop_element(c.name, c.index)
+            elif isinstance(c, _InPlace):
+                dn = self.d(c.name)
+                _reads_commit(c.g, pending, zero)
+                out.append(ast.AugAssign(ast.Subscript(ast.Name(dn), c.index, ast.Store()),
+                                         ast.Add(), c.g))
+            elif isinstance(c, _BufferUpdate):
+                dn = self.d(c.name)
+                _reads_commit(c.g, pending, zero)
+                pending.pop(dn, None)
+                zero.discard(dn)
+                out.append(_assign(dn, _call(c.helper, ast.Name(dn), ast.Name(c.name))))
+                out.append(ast.AugAssign(ast.Subscript(ast.Name(dn), c.index, ast.Store()),
+                                         ast.Add(), c.g))
+            elif isinstance(c, _Scatter):
+                dn = self.d(c.name)
+                _reads_commit(c.g, pending, zero)
+                pending.pop(dn, None)
+                zero.discard(dn)
+                out.append(_assign(dn, _call(c.helper, ast.Name(dn), ast.Name(c.name), c.index, c.g)))
+            elif isinstance(c, _ZeroElement):
+                dn = self.d(c.name)
+                out.append(ast.Assign([ast.Subscript(ast.Name(dn), c.index, ast.Store())],
+                                      ast.Constant(0.0)))
+            elif isinstance(c, _Branch):
+                commit_all()
+                out.append(ast.If(ast.Name(c.test), self.render(c.body) or [ast.Pass()],
+                                  self.render(c.orelse)))
+            elif isinstance(c, _ReverseFor):
+                commit_all()
+                body = self.render(c.body) or [ast.Pass()]
+                info = c.info
+                if c.var is None:
+                    target, it = ast.Name("_", ast.Store()), _call("range", ast.Name(info.n))
+                else:
+                    # The same indices, last first.
+                    last = ast.BinOp(info.lo, ast.Add(), ast.BinOp(
+                        ast.BinOp(ast.Name(info.n), ast.Sub(), ast.Constant(1)), ast.Mult(), info.st))
+                    stop = ast.BinOp(info.lo, ast.Sub(), info.st)
+                    step = ast.UnaryOp(ast.USub(), info.st)
+                    target, it = ast.Name(c.var, ast.Store()), _call("range", _fold(last), _fold(stop),
+                                                                     _fold(step))
+                out.append(ast.For(target, it, body, []))
+            elif isinstance(c, ast.AST):
+                out.append(c)
+            else:
+                raise AssertionError(c)
+        return [s for s in out if s is not None]
+
+
+# --------------------------------------------------------------- pieces
+@dataclass
+class _InPlace:
+    name: str
+    index: ast.expr
+    g: ast.expr
+
+
+@dataclass
+class _BufferUpdate:
+    name: str
+    index: ast.expr
+    g: ast.expr
+    helper: str
+
+
+@dataclass
+class _Scatter:
+    name: str
+    index: ast.expr
+    g: ast.expr
+    helper: str
+
+
+@dataclass
+class _ZeroElement:
+    name: str
+    index: ast.expr
+
+
+@dataclass
+class _Branch:
+    test: str
+    body: list
+    orelse: list
+
+
+@dataclass
+class _ReverseFor:
+    var: str | None
+    info: LoopInfo
+    body: list
+
+
+def _reads_commit(expr, pending, zero):
+    for n in ir.atom_names(expr):
+        if n in pending:
+            pending.pop(n)
+        zero.discard(n)
+
+
+def _stmt_names(s) -> set:
+    if isinstance(s, ir.Assign):
+        return ir.atom_names(s.expr) | {s.target}
+    if isinstance(s, ir.SetItem):
+        return ir.atom_names(s.value) | ir.atom_names(s.index) | {s.array}
+    if isinstance(s, ir.If):
+        return {s.test}
+    if isinstance(s, ir.For):
+        return ir.atom_names(s.start) | ir.atom_names(s.stop) | ir.atom_names(s.step)
+    if isinstance(s, ir.While):
+        return {s.test}
+    if isinstance(s, ir.Return):
+        return ir.atom_names(s.value)
+    return set()
+
+
+def _stmt_reads(s) -> set:
+    names = _stmt_names(s)
+    if isinstance(s, ir.Assign):
+        names = names - {s.target}
+    return names
+
+
+def _sub_blocks(s):
+    if isinstance(s, ir.If):
+        return [s.body, s.orelse]
+    if isinstance(s, ir.For):
+        return [s.body]
+    if isinstance(s, ir.While):
+        return [s.cond, s.body]
+    return []
+
+
+def _is_basic_index(i, kind) -> bool:
+    if isinstance(i, ast.Slice):
+        return True
+    if isinstance(i, ast.Constant):
+        return i.value is None or i.value is Ellipsis or isinstance(i.value, int)
+    k = kind(i)
+    return k.ndim == 0 and k.dtype == "i"
+
+
+def _is_basic_scalar_index(i, kind) -> bool:
+    return not isinstance(i, ast.Slice) and _is_basic_index(i, kind) and not (
+        isinstance(i, ast.Constant) and i.value in (None, Ellipsis))
+
+
+def _method_function(name):
+    from .rules import methods
+    return methods.METHODS.get(name)
+
+
+def _unbroadcast():
+    from .rules.elementwise import unbroadcast
+    return unbroadcast
+
+
+def _assign(name, value):
+    return ast.Assign([ast.Name(name, ast.Store())], value)
+
+
+def _aug(name, k):
+    return ast.AugAssign(ast.Name(name, ast.Store()), ast.Add(), ast.Constant(k))
+
+
+def _call(fn, *args):
+    return ast.Call(ast.Name(fn) if isinstance(fn, str) else fn, list(args), [])
+
+
+def _comment(text):
+    # ast.unparse prints a Name's id verbatim: a cheap way to carry a comment line.
+    return ast.Expr(ast.Name(text))
+
+
+def _placeholder(kind):
+    if kind is None or kind.ndim is None:
+        return ast.Constant(None)
+    if kind.ndim == 0:
+        return ast.Constant({"i": 0, "b": False}.get(kind.dtype, 0.0))
+    return ast.Constant(None)
+
+
+def _fold(e):
+    """Fold constant arithmetic in loop bounds so the generated code reads well."""
+    try:
+        value = eval(compile(ast.fix_missing_locations(ast.Expression(copy.deepcopy(e))),
+                             "<fold>", "eval"), {"__builtins__": {}})
+        return ast.Constant(value)
+    except Exception:
+        pass
+    if isinstance(e, ast.BinOp):
+        l, r = _fold(e.left), _fold(e.right)
+        if isinstance(r, ast.Constant) and r.value == 0 and isinstance(e.op, (ast.Add, ast.Sub)):
+            return l
+        if isinstance(r, ast.Constant) and r.value == 1 and isinstance(e.op, ast.Mult):
+            return l
+        if isinstance(r, ast.Constant) and r.value == -1 and isinstance(e.op, ast.Mult):
+            return ast.UnaryOp(ast.USub(), l)
+        if isinstance(r, ast.Constant) and isinstance(r.value, (int, float)) and r.value < 0 \
+                and isinstance(e.op, (ast.Add, ast.Sub)):
+            op = ast.Sub() if isinstance(e.op, ast.Add) else ast.Add()
+            return ast.BinOp(l, op, ast.Constant(-r.value))
+        if isinstance(r, ast.UnaryOp) and isinstance(r.op, ast.USub) and isinstance(e.op, (ast.Add, ast.Sub)):
+            op = ast.Sub() if isinstance(e.op, ast.Add) else ast.Add()
+            return ast.BinOp(l, op, r.operand)
+        return ast.BinOp(l, e.op, r)
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+        inner = _fold(e.operand)
+        if isinstance(inner, ast.UnaryOp) and isinstance(inner.op, ast.USub):
+            return inner.operand
+        return ast.UnaryOp(ast.USub(), inner)
+    return e

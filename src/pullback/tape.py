@@ -1,0 +1,140 @@
+"""How the forward sweep saves values for the reverse sweep.
+
+Both strategies are stacks: the reverse sweep pops exactly what the forward
+sweep pushed, in mirror order, because it replays the same control flow
+backwards.
+
+* Python backend: one list for everything; ``_push``/``_pop`` are its bound
+  ``append``/``pop`` (the cheapest stack CPython has).
+* Numba backend: one typed array per saved variable with its own counter,
+  doubled when full (amortised O(1), no per-push allocation), so the compiled
+  loop is as tight as a hand-written adjoint that stores into an array.
+"""
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from .runtime import grow
+
+
+def for_backend(backend: str, transform):
+    return NumbaTape(transform) if backend == "numba" else PythonTape(transform)
+
+
+def _stmt(src: str) -> list:
+    return ast.parse(src).body
+
+
+class PythonTape:
+    def __init__(self, transform):
+        self.t = transform
+
+    def setup(self) -> list:
+        return _stmt("_stack = []\n_push = _stack.append\n_pop = _stack.pop")
+
+    def push(self, name):
+        return _stmt(f"_push({name})")
+
+    def pop(self, name):
+        return _stmt(f"{name} = _pop()")
+
+    def push_element(self, array, index):
+        item = ast.Subscript(ast.Name(array), index, ast.Load())
+        if not self.t_scalar_index(index):
+            item = ast.Call(ast.Attribute(item, "copy", ast.Load()), [], [])
+        return [ast.Expr(ast.Call(ast.Name("_push"), [item], []))]
+
+    def pop_element(self, array, index):
+        return [ast.Assign([ast.Subscript(ast.Name(array), index, ast.Store())],
+                           ast.Call(ast.Name("_pop"), [], []))]
+
+    def t_scalar_index(self, index):
+        from .reverse import _is_basic_scalar_index
+        parts = index.elts if isinstance(index, ast.Tuple) else [index]
+        return all(_is_basic_scalar_index(i, self.t.kind) for i in parts)
+
+
+_NUMBA_DTYPES = {"f": "np.float64", "i": "np.int64", "b": "np.bool_", "c": "np.complex128"}
+
+
+class NumbaTape(PythonTape):
+    def __init__(self, transform):
+        super().__init__(transform)
+        self.tapes: dict[str, tuple] = {}
+
+    def _tape(self, name):
+        if name not in self.tapes:
+            self.tapes[name] = (self.t.names.fresh(f"_tape_{name.lstrip('_')}_"),
+                                self.t.names.fresh(f"_k_{name.lstrip('_')}_"))
+        return self.tapes[name]
+
+    def setup(self) -> list:
+        # Filled in lazily: the emitter asks again once all pushes are known.
+        return [_TapeSetup(self)]
+
+    def setup_code(self) -> list:
+        np_name = self.t.helper(np, "np")
+        grow_name = self.t.helper(grow, "grow")
+        out = []
+        for name, (tape, k) in self.tapes.items():
+            kind = self.t.kinds.get(name)
+            if name.endswith("[]"):
+                dtype = "np.float64"
+            elif kind is None or kind.ndim != 0 or kind.dtype not in _NUMBA_DTYPES:
+                if kind is not None and kind.ndim and kind.ndim > 0 and kind.dtype == "f":
+                    shape = "(0,)" * 1 if kind.ndim == 1 else "(" + "0, " * kind.ndim + ")"
+                    out += _stmt(f"{tape} = [{np_name}.zeros({shape})]\n{tape}.pop()")
+                    continue
+                raise TypeError(f"the Numba backend cannot save the value of {name!r} "
+                                f"(kind {kind}) for the reverse sweep")
+            else:
+                dtype = _NUMBA_DTYPES[kind.dtype]
+            dtype = dtype.replace("np.", np_name + ".")
+            out += _stmt(f"{tape} = {np_name}.empty(64, dtype={dtype})\n{k} = 0")
+        self.grow_name = grow_name
+        return out
+
+    def _is_list(self, name):
+        kind = self.t.kinds.get(name)
+        return not name.endswith("[]") and (kind is None or kind.ndim != 0)
+
+    def push(self, name):
+        tape, k = self._tape(name)
+        if self._is_list(name):
+            return _stmt(f"{tape}.append({name})")
+        g = self.t.helper(grow, "grow")
+        return _stmt(f"if {k} == {tape}.shape[0]:\n    {tape} = {g}({tape})\n"
+                     f"{tape}[{k}] = {name}\n{k} += 1")
+
+    def pop(self, name):
+        tape, k = self._tape(name)
+        if self._is_list(name):
+            return _stmt(f"{name} = {tape}.pop()")
+        return _stmt(f"{k} -= 1\n{name} = {tape}[{k}]")
+
+    def push_element(self, array, index):
+        tape, k = self._tape(array + "[]")
+        g = self.t.helper(grow, "grow")
+        item = ast.unparse(ast.Subscript(ast.Name(array), index, ast.Load()))
+        if not self.t_scalar_index(index):
+            raise TypeError("the Numba backend saves overwritten array elements one at a "
+                            f"time; {item} = ... writes a slice")
+        return _stmt(f"if {k} == {tape}.shape[0]:\n    {tape} = {g}({tape})\n"
+                     f"{tape}[{k}] = {item}\n{k} += 1")
+
+    def pop_element(self, array, index):
+        tape, k = self._tape(array + "[]")
+        item = ast.unparse(ast.Subscript(ast.Name(array), index, ast.Load()))
+        return _stmt(f"{k} -= 1\n{item} = {tape}[{k}]")
+
+
+class _TapeSetup(ast.stmt):
+    """Placeholder replaced by the tape allocations once every push is known."""
+
+    _fields = ()
+
+    def __init__(self, tape):
+        super().__init__()
+        self.tape = tape
