@@ -131,7 +131,11 @@ def _check_differentiable(args, nums, fname):
 
 def _to_user(grad, arg):
     """The gradient in the type and shape of its argument."""
+    if type(arg) is float:
+        return float(grad)
     if isinstance(arg, np.ndarray):
+        if type(grad) is np.ndarray and grad.dtype == arg.dtype and grad.shape == arg.shape:
+            return grad
         g = np.asarray(grad, dtype=np.result_type(arg.dtype, np.float64) if arg.dtype.kind != "f"
                        else arg.dtype)
         if g.shape != arg.shape:
@@ -161,6 +165,7 @@ class GradientFunction:
         self.with_value = with_value
         self.backend = _backend(f, jit)
         self._last: Compiled | None = None
+        self._fast: dict = {}
         self.__name__ = f"grad({_name(f)})"
         self.__doc__ = getattr(f, "__doc__", None)
 
@@ -173,9 +178,16 @@ class GradientFunction:
         return c, nums, single
 
     def __call__(self, *args):
-        c, nums, single = self.compiled(*args)
+        # Fast path: the same argument types as a previous call.
+        key = tuple(_type_key(a) for a in args)
+        entry = self._fast.get(key)
+        if entry is None or not _valid(entry[0]):
+            entry = self._fast[key] = self.compiled(*args)
+        c, nums, single = entry
         value, grads = c.fn(*args, 1.0)
-        if not self.with_value:
+        if getattr(c.fn, "ok", False):
+            c.fn = c.fn.dispatcher
+        if not self.with_value and type(value) is not float:
             _check_scalar(value, self.f)
         out = tuple(_to_user(g, args[i]) for g, i in zip(grads, nums))
         out = out[0] if single else out
@@ -192,6 +204,13 @@ class GradientFunction:
 
     def __repr__(self):
         return f"<pullback {self.__name__} ({self.backend} backend)>"
+
+
+def _type_key(a):
+    t = type(a)
+    if t is np.ndarray:
+        return (t, a.dtype.char, a.ndim)
+    return t
 
 
 def _check_scalar(value, f):

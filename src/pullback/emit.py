@@ -98,10 +98,13 @@ class _LazyNumba:
         self.py_func = fn
         self.source = src
         self.dispatcher = numba.njit(fn)
+        self.ok = False
 
     def __call__(self, *args):
         try:
-            return self.dispatcher(*args)
+            out = self.dispatcher(*args)
+            self.ok = True      # compiled: callers may use the dispatcher directly
+            return out
         except Exception as exc:   # numba.core.errors.TypingError and friends
             import numba.core.errors as nerr
             if isinstance(exc, (nerr.TypingError, nerr.UnsupportedError, nerr.LoweringError,

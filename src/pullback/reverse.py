@@ -97,6 +97,8 @@ class ReverseTransform:
         self.reads: dict[str, int] = {}         # primal names the reverse sweep reads
         self.value_reads: set = set()           # ... whose contents (not just shape) it reads
         self.contribs: dict[str, int] = {}      # adjoint contributions per variable
+        self.element_contribs: dict[str, int] = {}   # ... of them, `dp[i] += g` with int i
+        self.list_buffers: set = set()          # adjoints kept as Python lists (see run)
         self.sites: dict[str, int] = {}         # assignment sites per variable
         self.in_loop: set = set()               # assigned inside a loop
         self.top_level: set = set()             # assigned at the function's top level
@@ -148,8 +150,18 @@ class ReverseTransform:
             self.top_level.add(p)
         self.gen_adjoints(body)
         self.find_local_temps(body)
+        if self.backend == "python":
+            # A 1-D gradient only ever updated one element at a time is cheapest as a
+            # Python list in CPython (no NumPy scalar boxing per update).
+            self.list_buffers = {p for p in self.wrt if self.stable(p)
+                                 and self.kinds[p].ndim == 1
+                                 and 0 < self.element_contribs.get(p, 0) == self.contribs.get(p, 0)}
         forward = self.init_saved() + self.fwd_block(body)
-        reverse = self.init_adjoints() + self.render(self.rev_block(body))
+        reverse = self.tape.between() + self.init_adjoints() + self.propagate_copies(self.render(self.rev_block(body)))
+        for p in sorted(self.list_buffers):
+            dn = self.d(p)
+            reverse.append(_assign(dn, _call(ast.Attribute(ast.Name(self.helper(np, "np")), "array",
+                                                           ast.Load()), ast.Name(dn))))
         ret = body[-1]
         adjoint_names = {p: self.d(p) for p in self.wrt}
         return Generated(self.fn.name, self.fn.params, self.wrt, adjoint_names, forward,
@@ -320,6 +332,8 @@ class ReverseTransform:
         if basic and self.stable(name):
             # The heart of the matter: one in-place update of one buffer.
             self.contribs[name] = self.contribs.get(name, 0) + 1
+            if not isinstance(index, ast.Tuple) and _is_basic_scalar_index(index, self.kind):
+                self.element_contribs[name] = self.element_contribs.get(name, 0) + 1
             return [_InPlace(name, copy.deepcopy(index), g)]
         self.read(base, value=False)
         helper = self.helper(scatter_add, "scatter_add") if not basic else \
@@ -479,14 +493,24 @@ class ReverseTransform:
                 body = []
                 if s.exit_flag is not None:
                     body.append(_aug(info.n, 1))
+                # The trip count is known before the loop: make room for every push
+                # the body makes, so the pushes inside need no capacity check.
+                counts = self.pushes_per_iteration(s.body)
+                if s.exit_flag is None and counts:
+                    out += self.tape.reserve(counts, ast.Name(info.n))
+                saved, self.tape.reserved = self.tape.reserved, set(counts) \
+                    if s.exit_flag is None else set()
                 body += self.fwd_block(s.body)
+                self.tape.reserved = saved
                 if s.exit_flag is not None:
                     body.append(ast.If(ast.Name(s.exit_flag), [ast.Break()], []))
                 out.append(ast.For(ast.Name(s.var, ast.Store()),
                                    _call("range", s.start, s.stop, s.step), body or [ast.Pass()], []))
             elif isinstance(s, ir.While):
                 info = self.loops[id(s)]
+                saved, self.tape.reserved = self.tape.reserved, set()
                 body = [_aug(info.n, 1)] + self.fwd_block(s.body)
+                self.tape.reserved = saved
                 if s.exit_flag is not None:
                     body.append(ast.If(ast.Name(s.exit_flag), [ast.Break()], []))
                 body += self.fwd_block(s.cond)
@@ -494,6 +518,24 @@ class ReverseTransform:
             elif isinstance(s, ir.Return):
                 pass
         return out
+
+    def pushes_per_iteration(self, stmts) -> dict:
+        """How many values each tape receives per iteration, at most, from
+        statements outside nested loops."""
+        counts = {}
+        for s in stmts:
+            if isinstance(s, ir.Assign) and self.needs_save(s.target, s):
+                counts[s.target] = counts.get(s.target, 0) + 1
+            elif isinstance(s, ir.SetItem) and s.array in self.value_reads:
+                key = s.array + "[]"
+                counts[key] = counts.get(key, 0) + 1
+            elif isinstance(s, ir.For) and self.needs_save(s.var, s):
+                counts[s.var] = counts.get(s.var, 0) + 1
+            elif isinstance(s, ir.If):
+                for sub in (s.body, s.orelse):
+                    for k, v in self.pushes_per_iteration(sub).items():
+                        counts[k] = counts.get(k, 0) + v
+        return counts
 
     # ---------------------------------------------------- reverse sweep
     def rev_block(self, stmts) -> list:
@@ -547,10 +589,39 @@ class ReverseTransform:
             if name in self.local_temps:
                 continue
             dn = self.d(name)
-            if self.stable(name):
+            if name in self.list_buffers:
+                out.append(_assign(dn, ast.BinOp(ast.List([ast.Constant(0.0)], ast.Load()),
+                                                 ast.Mult(), _call("len", ast.Name(name)))))
+            elif self.stable(name):
                 out.append(_assign(dn, self.zeros(name)))
             else:
                 out.append(_assign(dn, ast.Constant(0.0)))
+        return out
+
+    def propagate_copies(self, stmts) -> list:
+        """Drop ``d_t = dv`` copies of local-temporary adjoints by reading ``dv``
+        where ``d_t`` was read, when ``dv`` does not change in between."""
+        local = {self.d(n) for n in self.local_temps}
+        out = list(stmts)
+        for st in out:
+            for sub in _bodies(st):
+                sub[:] = self.propagate_copies(sub)
+        k = 0
+        while k < len(out):
+            st = out[k]
+            if (isinstance(st, ast.Assign) and len(st.targets) == 1
+                    and isinstance(st.targets[0], ast.Name) and st.targets[0].id in local
+                    and isinstance(st.value, ast.Name)):
+                a, b = st.targets[0].id, st.value.id
+                uses = [j for j in range(k + 1, len(out)) if a in _names_read(out[j])]
+                if uses and all(not _bodies(out[j]) for j in range(k + 1, uses[-1] + 1)) and \
+                        not any(b in _names_written(out[j]) or a in _names_written(out[j])
+                                for j in range(k + 1, uses[-1])):
+                    for j in uses:
+                        out[j] = _rename(out[j], a, b)
+                    del out[k]
+                    continue
+            k += 1
         return out
 
     def zeros(self, name) -> ast.expr:
@@ -700,6 +771,34 @@ class _ReverseFor:
     var: str | None
     info: LoopInfo
     body: list
+
+
+def _bodies(st) -> list:
+    if isinstance(st, (ast.For, ast.While)):
+        return [st.body]
+    if isinstance(st, ast.If):
+        return [st.body, st.orelse]
+    return []
+
+
+def _names_read(st) -> set:
+    return {n.id for n in ast.walk(st) if isinstance(n, ast.Name) and not isinstance(getattr(n, "ctx", None), ast.Store)}
+
+
+def _names_written(st) -> set:
+    out = {n.id for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(getattr(n, "ctx", None), ast.Store)}
+    if isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name):
+        out.add(st.target.id)
+    return out
+
+
+def _rename(st, old, new):
+    class R(ast.NodeTransformer):
+        def visit_Name(_, node):
+            if node.id == old and not isinstance(getattr(node, "ctx", None), ast.Store):
+                return ast.Name(new, ast.Load())
+            return node
+    return R().visit(st)
 
 
 def _reads_commit(expr, pending, zero):

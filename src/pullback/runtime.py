@@ -24,6 +24,16 @@ def grow(tape):
     return new
 
 
+def reserve(tape, needed):
+    """``tape`` with room for at least ``needed`` entries (grown geometrically)."""
+    if needed <= tape.shape[0]:
+        return tape
+    size = max(needed, 2 * tape.shape[0])
+    new = np.empty(size, dtype=tape.dtype)
+    new[:tape.shape[0]] = tape
+    return new
+
+
 def buffer_like(adjoint, value):
     """An adjoint ready for in-place element updates: ``adjoint`` itself when it
     is already an array of ``value``'s shape, else zeros plus what it holds."""

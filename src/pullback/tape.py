@@ -16,7 +16,7 @@ import ast
 
 import numpy as np
 
-from .runtime import grow
+from .runtime import grow, reserve
 
 
 def for_backend(backend: str, transform):
@@ -30,15 +30,29 @@ def _stmt(src: str) -> list:
 class PythonTape:
     def __init__(self, transform):
         self.t = transform
+        self.reserved: set = set()     # tapes with room already made in this loop
+
+    def reserve(self, counts: dict, trips: ast.expr) -> list:
+        return []
 
     def setup(self) -> list:
-        return _stmt("_stack = []\n_push = _stack.append\n_pop = _stack.pop")
+        return _stmt("_stack = []\n_push = _stack.append\n"
+                     "_fstack = []\n_fpush = _fstack.append")
+
+    def between(self) -> list:
+        # Float scalars read from NumPy arrays are NumPy scalars, whose arithmetic
+        # costs several times a Python float's: convert the saved ones once, in C.
+        return _stmt("_pop = _stack.pop\n_fpop = list(map(float, _fstack)).pop")
+
+    def _float(self, name):
+        k = self.t.kinds.get(name)
+        return k is not None and k.ndim == 0 and k.dtype == "f"
 
     def push(self, name):
-        return _stmt(f"_push({name})")
+        return _stmt(f"_fpush({name})" if self._float(name) else f"_push({name})")
 
     def pop(self, name):
-        return _stmt(f"{name} = _pop()")
+        return _stmt(f"{name} = _fpop()" if self._float(name) else f"{name} = _pop()")
 
     def push_element(self, array, index):
         item = ast.Subscript(ast.Name(array), index, ast.Load())
@@ -70,6 +84,9 @@ class NumbaTape(PythonTape):
                                 self.t.names.fresh(f"_k_{name.lstrip('_')}_"))
         return self.tapes[name]
 
+    def between(self) -> list:
+        return []
+
     def setup(self) -> list:
         # Filled in lazily: the emitter asks again once all pushes are known.
         return [_TapeSetup(self)]
@@ -100,10 +117,23 @@ class NumbaTape(PythonTape):
         kind = self.t.kinds.get(name)
         return not name.endswith("[]") and (kind is None or kind.ndim != 0)
 
+    def reserve(self, counts: dict, trips: ast.expr) -> list:
+        out = []
+        r = self.t.helper(reserve, "reserve")
+        for name, c in counts.items():
+            if not name.endswith("[]") and self._is_list(name):
+                continue
+            tape, k = self._tape(name)
+            need = ast.unparse(trips) + (f" * {c}" if c != 1 else "")
+            out += _stmt(f"{tape} = {r}({tape}, {k} + {need})")
+        return out
+
     def push(self, name):
         tape, k = self._tape(name)
         if self._is_list(name):
             return _stmt(f"{tape}.append({name})")
+        if name in self.reserved:
+            return _stmt(f"{tape}[{k}] = {name}\n{k} += 1")
         g = self.t.helper(grow, "grow")
         return _stmt(f"if {k} == {tape}.shape[0]:\n    {tape} = {g}({tape})\n"
                      f"{tape}[{k}] = {name}\n{k} += 1")
@@ -117,12 +147,13 @@ class NumbaTape(PythonTape):
     def push_element(self, array, index):
         tape, k = self._tape(array + "[]")
         g = self.t.helper(grow, "grow")
+        check = "" if array + "[]" in self.reserved else \
+            f"if {k} == {tape}.shape[0]:\n    {tape} = {g}({tape})\n"
         item = ast.unparse(ast.Subscript(ast.Name(array), index, ast.Load()))
         if not self.t_scalar_index(index):
             raise TypeError("the Numba backend saves overwritten array elements one at a "
                             f"time; {item} = ... writes a slice")
-        return _stmt(f"if {k} == {tape}.shape[0]:\n    {tape} = {g}({tape})\n"
-                     f"{tape}[{k}] = {item}\n{k} += 1")
+        return _stmt(f"{check}{tape}[{k}] = {item}\n{k} += 1")
 
     def pop_element(self, array, index):
         tape, k = self._tape(array + "[]")
