@@ -900,6 +900,8 @@ def _fold(e):
         pass
     if isinstance(e, ast.BinOp):
         l, r = _fold(e.left), _fold(e.right)
+        if isinstance(l, ast.Constant) and l.value == 0 and isinstance(e.op, ast.Add):
+            return r
         if isinstance(r, ast.Constant) and r.value == 0 and isinstance(e.op, (ast.Add, ast.Sub)):
             return l
         if isinstance(r, ast.Constant) and r.value == 1 and isinstance(e.op, ast.Mult):

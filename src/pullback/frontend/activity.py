@@ -174,7 +174,10 @@ class KindInference:
             if e.id in self.env:
                 return self.env[e.id]
             k = self.value_kind(e.id)
-            return k if k is not None else OTHER
+            if k is None or k.dtype == "o":
+                return OTHER
+            self.env[e.id] = k      # a global or closure number or array: its kind now
+            return k
         if isinstance(e, ast.Attribute):
             return self.attribute(e)
         if isinstance(e, ast.Subscript):
@@ -239,7 +242,7 @@ class KindInference:
             root = root.value
         if isinstance(root, ast.Name) and root.id not in self.env:
             try:
-                v = eval(compile(ast.Expression(e), "<kind>", "eval"),
+                v = eval(compile(ast.fix_missing_locations(ast.Expression(e)), "<kind>", "eval"),
                          {root.id: self.lookup_value(root.id)})
                 return kind_of_value(v)
             except Exception:

@@ -1,0 +1,317 @@
+"""Derivatives of NumPy's elementwise functions (ufuncs, ``where``, ``clip``, ``polyval``).
+
+Conventions shared by every array rule module (``elementwise``, ``reductions``,
+``linalg``, ``shapes``, ``indexing``):
+
+* A VJP helper takes the cotangent ``g`` of the result first, then ``ans`` (the
+  result) when it needs it, then the primal arguments, and returns the
+  cotangent of ONE argument, with exactly that argument's shape.  For a Python
+  or NumPy scalar argument it returns a scalar (a NumPy scalar on NumPy).
+* Helpers are written against the array API namespace of their inputs
+  (``array_api_compat``), without scalar indexing or loops over elements, so
+  they also run on PyTorch, CuPy or JAX arrays.  Real (not complex) inputs.
+* A helper may return ``g`` itself or a broadcast (read-only) view of it: the
+  transform must not update a returned cotangent in place; it adds it.
+
+Elementwise rules are templates written like the maths (``g * np.cos(x)``) so
+that they inline into generated code and compile under Numba for scalars.  The
+templates do NOT reduce broadcast dimensions: the transform wraps every
+elementwise contribution in :func:`unbroadcast` (``unbroadcast(contrib, x)``)
+when the shapes may differ.
+
+Choices at points where a derivative is not defined:
+
+* ``abs``/``fabs`` at 0: 0 (``sign``), as JAX, PyTorch and autograd.
+* ``maximum``/``minimum`` at ties (``x1 == x2``): half of ``g`` to each, as JAX,
+  so that ``maximum(x, x)`` has derivative 1.
+* ``clip`` at a bound (``a == a_min``): ``g`` goes to ``a``, none to the bound
+  (PyTorch's ``clamp`` convention).
+* ``power`` is zero-safe: d/dy x**y is 0 at x == 0 (not 0*log 0 = NaN) and
+  d/dx x**y is 0 when y == 0 (not 0 * x**-1 = NaN at x == 0).  ``sqrt`` and
+  ``log`` at 0 give inf legitimately.
+"""
+from __future__ import annotations
+
+import numbers
+
+import array_api_compat
+import numpy as np
+
+from .registry import defrule
+
+_AxisError = getattr(getattr(np, "exceptions", np), "AxisError")
+
+__all__ = ["unbroadcast", "namespace", "as_array", "clip_vjp_a", "clip_vjp_min", "clip_vjp_max",
+           "polyval_vjp_p", "polyval_vjp_x"]
+
+
+# ---------------------------------------------------------------------------
+# Helpers shared by the array rule modules.
+
+def namespace(*xs):
+    """The array API namespace of the array arguments (NumPy's if none is an array).
+
+    Python scalars, lists and None are ignored; NumPy scalars count as NumPy.
+    """
+    arrays = [x for x in xs if hasattr(x, "shape")]
+    if not arrays:
+        return array_api_compat.array_namespace(np.empty(0))
+    return array_api_compat.array_namespace(*arrays)
+
+
+def is_scalar(x) -> bool:
+    """True for a Python number or a NumPy scalar (whose cotangent is a scalar)."""
+    return isinstance(x, (numbers.Number, np.generic))
+
+
+def shape_of(x) -> tuple:
+    shape = getattr(x, "shape", None)
+    return tuple(shape) if shape is not None else np.shape(x)
+
+
+def as_scalar(r):
+    """A 0-d NumPy array becomes a NumPy scalar; anything else is returned unchanged.
+
+    Only NumPy: a 0-d device array stays on its device (no host round-trip).
+    """
+    if isinstance(r, np.ndarray) and r.ndim == 0:
+        return r[()]
+    return r
+
+
+def like_arg(ct, x):
+    """Return cotangent ``ct`` in the form of argument ``x`` (scalar for a scalar)."""
+    if is_scalar(x):
+        return as_scalar(ct)
+    return ct
+
+
+def as_array(xp, x, *like):
+    """``x`` as an array of namespace ``xp``.
+
+    A Python number or list takes the device of the first array in ``like``; a
+    Python float also its floating dtype (float64 when there is none), so that a
+    cotangent given as a Python float keeps its precision on torch (whose
+    default dtype is float32).
+    """
+    if hasattr(x, "shape"):
+        return x
+    refs = [r for r in like if hasattr(r, "shape")]
+    kwargs = {}
+    if refs:
+        kwargs["device"] = array_api_compat.device(refs[0])
+    if isinstance(x, float):
+        kwargs["dtype"] = float_dtype(xp, *refs)
+    return xp.asarray(x, **kwargs)
+
+
+def float_dtype(xp, *xs):
+    """A floating dtype for a cotangent: the first floating input's, else float64."""
+    for x in xs:
+        dt = getattr(x, "dtype", None)
+        if dt is not None and xp.isdtype(dt, "real floating"):
+            return dt
+    return xp.float64
+
+
+def normalize_axes(axis, ndim: int) -> tuple:
+    """``axis`` (None, int, negative int or tuple) as a sorted tuple of non-negative ints."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        axes = [int(a) for a in axis]
+    else:
+        axes = [int(axis)]
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise _AxisError(a, ndim)
+    return tuple(sorted(a % ndim for a in axes))
+
+
+def expand_reduced(g, shape, axes, keepdims, xp=None, like=None):
+    """Broadcast the cotangent of a reduction over ``axes`` back to ``shape``.
+
+    ``g`` has the reduced shape (axes removed, or kept as 1 with keepdims);
+    the result is a broadcast view of shape ``shape``.  ``like``: the reduced
+    array, whose device and dtype a Python-number ``g`` takes.
+    """
+    xp = xp or namespace(g, like)
+    g = as_array(xp, g, like)
+    if not keepdims:
+        kept = tuple(1 if i in axes else n for i, n in enumerate(shape))
+        g = xp.reshape(g, kept)
+    return xp.broadcast_to(g, tuple(shape))
+
+
+def unbroadcast(g, x):
+    """Sum ``g`` down to the shape of ``x`` (the inverse of broadcasting).
+
+    ``x`` may be an array with fewer or size-1 dimensions, or a Python/NumPy
+    scalar (then the result is a scalar).  When the shapes already agree ``g``
+    itself is returned, not a copy.  A ``g`` smaller than ``x`` (a scalar
+    cotangent for an array argument) is broadcast up to ``x``'s shape.
+    """
+    shape = shape_of(x)
+    gshape = shape_of(g)
+    if gshape == shape:
+        return like_arg(g, x)
+    xp = namespace(g, x)
+    g = as_array(xp, g, x)
+    extra = len(gshape) - len(shape)
+    if extra > 0:
+        g = xp.sum(g, axis=tuple(range(extra)))
+        gshape = gshape[extra:]
+    # Dimensions x has as 1 and g has larger were broadcast: sum them, keeping them.
+    ones = tuple(i for i, n in enumerate(shape)
+                 if n == 1 and i >= len(shape) - len(gshape)
+                 and gshape[i - (len(shape) - len(gshape))] != 1)
+    if ones:
+        offset = len(shape) - len(gshape)
+        g = xp.sum(g, axis=tuple(i - offset for i in ones), keepdims=True)
+    if shape_of(g) != shape:
+        g = xp.broadcast_to(g, shape)
+    return like_arg(g, x)
+
+
+# ---------------------------------------------------------------------------
+# Unary ufuncs.  Written with ans where it saves a transcendental call.
+
+defrule(np.sin, "x, /", x="g * np.cos(x)")
+defrule(np.cos, "x, /", x="-g * np.sin(x)")
+defrule(np.tan, "x, /", x="g * (1.0 + ans * ans)")
+defrule(np.exp, "x, /", x="g * ans")
+defrule(np.log, "x, /", x="g / x")
+defrule(np.log1p, "x, /", x="g / (1.0 + x)")
+defrule(np.expm1, "x, /", x="g * (ans + 1.0)")
+defrule(np.sqrt, "x, /", x="g * 0.5 / ans")
+defrule(np.tanh, "x, /", x="g * (1.0 - ans * ans)")
+defrule(np.sinh, "x, /", x="g * np.cosh(x)")
+defrule(np.cosh, "x, /", x="g * np.sinh(x)")
+defrule(np.arctan, "x, /", x="g / (1.0 + x * x)")
+defrule(np.arcsin, "x, /", x="g / np.sqrt(1.0 - x * x)")
+defrule(np.arccos, "x, /", x="-g / np.sqrt(1.0 - x * x)")
+defrule(np.absolute, "x, /", x="g * np.sign(x)")   # np.abs is np.absolute
+defrule(np.fabs, "x, /", x="g * np.sign(x)")
+defrule(np.negative, "x, /", x="-g")
+defrule(np.square, "x, /", x="g * 2.0 * x")
+defrule(np.reciprocal, "x, /", x="-g * ans * ans")
+
+# ---------------------------------------------------------------------------
+# Binary ufuncs (positional x1, x2 as NumPy names them).
+
+defrule(np.add, "x1, x2, /", x1="g", x2="g")
+defrule(np.subtract, "x1, x2, /", x1="g", x2="-g")
+defrule(np.multiply, "x1, x2, /", x1="g * x2", x2="g * x1")
+defrule(np.divide, "x1, x2, /", x1="g / x2", x2="-g * ans / x2")   # np.true_divide is np.divide
+# Zero-safe power, written with arithmetic on comparisons (no np.where) so that
+# it stays valid for scalars under Numba:
+#   d/dx1: x1 ** (x2 - 1) with exponent 0 when x2 == 0, so 0 * x1**-1 never happens;
+#   d/dx2: log of x1, with x1 == 0 replaced by 1, where ans == 0 anyway (x2 > 0).
+defrule(np.power, "x1, x2, /",
+        x1="g * x2 * np.power(x1, x2 - 1 + (x2 == 0))",
+        x2="g * ans * np.log(x1 + (x1 == 0))")
+# Ties split evenly, as JAX.
+defrule(np.maximum, "x1, x2, /",
+        x1="g * ((x1 > x2) + 0.5 * (x1 == x2))",
+        x2="g * ((x2 > x1) + 0.5 * (x1 == x2))")
+defrule(np.minimum, "x1, x2, /",
+        x1="g * ((x1 < x2) + 0.5 * (x1 == x2))",
+        x2="g * ((x2 < x1) + 0.5 * (x1 == x2))")
+
+# The one-argument form np.where(condition) returns indices: nothing to differentiate.
+defrule(np.where, "condition, x=None, y=None, /",
+        x="np.where(condition, g, 0.0)",
+        y="np.where(condition, 0.0, g)")
+
+
+# ---------------------------------------------------------------------------
+# clip: a_min/a_max may be None (no bound), arrays, or given as min=/max= (NumPy >= 2.1).
+
+
+
+def _bounds(a_min, a_max, min=None, max=None):
+    lo = a_min if a_min is not None else min
+    hi = a_max if a_max is not None else max
+    return lo, hi
+
+
+def clip_vjp_a(g, a, a_min=None, a_max=None, min=None, max=None):
+    """Cotangent of ``a`` in ``np.clip``: ``g`` where ``a_min <= a <= a_max``.
+
+    Returned at the broadcast shape; the transform unbroadcasts it.
+    """
+    xp = namespace(g, a)
+    g = as_array(xp, g, a)
+    lo, hi = _bounds(a_min, a_max, min, max)
+    inside = xp.ones_like(g, dtype=xp.bool)
+    if lo is not None:
+        inside = inside & (a >= lo)
+    if hi is not None:
+        inside = inside & (a <= hi)
+    return xp.where(inside, g, xp.zeros_like(g))
+
+
+def clip_vjp_min(g, a, a_min=None, a_max=None, min=None, max=None):
+    """Cotangent of the lower bound: ``g`` where ``a < a_min`` (and the lower bound is active)."""
+    xp = namespace(g, a)
+    g = as_array(xp, g, a)
+    lo, hi = _bounds(a_min, a_max, min, max)
+    below = a < lo
+    if hi is not None:
+        # With a_min > a_max NumPy returns a_max everywhere: the lower bound never shows.
+        below = below & (lo <= hi)
+    return xp.where(below, g, xp.zeros_like(g))
+
+
+def clip_vjp_max(g, a, a_min=None, a_max=None, min=None, max=None):
+    """Cotangent of the upper bound: ``g`` where the result is ``a_max`` and ``a`` was not."""
+    xp = namespace(g, a)
+    g = as_array(xp, g, a)
+    lo, hi = _bounds(a_min, a_max, min, max)
+    above = a > hi
+    if lo is not None:
+        above = above | (lo > hi)
+    return xp.where(above, g, xp.zeros_like(g))
+
+
+defrule(np.clip, "a, a_min=None, a_max=None, out=None, *, min=None, max=None",
+        a="clip_vjp_a(g, a, a_min, a_max, min, max)",
+        a_min="clip_vjp_min(g, a, a_min, a_max, min, max)",
+        a_max="clip_vjp_max(g, a, a_min, a_max, min, max)",
+        min="clip_vjp_min(g, a, a_min, a_max, min, max)",
+        max="clip_vjp_max(g, a, a_min, a_max, min, max)")
+
+
+# ---------------------------------------------------------------------------
+# polyval(p, x) = p[0]*x**(n-1) + ... + p[n-1], evaluated by Horner's rule.
+# Both cotangents use one pass over the n coefficients, each step vectorized over
+# x: O(n) work per element of x and O(size of x) memory (no n-by-size matrix).
+# The loop is over coefficients, not elements; p[i] stays a 0-d device array.
+
+def polyval_vjp_x(g, p, x):
+    """Cotangent of ``x``: ``g * p'(x)``, with ``p'`` evaluated by Horner's rule."""
+    xp = namespace(p, x, g)
+    pa, xa = as_array(xp, p, x, g), as_array(xp, x, p, g)
+    n = pa.shape[0]
+    deriv = xp.zeros_like(xa, dtype=float_dtype(xp, xa, pa))
+    for i in range(n - 1):          # coefficient i multiplies x**(n-1-i)
+        deriv = deriv * xa + (n - 1 - i) * pa[i]
+    return like_arg(g * deriv, x)
+
+
+def polyval_vjp_p(g, p, x):
+    """Cotangent of ``p``: ``dp[i] = sum(g * x**(n-1-i))``, built from the last coefficient up."""
+    xp = namespace(p, x, g)
+    pa, xa = as_array(xp, p, x, g), as_array(xp, x, p, g)
+    n = pa.shape[0]
+    ga = xp.broadcast_to(as_array(xp, g, xa), np.broadcast_shapes(shape_of(xa), shape_of(g)))
+    w = ga                      # g * x**k for k = 0, 1, ...
+    parts = []
+    for _ in range(n):
+        parts.append(xp.sum(w))
+        w = w * xa
+    parts.reverse()             # dp[n-1] pairs with x**0
+    return xp.stack(parts) if n else xp.zeros((0,), dtype=float_dtype(xp, xa))
+
+
+defrule(np.polyval, "p, x", result="any", p="polyval_vjp_p(g, p, x)", x="polyval_vjp_x(g, p, x)")

@@ -1,0 +1,373 @@
+"""Derivatives of NumPy's products and linear algebra.
+
+dot, matmul (also the ``@`` operator, ``operator.matmul``), outer, inner,
+einsum, trace, linalg.solve, linalg.inv, linalg.det, linalg.slogdet.
+
+Conventions are those of :mod:`pullback.rules.elementwise`: a helper takes
+``g`` first, then ``ans`` when it needs it, then the primal arguments, and
+returns the cotangent of ONE argument with that argument's shape; one helper
+per argument (``matmul_vjp_a`` / ``matmul_vjp_b``) or an operand number
+(``einsum_vjp(g, k, ...)``).  Batched (stacked) matrices broadcast as in NumPy
+and the cotangent is summed back over broadcast batch dimensions.
+
+Notes on particular rules:
+
+* ``det`` uses the adjugate computed from the SVD, ``U diag(prod_{j!=i} s_j) Vh``
+  times ``det(U) det(Vh)``: exact for singular matrices too (where
+  ``det * inv(a).T`` would be NaN), with no branch on the data.
+* ``slogdet`` returns the pair ``(sign, logabsdet)``.  Its rule takes the
+  cotangent of the pair either as a pair ``(g_sign, g_logabsdet)`` or as
+  ``g_logabsdet`` alone; ``g_sign`` is ignored because the sign is piecewise
+  constant (derivative 0).  The cotangent of ``a`` is
+  ``g_logabsdet * inv(a).T``; a singular ``a`` raises like ``inv``.
+* ``einsum`` handles any subscripts in the string form (explicit or implicit
+  output, ``...``, repeated indices such as ``ii->`` or ``ii->i``, indices
+  summed inside one operand, size-1 broadcasting): the cotangent of operand k
+  is an einsum of ``g`` with the other operands whose output is operand k's
+  subscripts; indices that einsum cannot output (repeated ones, those present
+  only in operand k) are put back by broadcasting and identity masks.  The
+  interleaved form ``einsum(a, [0, 1], b, [1, 2])`` raises NotImplementedError.
+  The rule binds up to four operands.
+* ``solve(a, b)`` follows NumPy 2: ``b`` is a vector only when it is 1-D.
+"""
+from __future__ import annotations
+
+import operator
+from collections import Counter
+
+import array_api_compat
+import numpy as np
+
+from .elementwise import as_array, float_dtype, like_arg, namespace, shape_of, unbroadcast
+from .registry import defrule
+
+__all__ = ["dot_vjp_a", "dot_vjp_b", "matmul_vjp_a", "matmul_vjp_b", "outer_vjp_a",
+           "outer_vjp_b", "inner_vjp_a", "inner_vjp_b", "solve_vjp_a", "solve_vjp_b",
+           "inv_vjp", "det_vjp", "slogdet_vjp", "trace_vjp", "einsum_vjp"]
+
+
+def _mT(xp, x):
+    return xp.matrix_transpose(x)
+
+
+def _tensordot(xp, x, y, axes_x, axes_y):
+    """``tensordot`` that also accepts no contracted axes (an outer product)."""
+    axes_x, axes_y = list(axes_x), list(axes_y)
+    if not axes_x:
+        return xp.reshape(x, tuple(x.shape) + (1,) * y.ndim) * y
+    return xp.tensordot(x, y, axes=(axes_x, axes_y))
+
+
+# ---------------------------------------------------------------------------
+# dot: N-D . M-D sums the last axis of a with the second-to-last of b.
+
+def dot_vjp_a(g, a, b):
+    """Cotangent of ``a`` in ``np.dot(a, b)``."""
+    xp = namespace(g, a, b)
+    A, B, G = as_array(xp, a, g, b), as_array(xp, b, g, a), as_array(xp, g, a, b)
+    if A.ndim == 0 or B.ndim == 0:          # dot with a scalar multiplies
+        return unbroadcast(G * B, a)
+    if B.ndim == 1:                         # (..., n) . (n,) -> (...)
+        return xp.expand_dims(G, axis=-1) * B
+    # result[I..., J..., m] = sum_n a[I..., n] b[J..., n, m]
+    na, nb = A.ndim - 1, B.ndim - 2
+    return _tensordot(xp, G, B, list(range(na, na + nb)) + [G.ndim - 1],
+                      list(range(nb)) + [B.ndim - 1])
+
+
+def dot_vjp_b(g, a, b):
+    """Cotangent of ``b`` in ``np.dot(a, b)``."""
+    xp = namespace(g, a, b)
+    A, B, G = as_array(xp, a, g, b), as_array(xp, b, g, a), as_array(xp, g, a, b)
+    if A.ndim == 0 or B.ndim == 0:
+        return unbroadcast(G * A, b)
+    na = A.ndim - 1
+    if B.ndim == 1:                         # sum over a's leading axes
+        return _tensordot(xp, G, A, range(na), range(na))
+    nb = B.ndim - 2
+    ct = _tensordot(xp, A, G, range(na), range(na))      # (n, J..., m)
+    return xp.permute_dims(ct, tuple(range(1, nb + 1)) + (0, nb + 1))
+
+
+# ---------------------------------------------------------------------------
+# matmul: 1-D operands are promoted to matrices, batch dimensions broadcast.
+
+def _matmul_parts(g, a, b):
+    xp = namespace(g, a, b)
+    A, B, G = as_array(xp, a, g, b), as_array(xp, b, g, a), as_array(xp, g, a, b)
+    if A.ndim == 0 or B.ndim == 0:
+        raise ValueError("matmul: input operand does not have enough dimensions")
+    A2 = xp.reshape(A, (1, A.shape[0])) if A.ndim == 1 else A
+    B2 = xp.reshape(B, (B.shape[0], 1)) if B.ndim == 1 else B
+    if A.ndim == 1:
+        G = xp.expand_dims(G, axis=-2 if G.ndim else 0)
+    if B.ndim == 1:
+        G = xp.expand_dims(G, axis=-1)
+    return xp, A, B, A2, B2, G
+
+
+def matmul_vjp_a(g, a, b):
+    """Cotangent of ``a`` in ``a @ b``: ``g @ b.T``, summed over broadcast batches."""
+    xp, A, _, A2, B2, G2 = _matmul_parts(g, a, b)
+    return xp.reshape(unbroadcast(G2 @ _mT(xp, B2), A2), A.shape)
+
+
+def matmul_vjp_b(g, a, b):
+    """Cotangent of ``b`` in ``a @ b``: ``a.T @ g``, summed over broadcast batches."""
+    xp, _, B, A2, B2, G2 = _matmul_parts(g, a, b)
+    return xp.reshape(unbroadcast(_mT(xp, A2) @ G2, B2), B.shape)
+
+
+# ---------------------------------------------------------------------------
+# outer flattens its inputs; inner sums over the last axes.
+
+def outer_vjp_a(g, a, b):
+    """Cotangent of ``a`` in ``np.outer(a, b)`` (``g @ b.ravel()``, reshaped)."""
+    xp = namespace(g, a, b)
+    fb = xp.reshape(as_array(xp, b, g), (-1,))
+    return like_arg(xp.reshape(as_array(xp, g, fb) @ fb, shape_of(a)), a)
+
+
+def outer_vjp_b(g, a, b):
+    """Cotangent of ``b`` in ``np.outer(a, b)``."""
+    xp = namespace(g, a, b)
+    fa = xp.reshape(as_array(xp, a, g), (-1,))
+    return like_arg(xp.reshape(fa @ as_array(xp, g, fa), shape_of(b)), b)
+
+
+def inner_vjp_a(g, a, b):
+    """Cotangent of ``a`` in ``np.inner(a, b)``.
+
+    ``inner(a, b)[I..., J...] = sum_k a[I..., k] b[J..., k]``.
+    """
+    xp = namespace(g, a, b)
+    A, B, G = as_array(xp, a, g, b), as_array(xp, b, g, a), as_array(xp, g, a, b)
+    if A.ndim == 0 or B.ndim == 0:
+        return unbroadcast(G * B, a)
+    na, nb = A.ndim - 1, B.ndim - 1
+    return _tensordot(xp, G, B, range(na, na + nb), range(nb))
+
+
+def inner_vjp_b(g, a, b):
+    """Cotangent of ``b`` in ``np.inner(a, b)``."""
+    xp = namespace(g, a, b)
+    A, B, G = as_array(xp, a, g, b), as_array(xp, b, g, a), as_array(xp, g, a, b)
+    if A.ndim == 0 or B.ndim == 0:
+        return unbroadcast(G * A, b)
+    na = A.ndim - 1
+    return _tensordot(xp, G, A, range(na), range(na))
+
+
+# ---------------------------------------------------------------------------
+# solve, inv, det, slogdet
+
+def _solve_parts(g, ans, a, b):
+    xp = namespace(g, a, b)
+    A, B, G, X = as_array(xp, a, b), as_array(xp, b, a), as_array(xp, g, a, b), as_array(xp, ans, a)
+    vec = B.ndim == 1
+    G2 = xp.expand_dims(G, axis=-1) if vec else G
+    X2 = xp.expand_dims(X, axis=-1) if vec else X
+    # Broadcast the batches explicitly: torch reads a B with one dimension less
+    # than A as a stack of vectors, NumPy 2 does not.
+    batch = np.broadcast_shapes(tuple(A.shape[:-2]), tuple(G2.shape[:-2]))
+    At = xp.broadcast_to(_mT(xp, A), batch + tuple(A.shape[-2:]))
+    G2 = xp.broadcast_to(G2, batch + tuple(G2.shape[-2:]))
+    gb = xp.linalg.solve(At, G2)                 # cotangent of b, as a (batch of) matrix
+    return xp, A, B, vec, gb, X2
+
+
+def solve_vjp_b(g, ans, a, b):
+    """Cotangent of ``b`` in ``x = np.linalg.solve(a, b)``: ``solve(a.T, g)``."""
+    xp, _, B, vec, gb, _ = _solve_parts(g, ans, a, b)
+    if vec:
+        return xp.reshape(unbroadcast(gb, xp.expand_dims(B, axis=-1)), B.shape)
+    return unbroadcast(gb, B)
+
+
+def solve_vjp_a(g, ans, a, b):
+    """Cotangent of ``a`` in ``x = np.linalg.solve(a, b)``: ``-solve(a.T, g) @ x.T``."""
+    xp, A, _, _, gb, X2 = _solve_parts(g, ans, a, b)
+    return unbroadcast(-(gb @ _mT(xp, X2)), A)
+
+
+def inv_vjp(g, ans, a):
+    """Cotangent of ``a`` in ``np.linalg.inv(a)``: ``-ans.T @ g @ ans.T``."""
+    xp = namespace(g, a)
+    At = _mT(xp, as_array(xp, ans, a))
+    return -(At @ as_array(xp, g, At) @ At)
+
+
+def det_vjp(g, ans, a):
+    """Cotangent of ``a`` in ``np.linalg.det(a)``: ``g`` times the adjugate transposed.
+
+    From ``a = U diag(s) Vh``: ``adj(a).T = det(U) det(Vh) U diag(p) Vh`` with
+    ``p_i = prod_{j != i} s_j``, which needs no division and so holds for
+    singular matrices.
+    """
+    xp = namespace(g, a)
+    A = as_array(xp, a)
+    u, s, vh = xp.linalg.svd(A, full_matrices=False)
+    n = s.shape[-1]
+    off_diag = ~xp.eye(n, dtype=xp.bool, device=array_api_compat.device(A))
+    # others[..., i, j] = s_j for j != i, 1 on the diagonal; its row products are p.
+    rows = xp.expand_dims(s, axis=-2)
+    others = xp.where(off_diag, rows, xp.ones_like(rows))
+    p = xp.prod(others, axis=-1)
+    sign = xp.linalg.det(u) * xp.linalg.det(vh)
+    adj_t = (u * xp.expand_dims(p, axis=-2)) @ vh
+    scale = xp.reshape(as_array(xp, g, A) * sign, tuple(sign.shape) + (1, 1))
+    return scale * adj_t
+
+
+def slogdet_vjp(g, ans, a):
+    """Cotangent of ``a`` in ``sign, logabsdet = np.linalg.slogdet(a)``.
+
+    ``g`` is the pair ``(g_sign, g_logabsdet)`` (``g_sign`` ignored: the sign is
+    piecewise constant) or ``g_logabsdet`` alone.  Returns
+    ``g_logabsdet * inv(a).T``.
+    """
+    if isinstance(g, (tuple, list)):
+        g = g[1]
+    xp = namespace(g, a)
+    A = as_array(xp, a)
+    if g is None:
+        return xp.zeros_like(A)
+    G = as_array(xp, g, A)
+    return xp.reshape(G, tuple(G.shape) + (1, 1)) * _mT(xp, xp.linalg.inv(A))
+
+
+# ---------------------------------------------------------------------------
+# trace
+
+def trace_vjp(g, a, offset=0, axis1=0, axis2=1):
+    """Cotangent of ``a`` in ``np.trace(a, offset, axis1, axis2)``: ``g`` on the chosen diagonal."""
+    xp = namespace(g, a)
+    A = as_array(xp, a)
+    nd = A.ndim
+    ax1, ax2 = axis1 % nd, axis2 % nd
+    n, m = A.shape[ax1], A.shape[ax2]
+    G = as_array(xp, g, A)
+    # g has a's shape without axis1 and axis2; put size-1 axes back in their places.
+    g_shape = tuple(1 if i in (ax1, ax2) else d for i, d in enumerate(A.shape))
+    G = xp.reshape(G, g_shape)
+    diag = xp.eye(n, m, k=offset, dtype=float_dtype(xp, G, A), device=array_api_compat.device(A))
+    if ax1 > ax2:
+        diag = _mT(xp, diag)
+    mask_shape = tuple(d if i in (ax1, ax2) else 1 for i, d in enumerate(A.shape))
+    return G * xp.reshape(diag, mask_shape)
+
+
+# ---------------------------------------------------------------------------
+# einsum
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _einsum_fn(xp):
+    """The backend's einsum (the array API standard has none)."""
+    if array_api_compat.is_numpy_namespace(xp):
+        return lambda expr, *ops: np.einsum(expr, *ops, optimize=len(ops) > 2)
+    if array_api_compat.is_torch_namespace(xp):
+        import torch
+        return torch.einsum
+    if array_api_compat.is_cupy_namespace(xp):
+        import cupy
+        return cupy.einsum
+    if array_api_compat.is_jax_namespace(xp):
+        import jax.numpy as jnp
+        return jnp.einsum
+    raise NotImplementedError(f"einsum derivative: no einsum known for namespace {xp.__name__}")
+
+
+def parse_einsum(subscripts: str, ndims):
+    """Explicit subscripts for ``einsum(subscripts, *operands)``: (inputs, output).
+
+    ``...`` becomes letters that are otherwise unused (aligned on the right, as
+    broadcasting aligns dimensions); an implicit output is made explicit
+    (ellipsis dimensions first, then the indices that appear once, sorted).
+    """
+    s = subscripts.replace(" ", "")
+    ins, arrow, out = s.partition("->")
+    ins = ins.split(",")
+    if len(ins) != len(ndims):
+        raise ValueError(f"einsum: {len(ins)} operands in {subscripts!r}, {len(ndims)} given")
+    used = {c for c in s if c.isalpha()}
+    free = [c for c in _LETTERS if c not in used]
+    widths = [nd - (len(t) - 3) for t, nd in zip(ins, ndims) if "..." in t]
+    width = max(widths, default=0)
+    ell = "".join(free[:width])
+    ins = [t.replace("...", ell[width - (nd - (len(t) - 3)):]) if "..." in t else t
+           for t, nd in zip(ins, ndims)]
+    if arrow:
+        out = out.replace("...", ell)
+    else:
+        counts = Counter("".join(ins))
+        out = ell + "".join(sorted(c for c in counts if counts[c] == 1 and c not in ell))
+    return ins, out
+
+
+def einsum_vjp(g, k, subscripts, *operands):
+    """Cotangent of operand ``k`` in ``np.einsum(subscripts, *operands)``.
+
+    ``None`` operands (unused parameters of the rule) are dropped.
+    """
+    if not isinstance(subscripts, str):
+        raise NotImplementedError("the derivative of einsum's interleaved (sublist) form is "
+                                  "not implemented; use a subscripts string")
+    ops = [o for o in operands if o is not None]
+    xp = namespace(g, *ops)
+    arrs = [as_array(xp, o, g, *ops) for o in ops]
+    ins, out = parse_einsum(subscripts, [o.ndim for o in arrs])
+    target, op = ins[k], arrs[k]
+    others = [t for j, t in enumerate(ins) if j != k]
+    available = set(out).union(*others)
+    unique = list(dict.fromkeys(target))            # first occurrences, in order
+    kept = [c for c in unique if c in available]
+    G = as_array(xp, g, *arrs)
+    expr = ",".join([out] + others) + "->" + "".join(kept)
+    if not (expr == f"{out}->{out}"):
+        G = _einsum_fn(xp)(expr, G, *[a for j, a in enumerate(arrs) if j != k])
+    # Lay G out with one axis per position of target: size 1 for an index
+    # einsum could not produce (then broadcast) and for repeated positions
+    # (then an identity mask puts G on the diagonal).
+    sizes = dict(zip(kept, G.shape))
+    first = {c: target.index(c) for c in unique}
+    layout = tuple(sizes.get(c, 1) if first[c] == pos else 1 for pos, c in enumerate(target))
+    G = xp.reshape(G, layout)
+    for pos, c in enumerate(target):
+        q = first[c]
+        if q != pos:
+            n = op.shape[q]
+            mask_shape = tuple(n if i in (q, pos) else 1 for i in range(len(target)))
+            eye = xp.eye(n, dtype=G.dtype, device=array_api_compat.device(G))
+            G = G * xp.reshape(eye, mask_shape)
+    # Sums size-1 (broadcast) axes of the operand, broadcasts the missing ones.
+    return like_arg(unbroadcast(G, op), ops[k])
+
+
+# ---------------------------------------------------------------------------
+# Registrations
+
+defrule(np.dot, "a, b, out=None", result="any",
+        a="dot_vjp_a(g, a, b)", b="dot_vjp_b(g, a, b)")
+defrule(np.matmul, "x1, x2, /, out=None", result="any",
+        x1="matmul_vjp_a(g, x1, x2)", x2="matmul_vjp_b(g, x1, x2)")
+defrule(operator.matmul, "a, b, /", result="any",
+        a="matmul_vjp_a(g, a, b)", b="matmul_vjp_b(g, a, b)")
+defrule(np.outer, "a, b, out=None", result="any",
+        a="outer_vjp_a(g, a, b)", b="outer_vjp_b(g, a, b)")
+defrule(np.inner, "a, b, /", result="any",
+        a="inner_vjp_a(g, a, b)", b="inner_vjp_b(g, a, b)")
+defrule(np.linalg.solve, "a, b", result="any",
+        a="solve_vjp_a(g, ans, a, b)", b="solve_vjp_b(g, ans, a, b)")
+defrule(np.linalg.inv, "a", result="any", a="inv_vjp(g, ans, a)")
+defrule(np.linalg.det, "a", result="any", a="det_vjp(g, ans, a)")
+defrule(np.linalg.slogdet, "a", result="any", a="slogdet_vjp(g, ans, a)")
+defrule(np.trace, "a, offset=0, axis1=0, axis2=1, dtype=None, out=None", result="any",
+        a="trace_vjp(g, a, offset, axis1, axis2)")
+defrule(np.einsum, "subscripts, op0, op1=None, op2=None, op3=None, /, *, out=None, "
+        "optimize=False", result="any",
+        op0="einsum_vjp(g, 0, subscripts, op0, op1, op2, op3)",
+        op1="einsum_vjp(g, 1, subscripts, op0, op1, op2, op3)",
+        op2="einsum_vjp(g, 2, subscripts, op0, op1, op2, op3)",
+        op3="einsum_vjp(g, 3, subscripts, op0, op1, op2, op3)")

@@ -1,0 +1,288 @@
+"""Derivatives of NumPy's reductions: sum, mean, max/min, cumsum, var, std, linalg.norm.
+
+Conventions are those of :mod:`pullback.rules.elementwise`: a helper takes the
+cotangent ``g`` first, then ``ans`` when it needs it, then the primal arguments
+(with NumPy's parameter names), and returns the cotangent of ``a`` with
+``a``'s shape, computed with the array API namespace of its inputs.  ``axis``
+may be None, an int, a negative int or a tuple; ``keepdims`` is honoured.
+
+Choices where the derivative is not defined:
+
+* ``max``/``min``: ``g`` is split evenly among the entries equal to the result
+  (ties share, as JAX); a slice whose result came from ``initial`` gets 0.
+* ``std`` of a constant slice (std == 0): 0, not 0/0.
+* ``linalg.norm``: the 2-norm (and Frobenius) of a zero vector has gradient 0;
+  ``ord=inf``/``-inf`` split ``g`` among the tied extreme entries; ``ord=1``
+  uses ``sign`` (0 at 0); ``ord=0`` (a count) has gradient 0.  Matrix norms:
+  ``'fro'``, ``'nuc'``, ``1``, ``-1``, ``inf``, ``-inf``, ``2``, ``-2`` (the
+  last two through the SVD; repeated singular values make them
+  non-differentiable and the SVD picks one subgradient).
+
+``out=`` and ``dtype=`` are accepted by the signatures (so calls bind) but do
+not enter the derivative.  ``var``/``std`` with ``where=`` raise
+NotImplementedError.
+
+:data:`METHODS` maps ndarray method names to the NumPy function whose rule
+applies (``x.sum(axis=0)`` is ``np.sum(x, axis=0)``); it includes the shape
+methods of :data:`pullback.rules.shapes.METHODS`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import linalg, shapes  # noqa: F401  (their rules must be registered for METHODS)
+from .elementwise import (as_array, expand_reduced, float_dtype, like_arg, namespace,
+                          normalize_axes, shape_of)
+from .registry import defrule
+
+__all__ = ["sum_vjp", "mean_vjp", "max_vjp", "cumsum_vjp", "var_vjp", "var_vjp_mean",
+           "std_vjp", "std_vjp_mean", "norm_vjp", "METHODS"]
+
+
+def _no_mask(where) -> bool:
+    return where is None or where is True
+
+
+def _sum_keep(xp, x, axes):
+    # torch sums everything for an empty axis tuple; NumPy sums nothing.
+    return xp.sum(x, axis=axes, keepdims=True) if axes else x
+
+
+def _count(shape, axes) -> int:
+    n = 1
+    for i in axes:
+        n *= shape[i]
+    return n
+
+
+def _safe(xp, d):
+    """``d`` with zeros replaced by ones, for divisions whose numerator is 0 there."""
+    return xp.where(d == 0, xp.ones_like(d), d)
+
+
+# ---------------------------------------------------------------------------
+
+def sum_vjp(g, a, axis=None, keepdims=False, where=True):
+    """Cotangent of ``a`` in ``np.sum(a, axis, keepdims=keepdims, where=where)``."""
+    xp = namespace(g, a)
+    shape = shape_of(a)
+    axes = normalize_axes(axis, len(shape))
+    ct = expand_reduced(g, shape, axes, keepdims, xp, a)
+    if not _no_mask(where):
+        ct = xp.where(xp.asarray(where), ct, xp.zeros_like(ct))
+    return like_arg(ct, a)
+
+
+def mean_vjp(g, a, axis=None, keepdims=False, where=True):
+    """Cotangent of ``a`` in ``np.mean``: ``g`` spread evenly over each reduced slice."""
+    xp = namespace(g, a)
+    shape = shape_of(a)
+    axes = normalize_axes(axis, len(shape))
+    ct = expand_reduced(g, shape, axes, keepdims, xp, a)
+    if _no_mask(where):
+        return like_arg(ct / _count(shape, axes), a)
+    mask = xp.broadcast_to(xp.asarray(where), shape)
+    count = _sum_keep(xp, xp.astype(mask, ct.dtype), axes)
+    return like_arg(xp.where(mask, ct / count, xp.zeros_like(ct)), a)
+
+
+def max_vjp(g, ans, a, axis=None, keepdims=False, where=True):
+    """Cotangent of ``a`` in ``np.max``/``np.min``: ``g`` shared by the entries equal to ``ans``."""
+    xp = namespace(g, a)
+    a_arr = as_array(xp, a, g)
+    shape = shape_of(a)
+    axes = normalize_axes(axis, len(shape))
+    hit = a_arr == expand_reduced(ans, shape, axes, keepdims, xp, a)
+    if not _no_mask(where):
+        hit = hit & xp.asarray(where)
+    dtype = float_dtype(xp, g, a)
+    hit = xp.astype(hit, dtype)
+    count = _sum_keep(xp, hit, axes)
+    # count is 0 only where the result came from `initial`: no entry gets anything.
+    share = hit / xp.maximum(count, xp.ones_like(count))
+    return like_arg(expand_reduced(g, shape, axes, keepdims, xp, a) * share, a)
+
+
+def cumsum_vjp(g, a, axis=None):
+    """Cotangent of ``a`` in ``np.cumsum``: the reversed cumulative sum of ``g``.
+
+    With ``axis=None`` NumPy works on the flattened array.
+    """
+    xp = namespace(g, a)
+    shape = shape_of(a)
+    g = as_array(xp, g, a)
+    if axis is None:
+        flat = xp.reshape(g, (-1,))
+        rev = xp.flip(xp.cumulative_sum(xp.flip(flat, axis=0), axis=0), axis=0)
+        return like_arg(xp.reshape(rev, shape), a)
+    (ax,) = normalize_axes(axis, len(shape))
+    return like_arg(xp.flip(xp.cumulative_sum(xp.flip(g, axis=ax), axis=ax), axis=ax), a)
+
+
+def _var_parts(g, a, axis, ddof, keepdims, where, mean, correction):
+    """Shared by var and std: (xp, expanded g, a - mean, divisor N - ddof, axes)."""
+    if not _no_mask(where):
+        raise NotImplementedError("the derivative of np.var/np.std with where= is not implemented")
+    if correction is not None:
+        ddof = correction   # NumPy 2's array-API spelling of ddof
+    xp = namespace(g, a)
+    a_arr = as_array(xp, a, g)
+    shape = shape_of(a)
+    axes = normalize_axes(axis, len(shape))
+    centre = xp.mean(a_arr, axis=axes, keepdims=True) if mean is None else mean
+    centred = a_arr - centre
+    divisor = _count(shape, axes) - ddof
+    return xp, expand_reduced(g, shape, axes, keepdims, xp, a), centred, divisor, axes
+
+
+def var_vjp(g, a, axis=None, ddof=0, keepdims=False, where=True, mean=None, correction=None):
+    """Cotangent of ``a`` in ``np.var``: ``2 g (a - mean) / (N - ddof)``.
+
+    A given ``mean=`` (NumPy 2) is treated as the separate argument it is; its
+    own cotangent is :func:`var_vjp_mean`.
+    """
+    xp, ge, centred, divisor, _ = _var_parts(g, a, axis, ddof, keepdims, where, mean, correction)
+    return like_arg(ge * (2.0 / divisor) * centred, a)
+
+
+def var_vjp_mean(g, a, axis=None, ddof=0, keepdims=False, where=True, mean=None, correction=None):
+    """Cotangent of the ``mean=`` argument of ``np.var`` (0 when it is the true mean)."""
+    xp, ge, centred, divisor, axes = _var_parts(g, a, axis, ddof, keepdims, where, mean, correction)
+    return xp.reshape(-_sum_keep(xp, ge * (2.0 / divisor) * centred, axes), shape_of(mean))
+
+
+def std_vjp(g, ans, a, axis=None, ddof=0, keepdims=False, where=True, mean=None, correction=None):
+    """Cotangent of ``a`` in ``np.std``: ``g (a - mean) / ((N - ddof) std)``, 0 where std == 0."""
+    xp, ge, centred, divisor, axes = _var_parts(g, a, axis, ddof, keepdims, where, mean, correction)
+    sd = expand_reduced(ans, shape_of(a), axes, keepdims, xp, a)
+    # std == 0 means a constant slice: centred is 0 there, so dividing by 1 gives 0.
+    return like_arg(ge * centred / (divisor * _safe(xp, sd)), a)
+
+
+def std_vjp_mean(g, ans, a, axis=None, ddof=0, keepdims=False, where=True, mean=None,
+                 correction=None):
+    """Cotangent of the ``mean=`` argument of ``np.std``."""
+    xp, ge, centred, divisor, axes = _var_parts(g, a, axis, ddof, keepdims, where, mean, correction)
+    sd = expand_reduced(ans, shape_of(a), axes, keepdims, xp, a)
+    return xp.reshape(-_sum_keep(xp, ge * centred / (divisor * _safe(xp, sd)), axes),
+                      shape_of(mean))
+
+
+# ---------------------------------------------------------------------------
+# np.linalg.norm
+
+def _vector_norm_vjp(xp, ge, ae, x, ord, axes):
+    """``ge``, ``ae``: g and the norm broadcast to x's shape; ``axes``: the reduced axes."""
+    if ord is None or ord == 2:
+        return ge * x / _safe(xp, ae)            # x == 0 wherever the norm is 0
+    if ord == 1:
+        return ge * xp.sign(x)
+    absx = xp.abs(x)
+    if ord == np.inf or ord == -np.inf:
+        hit = xp.astype(absx == ae, x.dtype)   # the max (or min) |x|; ties share
+        count = _sum_keep(xp, hit, axes)
+        return ge * xp.sign(x) * (hit / xp.maximum(count, xp.ones_like(count)))
+    if ord == 0:
+        return xp.zeros_like(ge * x)            # a count of non-zeros: piecewise constant
+    p = float(ord)
+    # d/dx (sum |x|^p)^(1/p) = sign(x) |x|^(p-1) / norm^(p-1); 0 for a zero vector.
+    return ge * xp.sign(x) * absx ** (p - 1) / _safe(xp, ae) ** (p - 1)
+
+
+def _matrix_norm_vjp(xp, gm, am, xm, ord):
+    """Matrix norm over the last two axes of ``xm``; ``gm``/``am`` have shape (..., 1, 1)."""
+    if ord == "fro":
+        return gm * xm / _safe(xp, am)
+    if ord == "nuc":
+        u, _, vh = xp.linalg.svd(xm, full_matrices=False)
+        return gm * (u @ vh)
+    if ord == 2 or ord == -2:
+        u, _, vh = xp.linalg.svd(xm, full_matrices=False)
+        k = 0 if ord == 2 else min(xm.shape[-2:]) - 1   # singular values come sorted descending
+        return gm * (u[..., :, k:k + 1] @ vh[..., k:k + 1, :])
+    if ord in (1, -1, np.inf, -np.inf):
+        # 1: max over columns of the column sums of |x|; inf: max over rows of the row sums.
+        over = -2 if ord in (1, -1) else -1
+        sums = xp.sum(xp.abs(xm), axis=over, keepdims=True)
+        hit = xp.astype(sums == am, xm.dtype)
+        count = xp.sum(hit, axis=-1 if over == -2 else -2, keepdims=True)
+        return gm * xp.sign(xm) * (hit / count)
+    raise ValueError(f"invalid norm order {ord!r} for matrices")
+
+
+def norm_vjp(g, ans, x, ord=None, axis=None, keepdims=False):
+    """Cotangent of ``x`` in ``np.linalg.norm(x, ord, axis, keepdims)``.
+
+    Follows NumPy's dispatch: ``axis=None`` with ``ord=None`` is the 2-norm of
+    the flattened array; ``axis=None`` with an ``ord`` is a vector norm for 1-D
+    and a matrix norm for 2-D input; an int axis is a vector norm, a pair of
+    axes a matrix norm.
+    """
+    xp = namespace(g, x)
+    xa = as_array(xp, x, g)
+    if not xp.isdtype(xa.dtype, "real floating"):
+        xa = xp.astype(xa, xp.float64)
+    nd = xa.ndim
+    if axis is None:
+        if ord is None or nd == 1:
+            axes = tuple(range(nd))
+        elif nd == 2:
+            axes = (0, 1)
+        else:
+            raise ValueError("improper number of dimensions to norm")
+        if ord is None:   # 2-norm of everything, whatever the ndim
+            ge = expand_reduced(g, xa.shape, axes, keepdims, xp, xa)
+            ae = expand_reduced(ans, xa.shape, axes, keepdims, xp, xa)
+            return like_arg(_vector_norm_vjp(xp, ge, ae, xa, None, axes), x)
+    else:
+        axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+        axes = tuple(int(a) % nd for a in axes)   # keep the order: (1, 0) transposes matrices
+    if len(axes) == 1:
+        ge = expand_reduced(g, xa.shape, axes, keepdims, xp, xa)
+        ae = expand_reduced(ans, xa.shape, axes, keepdims, xp, xa)
+        return like_arg(_vector_norm_vjp(xp, ge, ae, xa, ord, axes), x)
+    if len(axes) != 2:
+        raise ValueError("improper number of dimensions to norm")
+    # Matrix norm: move the two axes last, work on (..., rows, cols), move them back.
+    row, col = axes
+    rest = [i for i in range(nd) if i not in axes]
+    perm = rest + [row, col]
+    xm = xp.permute_dims(xa, tuple(perm))
+    batch = tuple(xm.shape[:-2])
+    gm = xp.reshape(as_array(xp, g, xa), batch + (1, 1))
+    am = xp.reshape(as_array(xp, ans, xa), batch + (1, 1))
+    ctm = _matrix_norm_vjp(xp, gm, am, xm, "fro" if ord is None else ord)
+    inverse = tuple(int(i) for i in np.argsort(perm))
+    return like_arg(xp.permute_dims(ctm, inverse), x)
+
+
+# ---------------------------------------------------------------------------
+# Registrations, with NumPy's parameter names.
+
+defrule(np.sum, "a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True",
+        result="any", a="sum_vjp(g, a, axis, keepdims, where)")
+defrule(np.mean, "a, axis=None, dtype=None, out=None, keepdims=False, *, where=True",
+        result="any", a="mean_vjp(g, a, axis, keepdims, where)")
+for _f in (np.max, np.amax, np.min, np.amin):
+    defrule(_f, "a, axis=None, out=None, keepdims=False, initial=None, where=True",
+            result="any", a="max_vjp(g, ans, a, axis, keepdims, where)")
+defrule(np.cumsum, "a, axis=None, dtype=None, out=None", result="any", a="cumsum_vjp(g, a, axis)")
+_VAR_SIG = ("a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, "
+            "mean=None, correction=None")
+defrule(np.var, _VAR_SIG, result="any",
+        a="var_vjp(g, a, axis, ddof, keepdims, where, mean, correction)",
+        mean="var_vjp_mean(g, a, axis, ddof, keepdims, where, mean, correction)")
+defrule(np.std, _VAR_SIG, result="any",
+        a="std_vjp(g, ans, a, axis, ddof, keepdims, where, mean, correction)",
+        mean="std_vjp_mean(g, ans, a, axis, ddof, keepdims, where, mean, correction)")
+defrule(np.linalg.norm, "x, ord=None, axis=None, keepdims=False", result="any",
+        x="norm_vjp(g, ans, x, ord, axis, keepdims)")
+
+
+# ndarray methods whose signature (after self) is the NumPy function's (after a).
+METHODS = {
+    "sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min": np.min,
+    "cumsum": np.cumsum, "cumprod": np.cumprod, "var": np.var, "std": np.std,
+    "dot": np.dot, "trace": np.trace, "clip": np.clip,
+    **shapes.METHODS,
+}

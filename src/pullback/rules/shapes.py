@@ -1,0 +1,239 @@
+"""Derivatives of NumPy's shape functions: they move entries, so their VJPs move them back.
+
+reshape, ravel, flatten, transpose (and the ``.T`` attribute through
+:func:`transpose_vjp`), swapaxes, moveaxis, squeeze, expand_dims,
+broadcast_to, concatenate, stack, and the identities copy/array/asarray/astype.
+
+Conventions are those of :mod:`pullback.rules.elementwise` (``g`` first, then
+the primal arguments; the cotangent of one argument, with its shape).  Two
+exceptions, for functions of a sequence of arrays: :func:`concatenate_vjp` and
+:func:`stack_vjp` return a list with one cotangent per input array (a scalar
+for a scalar input), and :func:`array_vjp` of a nested list returns nested
+lists.
+
+:data:`METHODS` maps ndarray method names to the function whose rule applies.
+``x.reshape(3, 4)`` and ``x.transpose(1, 0)`` take their shape or axes as
+separate arguments, which NumPy's functions do not, so those two map to
+:func:`reshape_method` and :func:`transpose_method`, which behave like the
+methods.  The registry cannot bind ``*args``, so their rules declare a fixed
+number of positional slots: 32 for reshape (the template only reads ``a`` and
+``order``), 8 for transpose (larger arrays pass their axes as one tuple).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .elementwise import as_array, like_arg, namespace, shape_of, unbroadcast
+from .registry import defrule
+
+__all__ = ["reshape_vjp", "transpose_vjp", "method_axes", "swapaxes_vjp", "moveaxis_vjp",
+           "squeeze_vjp", "broadcast_to_vjp", "concatenate_vjp", "stack_vjp", "array_vjp",
+           "astype_vjp", "reshape_method", "transpose_method", "flatten", "astype", "METHODS"]
+
+
+def _reshape_order(xp, g, shape, order):
+    """``reshape(g, shape, order)`` with C or Fortran order in the array API."""
+    if order == "F":
+        # Fortran order is C order on the fully transposed array.
+        gt = xp.permute_dims(g, tuple(reversed(range(g.ndim))))
+        r = xp.reshape(gt, tuple(reversed(shape)))
+        return xp.permute_dims(r, tuple(reversed(range(len(shape)))))
+    return xp.reshape(g, tuple(shape))
+
+
+def reshape_vjp(g, a, order="C"):
+    """Cotangent of ``a`` in ``np.reshape(a, shape, order)`` (and ravel, flatten, squeeze, ...)."""
+    xp = namespace(g, a)
+    if order == "A":
+        # "A" means Fortran order for Fortran-contiguous NumPy arrays.
+        flags = getattr(a, "flags", None)
+        order = "F" if flags is not None and flags.f_contiguous and not flags.c_contiguous else "C"
+    elif order not in ("C", "F", None):
+        raise ValueError(f"reshape: order must be 'C', 'F' or 'A', not {order!r}")
+    return like_arg(_reshape_order(xp, as_array(xp, g, a), shape_of(a), order), a)
+
+
+def transpose_vjp(g, a, axes=None):
+    """Cotangent of ``a`` in ``np.transpose(a, axes)`` or ``a.T`` (``axes=None``).
+
+    The inverse permutation of ``g``.
+    """
+    xp = namespace(g, a)
+    G = as_array(xp, g, a)
+    nd = G.ndim
+    if axes is None:
+        inverse = tuple(reversed(range(nd)))
+    else:
+        inverse = tuple(int(i) for i in np.argsort([int(ax) % nd for ax in axes]))
+    return like_arg(xp.permute_dims(G, inverse), a)
+
+
+def method_axes(*axes):
+    """The axes of ``x.transpose(*axes)`` as one tuple (None for reversed)."""
+    axes = [ax for ax in axes if ax is not None]
+    if not axes:
+        return None
+    if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+        return tuple(axes[0])
+    return tuple(axes)
+
+
+def swapaxes_vjp(g, a, axis1, axis2):
+    """Cotangent of ``a`` in ``np.swapaxes(a, axis1, axis2)``: swap them back."""
+    xp = namespace(g, a)
+    G = as_array(xp, g, a)
+    perm = list(range(G.ndim))
+    i, j = axis1 % G.ndim, axis2 % G.ndim
+    perm[i], perm[j] = perm[j], perm[i]
+    return xp.permute_dims(G, tuple(perm))
+
+
+def moveaxis_vjp(g, a, source, destination):
+    """Cotangent of ``a`` in ``np.moveaxis(a, source, destination)``: move them back."""
+    xp = namespace(g, a)
+    G = as_array(xp, g, a)
+    nd = G.ndim
+    src = [int(s) % nd for s in (source if isinstance(source, (tuple, list)) else [source])]
+    dst = [int(d) % nd for d in (destination if isinstance(destination, (tuple, list))
+                                  else [destination])]
+    # The forward permutation, built as np.moveaxis does; then invert it.
+    order = [n for n in range(nd) if n not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return xp.permute_dims(G, tuple(int(i) for i in np.argsort(order)))
+
+
+def squeeze_vjp(g, a):
+    """Cotangent of ``a`` in ``np.squeeze``/``np.expand_dims``: reshape back."""
+    return reshape_vjp(g, a)
+
+
+def broadcast_to_vjp(g, array):
+    """Cotangent of ``array`` in ``np.broadcast_to(array, shape)``: sum over the broadcast axes."""
+    return unbroadcast(g, array)
+
+
+def concatenate_vjp(g, arrays, axis=0):
+    """Cotangents of the inputs of ``np.concatenate(arrays, axis)``: a list of slices of ``g``.
+
+    ``axis=None`` concatenates the flattened inputs.
+    """
+    xp = namespace(g, *arrays)
+    G = as_array(xp, g, *arrays)
+    cts = []
+    start = 0
+    if axis is None:
+        for x in arrays:
+            n = int(np.prod(shape_of(x)))
+            cts.append(like_arg(xp.reshape(G[start:start + n], shape_of(x)), x))
+            start += n
+        return cts
+    ax = axis % G.ndim
+    lead = (slice(None),) * ax
+    for x in arrays:
+        n = shape_of(x)[ax]
+        cts.append(G[lead + (slice(start, start + n),)])
+        start += n
+    return cts
+
+
+def stack_vjp(g, arrays, axis=0):
+    """Cotangents of the inputs of ``np.stack(arrays, axis)``: a list, one slice of ``g`` each."""
+    xp = namespace(g, *arrays)
+    G = as_array(xp, g, *arrays)
+    ax = axis % G.ndim
+    lead = (slice(None),) * ax
+    return [like_arg(G[lead + (i,)], x) for i, x in enumerate(arrays)]
+
+
+def array_vjp(g, object):
+    """Cotangent of ``object`` in ``np.array``/``np.asarray``/``np.copy``: the identity.
+
+    For an array argument that is ``g`` (reshaped for ``ndmin``); for a list or
+    tuple it is a list of the cotangents of the items (``g[i]``, read per item:
+    such lists live on the host anyway).
+    """
+    if isinstance(object, (list, tuple)):
+        return [array_vjp(g[i], item) for i, item in enumerate(object)]
+    return reshape_vjp(g, object)
+
+
+def astype_vjp(g, a):
+    """Cotangent of ``a`` in ``a.astype(dtype)``: ``g`` in ``a``'s floating dtype."""
+    xp = namespace(g, a)
+    G = as_array(xp, g, a)
+    dt = getattr(a, "dtype", None)
+    if dt is not None and xp.isdtype(dt, "real floating") and G.dtype != dt:
+        G = xp.astype(G, dt)
+    return like_arg(G, a)
+
+
+# ---------------------------------------------------------------------------
+# Functions standing for ndarray methods whose arguments differ from NumPy's functions.
+
+def reshape_method(a, *shape, order="C", copy=None):
+    """``a.reshape(*shape, order=order)``: shape as one tuple or as separate ints."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    if copy is not None:
+        return np.reshape(a, shape, order=order, copy=copy)
+    return a.reshape(shape) if order == "C" else np.reshape(a, shape, order=order)
+
+
+def transpose_method(a, *axes):
+    """``a.transpose(*axes)``: axes as one tuple, as separate ints, or none (reversed)."""
+    return a.transpose(*axes)
+
+
+def flatten(a, order="C"):
+    """``a.flatten(order)``: always a copy (``np.ravel`` may return a view)."""
+    return np.asarray(a).flatten(order)
+
+
+def astype(a, dtype, order="K", casting="unsafe", subok=True, copy=True):
+    """``a.astype(dtype, ...)``."""
+    return a.astype(dtype, order=order, casting=casting, subok=subok, copy=copy)
+
+
+# ---------------------------------------------------------------------------
+# Registrations
+
+defrule(np.reshape, "a, /, shape=None, order='C', *, newshape=None, copy=None", result="any",
+        a="reshape_vjp(g, a, order)")
+defrule(np.ravel, "a, order='C'", result="any", a="reshape_vjp(g, a, order)")
+defrule(flatten, "a, order='C'", result="any", a="reshape_vjp(g, a, order)")
+defrule(np.transpose, "a, axes=None", result="any", a="transpose_vjp(g, a, axes)")
+if hasattr(np, "permute_dims"):   # NumPy >= 2
+    defrule(np.permute_dims, "a, /, axes=None", result="any", a="transpose_vjp(g, a, axes)")
+defrule(np.swapaxes, "a, axis1, axis2", result="any", a="swapaxes_vjp(g, a, axis1, axis2)")
+defrule(np.moveaxis, "a, source, destination", result="any",
+        a="moveaxis_vjp(g, a, source, destination)")
+defrule(np.squeeze, "a, axis=None", result="any", a="squeeze_vjp(g, a)")
+defrule(np.expand_dims, "a, axis", result="any", a="squeeze_vjp(g, a)")
+defrule(np.broadcast_to, "array, shape, subok=False", result="any",
+        array="broadcast_to_vjp(g, array)")
+defrule(np.concatenate, "arrays, /, axis=0, out=None, *, dtype=None, casting='same_kind'",
+        result="any", arrays="concatenate_vjp(g, arrays, axis)")
+defrule(np.stack, "arrays, axis=0, out=None, *, dtype=None, casting='same_kind'",
+        result="any", arrays="stack_vjp(g, arrays, axis)")
+defrule(np.copy, "a, order='K', subok=False", result="any", a="array_vjp(g, a)")
+defrule(np.array, "object, dtype=None, *, copy=True, order='K', subok=False, ndmin=0, "
+        "ndmax=0, like=None", result="any", object="array_vjp(g, object)")
+defrule(np.asarray, "a, dtype=None, order=None, *, device=None, copy=None, like=None",
+        result="any", a="array_vjp(g, a)")
+defrule(astype, "a, dtype, order='K', casting='unsafe', subok=True, copy=True", result="any",
+        a="astype_vjp(g, a)")
+_SLOTS = 32
+defrule(reshape_method,
+        "a, /, " + ", ".join(f"d{i}=None" for i in range(_SLOTS)) + ", *, order='C', copy=None",
+        result="any", a="reshape_vjp(g, a, order)")
+_AXES = ", ".join(f"ax{i}" for i in range(8))
+defrule(transpose_method, "a, /, " + ", ".join(f"ax{i}=None" for i in range(8)), result="any",
+        a=f"transpose_vjp(g, a, method_axes({_AXES}))")
+
+# ndarray methods -> the function whose rule applies (see the module docstring).
+METHODS = {
+    "reshape": reshape_method, "transpose": transpose_method, "ravel": np.ravel,
+    "flatten": flatten, "squeeze": np.squeeze, "swapaxes": np.swapaxes, "copy": np.copy,
+    "astype": astype,
+}
