@@ -88,7 +88,11 @@ def transform(f, wrt_index: tuple, kinds: tuple, backend: str) -> Compiled:
         text = parsed.lines[line - 1].rstrip("\n") if 0 < line <= len(parsed.lines) else ""
         return Location(parsed.filename, line, text, parsed.fn.__qualname__)
 
-    gen = ReverseTransform(fn_ir, kinds_env, active, wrt, backend, location).run()
+    def resolve(name):
+        v = lookup_value(name)
+        return None if v is act._MISSING else v
+
+    gen = ReverseTransform(fn_ir, kinds_env, active, wrt, backend, location, resolve).run()
     fname = f"{fn_ir.name}_grad".replace("<", "").replace(">", "")
     compiled_fn, src = build(gen, fname, parsed.globals, parsed.closure, norm.externals, backend)
     compiled = Compiled(compiled_fn, src, list(norm.dependencies), tuple(wrt))

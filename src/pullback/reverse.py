@@ -82,13 +82,14 @@ class Generated:
 
 class ReverseTransform:
     def __init__(self, fn: ir.Function, kinds: dict, active: set, wrt: list, backend: str,
-                 location):
+                 location, resolve=lambda name: None):
         self.fn = fn
         self.kinds = kinds
         self.active = active
         self.wrt = wrt
         self.backend = backend
         self.location = location            # line -> Location, for errors
+        self.resolve = resolve              # name -> the object the user's code sees
         self.names = Names(set(fn.names) | set(kinds))
         self.helpers: dict[str, object] = {}
         self._helper_alias: dict[int, str] = {}
@@ -116,6 +117,10 @@ class ReverseTransform:
 
     def helper(self, obj, preferred: str) -> str:
         key = id(obj)
+        if key not in self._helper_alias and self.resolve(preferred) is obj \
+                and preferred not in self.sites and preferred not in self.fn.params:
+            # The user's own global of that name is this object: read it as they do.
+            self._helper_alias[key] = preferred
         if key not in self._helper_alias:
             name = preferred if preferred not in self.names.used else self.names.fresh(
                 "_" + preferred.strip("_") + "_")
@@ -158,6 +163,7 @@ class ReverseTransform:
                                  and 0 < self.element_contribs.get(p, 0) == self.contribs.get(p, 0)}
         forward = self.init_saved() + self.fwd_block(body)
         reverse = self.tape.between() + self.init_adjoints() + self.propagate_copies(self.render(self.rev_block(body)))
+        reverse = _drop_dead_resets(reverse, set(self.adj.values()))
         for p in sorted(self.list_buffers):
             dn = self.d(p)
             reverse.append(_assign(dn, _call(ast.Attribute(ast.Name(self.helper(np, "np")), "array",
@@ -771,6 +777,21 @@ class _ReverseFor:
     var: str | None
     info: LoopInfo
     body: list
+
+
+def _drop_dead_resets(stmts, adjoint_names) -> list:
+    """Remove trailing ``dv = 0.0`` / ``dv = zeros_like(v)`` that nothing reads."""
+    out, live = [], set()
+    for st in reversed(stmts):
+        if (isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Name)
+                and st.targets[0].id in adjoint_names and st.targets[0].id not in live
+                and (isinstance(st.value, ast.Constant) or isinstance(st.value, ast.Call))
+                and not _bodies(st)):
+            if isinstance(st.value, ast.Constant) or "zeros" in ast.unparse(st.value.func):
+                continue
+        live |= _names_read(st)
+        out.append(st)
+    return out[::-1]
 
 
 def _bodies(st) -> list:

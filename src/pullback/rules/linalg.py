@@ -16,8 +16,9 @@ Notes on particular rules:
   times ``det(U) det(Vh)``: exact for singular matrices too (where
   ``det * inv(a).T`` would be NaN), with no branch on the data.
 * ``slogdet`` returns the pair ``(sign, logabsdet)``.  Its rule takes the
-  cotangent of the pair either as a pair ``(g_sign, g_logabsdet)`` or as
-  ``g_logabsdet`` alone; ``g_sign`` is ignored because the sign is piecewise
+  cotangent of the pair as a pair ``(g_sign, g_logabsdet)``, as that pair
+  stacked into one array (leading axis of length 2), or as ``g_logabsdet``
+  alone; ``g_sign`` is ignored because the sign is piecewise
   constant (derivative 0).  The cotangent of ``a`` is
   ``g_logabsdet * inv(a).T``; a singular ``a`` raises like ``inv``.
 * ``einsum`` handles any subscripts in the string form (explicit or implicit
@@ -223,10 +224,13 @@ def slogdet_vjp(g, ans, a):
     """Cotangent of ``a`` in ``sign, logabsdet = np.linalg.slogdet(a)``.
 
     ``g`` is the pair ``(g_sign, g_logabsdet)`` (``g_sign`` ignored: the sign is
-    piecewise constant) or ``g_logabsdet`` alone.  Returns
-    ``g_logabsdet * inv(a).T``.
+    piecewise constant), the pair stacked into one array of shape
+    ``(2,) + logabsdet.shape`` (told apart from a batch by ``ans``), or
+    ``g_logabsdet`` alone.  Returns ``g_logabsdet * inv(a).T``.
     """
     if isinstance(g, (tuple, list)):
+        g = g[1]
+    elif ans is not None and shape_of(g) == (2,) + shape_of(ans[1]):
         g = g[1]
     xp = namespace(g, a)
     A = as_array(xp, a)
