@@ -1,8 +1,9 @@
 """pullback: reverse-mode automatic differentiation of plain Python by source transformation."""
-from .api import grad, value_and_grad, vjp, show
+from .api import grad, value_and_grad, vjp, show, rule
+from .check import check_grad, GradCheck
 from .frontend.errors import (PullbackError, UnsupportedSyntaxError, MissingRuleError,
                               SourceUnavailableError, NumbaCompileError)
 from . import rules as _rules  # registers the derivative rules  # noqa: F401
 
-__all__ = ["grad", "value_and_grad", "vjp", "show", "PullbackError", "UnsupportedSyntaxError",
+__all__ = ["grad", "value_and_grad", "vjp", "show", "rule", "check_grad", "GradCheck", "PullbackError", "UnsupportedSyntaxError",
            "MissingRuleError", "SourceUnavailableError", "NumbaCompileError"]

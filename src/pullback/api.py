@@ -299,3 +299,28 @@ def show(g, *args) -> None:
         print(g._last.source)
     else:
         print(g.source)
+
+
+def rule(fn, *, argnums=None):
+    """Register the derivative of ``fn`` (your own function or a third-party one).
+
+    Decorate its vector-Jacobian product, which receives the cotangent ``g`` of
+    the result, the result ``ans`` and ``fn``'s arguments, and returns one
+    cotangent per parameter (a tuple when ``fn`` has several; ``None`` where a
+    parameter has no derivative)::
+
+        @pullback.rule(softplus)
+        def softplus_vjp(g, ans, x):
+            return g / (1.0 + math.exp(-x))
+
+    The transform then calls ``fn`` and this VJP instead of reading ``fn``'s
+    source.  ``argnums`` limits which parameters may carry a derivative.  On the
+    Numba backend both ``fn`` and the VJP must be Numba-compilable.
+    """
+    from .rules import registry
+
+    def register(vjp):
+        registry.defvjp(fn, vjp, argnums=argnums)
+        _CACHE.clear()      # derivatives built before now may have inlined fn
+        return vjp
+    return register

@@ -162,8 +162,8 @@ class ReverseTransform:
                                  and self.kinds[p].ndim == 1
                                  and 0 < self.element_contribs.get(p, 0) == self.contribs.get(p, 0)}
         forward = self.init_saved() + self.fwd_block(body)
-        reverse = self.tape.between() + self.init_adjoints() + self.propagate_copies(self.render(self.rev_block(body)))
-        reverse = _drop_dead_resets(reverse, set(self.adj.values()))
+        swept = _drop_dead_resets(self.render(self.rev_block(body)), set(self.adj.values()))
+        reverse = self.tape.between() + self.init_adjoints() + self.propagate_copies(swept)
         for p in sorted(self.list_buffers):
             dn = self.d(p)
             reverse.append(_assign(dn, _call(ast.Attribute(ast.Name(self.helper(np, "np")), "array",
@@ -383,11 +383,19 @@ class ReverseTransform:
         bound = rule.bind(args, kwargs, where)
         code = []
         elementwise = rule.result == "like"
+        extra = {}
+        if rule.vjp_tuple is not None:
+            # A user VJP returns every cotangent at once: call it once.
+            name = self.names.fresh("_cotangents")
+            code.append(_assign(name, self.instantiate(rule, rule.vjp_tuple, bound, g,
+                                                       ast.Name(s.target))))
+            extra["__cotangents__"] = ast.Name(name)
         for pname, template in rule.adjoints.items():
             arg = bound.get(pname)
             if not self.is_active(arg):
                 continue
-            contrib = self.instantiate(rule, template, bound, g, ast.Name(s.target))
+            contrib = self.instantiate(rule, template, dict(bound, **extra), g,
+                                       ast.Name(s.target))
             if elementwise and array_result:
                 contrib = ast.Call(ast.Name(self.helper(_unbroadcast(), "unbroadcast")),
                                    [contrib, ast.Name(arg.id)], [])
@@ -404,7 +412,9 @@ class ReverseTransform:
         """Substitute the call's atoms into a rule's template expression."""
         mapping = {"g": g, "ans": ans}
         mapping.update(bound)
-        helper_names = {name: self.helper(obj, name) for name, obj in rule.helpers.items()}
+        helper_names = {name: self.helper(obj, getattr(obj, "__name__", "vjp")
+                                          if name == "__vjp__" else name)
+                        for name, obj in rule.helpers.items()}
 
         class Sub(ast.NodeTransformer):
             def visit_Name(_, node):

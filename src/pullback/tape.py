@@ -31,24 +31,43 @@ class PythonTape:
     def __init__(self, transform):
         self.t = transform
         self.reserved: set = set()     # tapes with room already made in this loop
+        self.used: set = set()         # which of the two stacks the code uses
 
     def reserve(self, counts: dict, trips: ast.expr) -> list:
         return []
 
+        self.used: set = set()         # which of the two stacks the code uses
+
     def setup(self) -> list:
-        return _stmt("_stack = []\n_push = _stack.append\n"
-                     "_fstack = []\n_fpush = _fstack.append")
+        return [_TapeSetup(self)]
+
+    def setup_code(self) -> list:
+        src = ""
+        if "any" in self.used:
+            src += "_stack = []\n_push = _stack.append\n"
+        if "float" in self.used:
+            src += "_fstack = []\n_fpush = _fstack.append\n"
+        return _stmt(src)
 
     def between(self) -> list:
-        # Float scalars read from NumPy arrays are NumPy scalars, whose arithmetic
-        # costs several times a Python float's: convert the saved ones once, in C.
-        return _stmt("_pop = _stack.pop\n_fpop = list(map(float, _fstack)).pop")
+        return [_Between(self)]
+
+    def between_code(self) -> list:
+        src = ""
+        if "any" in self.used:
+            src += "_pop = _stack.pop\n"
+        if "float" in self.used:
+            # Float scalars read from NumPy arrays are NumPy scalars, whose arithmetic
+            # costs several times a Python float's: convert the saved ones once, in C.
+            src += "_fpop = list(map(float, _fstack)).pop\n"
+        return _stmt(src)
 
     def _float(self, name):
         k = self.t.kinds.get(name)
         return k is not None and k.ndim == 0 and k.dtype == "f"
 
     def push(self, name):
+        self.used.add("float" if self._float(name) else "any")
         return _stmt(f"_fpush({name})" if self._float(name) else f"_push({name})")
 
     def pop(self, name):
@@ -58,6 +77,7 @@ class PythonTape:
         item = ast.Subscript(ast.Name(array), index, ast.Load())
         if not self.t_scalar_index(index):
             item = ast.Call(ast.Attribute(item, "copy", ast.Load()), [], [])
+        self.used.add("any")
         return [ast.Expr(ast.Call(ast.Name("_push"), [item], []))]
 
     def pop_element(self, array, index):
@@ -159,6 +179,16 @@ class NumbaTape(PythonTape):
         tape, k = self._tape(array + "[]")
         item = ast.unparse(ast.Subscript(ast.Name(array), index, ast.Load()))
         return _stmt(f"{k} -= 1\n{item} = {tape}[{k}]")
+
+
+class _Between(ast.stmt):
+    """Placeholder for the code between the sweeps, known once every push is."""
+
+    _fields = ()
+
+    def __init__(self, tape):
+        super().__init__()
+        self.tape = tape
 
 
 class _TapeSetup(ast.stmt):

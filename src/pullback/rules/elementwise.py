@@ -227,8 +227,6 @@ defrule(np.where, "condition, x=None, y=None, /",
 # ---------------------------------------------------------------------------
 # clip: a_min/a_max may be None (no bound), arrays, or given as min=/max= (NumPy >= 2.1).
 
-
-
 def _bounds(a_min, a_max, min=None, max=None):
     lo = a_min if a_min is not None else min
     hi = a_max if a_max is not None else max

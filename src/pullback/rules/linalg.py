@@ -230,7 +230,7 @@ def slogdet_vjp(g, ans, a):
     """
     if isinstance(g, (tuple, list)):
         g = g[1]
-    elif ans is not None and shape_of(g) == (2,) + shape_of(ans[1]):
+    elif isinstance(ans, tuple) and shape_of(g) == (2,) + shape_of(ans[1]):
         g = g[1]
     xp = namespace(g, a)
     A = as_array(xp, a)

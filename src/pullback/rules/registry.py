@@ -176,13 +176,15 @@ def defvjp(fn, vjp, *, signature: str | None = None, argnums=None, result: str =
         argnums = tuple(range(len(params)))
     elif isinstance(argnums, int):
         argnums = (argnums,)
-    call = f"__vjp__(g, ans, {', '.join(names)})"
+    if not callable(vjp):
+        raise TypeError(f"the VJP given for {_describe(fn)} is not callable: {vjp!r}")
+    call = ast.parse(f"__vjp__(g, ans, {', '.join(names)})", mode="eval").body
     single = len(params) == 1
-    adjoints = {}
-    for k in argnums:
-        adjoints[names[k]] = ast.parse(call if single else f"{call}[{k}]", mode="eval").body
+    # The call runs once; each parameter's cotangent is its item of the result.
+    adjoints = {names[k]: ast.parse("__cotangents__" if single else f"__cotangents__[{k}]",
+                                    mode="eval").body for k in argnums}
     rule = Rule(fn=fn, name=_describe(fn), params=params, adjoints=adjoints,
-                helpers={"__vjp__": vjp}, result=result)
+                helpers={"__vjp__": vjp}, result=result, vjp_tuple=call)
     _RULES[id(fn)] = rule
     return rule
 

@@ -1,0 +1,139 @@
+"""One shared helper for testing VJP rules against central finite differences.
+
+``check_vjp(fn, vjp_of_arg, args, argnum)`` evaluates ``ans = fn(*args)``,
+draws a cotangent ``g`` of ``ans``'s shape, asks ``vjp_of_arg(g, ans, *args)``
+for the cotangent of ``args[argnum]`` and compares it with finite differences
+of ``phi(x) = <g, fn(..., x, ...)>``: the full gradient for small ``x``, and
+``<ct, v>`` against the directional derivative along random ``v`` otherwise.
+
+``rule_vjp(fn, param)`` turns a registered template into such a
+``vjp_of_arg`` by evaluating it (with ``unbroadcast`` around elementwise
+rules, as the transform does), so the templates themselves are tested.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+
+import numpy as np
+from hypothesis import settings
+from hypothesis import strategies as st
+
+from pullback.rules.elementwise import unbroadcast
+from pullback.rules.registry import lookup
+
+SETTINGS = settings(max_examples=30, deadline=None)
+
+
+def check_vjp(fn, vjp_of_arg, args, argnum, *, g=None, seed=0, eps=1e-6, rtol=1e-5, atol=1e-6,
+              full_fd_max=36, directions=3):
+    args = list(args)
+    rng = np.random.default_rng(seed)
+    ans = fn(*args)
+    if g is None:
+        g = rng.standard_normal(np.shape(ans))
+        if np.ndim(ans) == 0:
+            g = float(g)
+    x = args[argnum]
+    ct = vjp_of_arg(g, ans, *args)
+    assert np.shape(ct) == np.shape(x), \
+        f"cotangent shape {np.shape(ct)} != argument shape {np.shape(x)}"
+    if np.ndim(x) == 0 and not isinstance(x, np.ndarray):
+        assert np.ndim(ct) == 0 and not isinstance(ct, np.ndarray), \
+            f"a scalar argument needs a scalar cotangent, got {type(ct)}"
+    ct = np.asarray(ct, dtype=float)
+    x_arr = np.asarray(x, dtype=float)
+
+    def phi(step):
+        moved = list(args)
+        moved[argnum] = x_arr + step if isinstance(x, np.ndarray) else type(x)(x_arr + step)
+        return float(np.sum(np.asarray(g) * np.asarray(fn(*moved), dtype=float)))
+
+    def fd(direction):
+        return (phi(eps * direction) - phi(-eps * direction)) / (2 * eps)
+
+    if x_arr.size <= full_fd_max:
+        expected = np.zeros(x_arr.shape)
+        for i in np.ndindex(x_arr.shape):
+            e = np.zeros(x_arr.shape)
+            e[i] = 1.0
+            expected[i] = fd(e)
+        scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
+        np.testing.assert_allclose(ct, expected, rtol=rtol, atol=atol * scale,
+                                   err_msg="VJP differs from the finite-difference gradient")
+    else:
+        for _ in range(directions):
+            v = rng.standard_normal(x_arr.shape)
+            got, want = float(np.sum(ct * v)), fd(v)
+            scale = max(1.0, abs(want))
+            assert abs(got - want) <= rtol * abs(want) + atol * scale * 10, \
+                f"<vjp, v> = {got} but the directional derivative is {want}"
+    return ct
+
+
+def rule_vjp(fn, param):
+    """``vjp_of_arg(g, ans, *args, **kwargs)`` evaluating the registered template of ``param``."""
+    rule = lookup(fn)
+    assert rule is not None, f"no rule registered for {fn}"
+    code = compile(ast.Expression(rule.adjoints[param]), f"<rule {rule.name}:{param}>", "eval")
+
+    def vjp(g, ans, *args, **kwargs):
+        env = bind_values(rule, args, kwargs)
+        x = env[param]
+        env.update(rule.helpers)
+        env.update(g=g, ans=ans)
+        ct = eval(code, env)
+        return unbroadcast(ct, x) if rule.result == "like" else ct
+    return vjp
+
+
+def bind_values(rule, args, kwargs):
+    """Parameter name -> value for a call, defaults filled, as Rule.bind does for AST nodes."""
+    positional = [p for p in rule.params if not p.kw_only]
+    assert len(args) <= len(positional), f"too many arguments for {rule.name}"
+    env = {p.name: a for p, a in zip(positional, args)}
+    env.update(kwargs)
+    for p in rule.params:
+        if p.name not in env:
+            assert p.default is not inspect.Parameter.empty, f"{p.name} missing"
+            env[p.name] = p.default
+    return env
+
+
+# ---------------------------------------------------------------------------
+# hypothesis strategies
+
+shapes = st.lists(st.integers(1, 4), min_size=0, max_size=3).map(tuple)
+nonempty_shapes = st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple)
+seeds = st.integers(0, 2**31 - 1)
+
+
+@st.composite
+def axes_for(draw, ndim, allow_none=True):
+    """None, an int, a negative int or a tuple of distinct axes (possibly negative)."""
+    choices = ["int", "tuple"] + (["none"] if allow_none else [])
+    if ndim == 0:
+        return None
+    kind = draw(st.sampled_from(choices))
+    if kind == "none":
+        return None
+    if kind == "int":
+        return draw(st.integers(-ndim, ndim - 1))
+    picked = draw(st.lists(st.integers(0, ndim - 1), min_size=1, max_size=ndim, unique=True))
+    return tuple(a - ndim if draw(st.booleans()) else a for a in picked)
+
+
+def values(seed, shape, low=None, high=None):
+    """Random float64 values of ``shape`` (distinct with probability 1: no ties, no kinks).
+
+    Shape () gives a Python float, so scalar arguments are exercised too.
+    """
+    rng = np.random.default_rng(seed)
+    if low is None:
+        return rng.standard_normal(shape)
+    return rng.uniform(low, high, shape)
+
+
+def array_values(seed, shape, low=None, high=None):
+    """As :func:`values`, always an ndarray (0-d for shape ())."""
+    return np.asarray(values(seed, shape, low, high))

@@ -1,0 +1,225 @@
+import operator
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from pullback.rules.linalg import (det_vjp, einsum_vjp, inv_vjp, matmul_vjp_a, matmul_vjp_b,
+                                   parse_einsum, slogdet_vjp, solve_vjp_a, solve_vjp_b, trace_vjp)
+
+from .checks import SETTINGS, check_vjp, rule_vjp, seeds, values
+
+dims = st.integers(1, 3)
+batch_shapes = hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=2, max_side=3)
+
+
+def _both(fn, params, args, **kw):
+    for k, p in enumerate(params):
+        check_vjp(fn, rule_vjp(fn, p), args, k, **kw)
+
+
+# ---------------------------------------------------------------------------
+# dot, matmul, outer, inner
+
+@SETTINGS
+@given(na=st.integers(0, 3), nb=st.integers(0, 3), n=dims, data=st.data(), seed=seeds)
+def test_dot(na, nb, n, data, seed):
+    # a: (I..., n), b: (J..., n, m), or a scalar, or b a vector.
+    lead = tuple(data.draw(st.lists(dims, min_size=max(na - 1, 0), max_size=max(na - 1, 0))))
+    a_shape = () if na == 0 else lead + (n,)
+    if nb == 0:
+        b_shape = ()
+    elif nb == 1:
+        b_shape = (n,) if na else (2,)
+    else:
+        b_shape = tuple(data.draw(st.lists(dims, min_size=nb - 2, max_size=nb - 2))) + (n, 2)
+    args = [values(seed, a_shape), values(seed + 1, b_shape)]
+    _both(np.dot, ["a", "b"], args)
+
+
+@SETTINGS
+@given(batches=batch_shapes, n=dims, m=dims, k=dims, vec=st.sampled_from(["", "a", "b", "ab"]),
+       seed=seeds)
+def test_matmul(batches, n, m, k, vec, seed):
+    ba, bb = batches.input_shapes
+    a_shape = (k,) if "a" in vec else ba + (n, k)
+    b_shape = (k,) if "b" in vec else bb + (k, m)
+    args = [values(seed, a_shape), values(seed + 1, b_shape)]
+    _both(np.matmul, ["x1", "x2"], args)
+    _both(operator.matmul, ["a", "b"], args)
+
+
+@SETTINGS
+@given(sa=st.lists(dims, max_size=2).map(tuple), sb=st.lists(dims, max_size=2).map(tuple),
+       seed=seeds)
+def test_outer(sa, sb, seed):
+    _both(np.outer, ["a", "b"], [values(seed, sa), values(seed + 1, sb)])
+
+
+@SETTINGS
+@given(sa=st.lists(dims, max_size=2).map(tuple), sb=st.lists(dims, max_size=2).map(tuple),
+       k=dims, seed=seeds)
+def test_inner(sa, sb, k, seed):
+    a_shape = sa + (k,) if sa or k > 1 else ()
+    b_shape = sb + (k,)
+    _both(np.inner, ["a", "b"], [values(seed, a_shape), values(seed + 1, b_shape)])
+
+
+# ---------------------------------------------------------------------------
+# solve, inv, det, slogdet
+
+def _well_conditioned(seed, shape):
+    n = shape[-1]
+    return values(seed, shape) + 3.0 * np.eye(n)
+
+
+@SETTINGS
+@given(batches=batch_shapes, n=dims, k=st.integers(0, 2), seed=seeds)
+def test_solve(batches, n, k, seed):
+    ba, bb = batches.input_shapes
+    a = _well_conditioned(seed, ba + (n, n))
+    b = values(seed + 1, (n,) if k == 0 else bb + (n, k))   # k == 0: b is a vector
+    _both(np.linalg.solve, ["a", "b"], [a, b])
+
+
+@SETTINGS
+@given(batch=st.lists(dims, max_size=2).map(tuple), n=dims, seed=seeds)
+def test_inv_det_slogdet(batch, n, seed):
+    a = _well_conditioned(seed, batch + (n, n)) * np.where(seed % 2, 1.0, -1.0)
+    check_vjp(np.linalg.inv, rule_vjp(np.linalg.inv, "a"), [a], 0)
+    check_vjp(np.linalg.det, rule_vjp(np.linalg.det, "a"), [a], 0)
+    check_vjp(lambda a: np.linalg.slogdet(a)[1], rule_vjp(np.linalg.slogdet, "a"), [a], 0)
+
+
+def test_det_of_singular_matrix_is_the_adjugate():
+    a = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])     # rank 2
+    ct = det_vjp(1.0, np.linalg.det(a), a)
+    assert np.all(np.isfinite(ct))
+    check_vjp(np.linalg.det, lambda g, ans, a: det_vjp(g, ans, a), [a], 0)
+    zero = det_vjp(1.0, 0.0, np.zeros((3, 3)))          # rank 0: adjugate is 0
+    np.testing.assert_allclose(zero, np.zeros((3, 3)), atol=1e-15)
+
+
+def test_slogdet_cotangent_conventions():
+    a = _well_conditioned(1, (3, 3))
+    ans = np.linalg.slogdet(a)
+    expected = np.linalg.inv(a).T * 2.0
+    np.testing.assert_allclose(slogdet_vjp(2.0, ans, a), expected)
+    np.testing.assert_allclose(slogdet_vjp((0.0, 2.0), ans, a), expected)
+    np.testing.assert_allclose(slogdet_vjp((5.0, 2.0), ans, a), expected)    # sign ignored
+    np.testing.assert_array_equal(slogdet_vjp((1.0, None), ans, a), np.zeros((3, 3)))
+    np.testing.assert_allclose(slogdet_vjp(np.array([5.0, 2.0]), ans, a), expected)   # stacked
+    # A batch of two matrices: g of shape (2,) is g_logabsdet, (2, 2) the stacked pair.
+    b = np.stack([a, 2 * a])
+    ans = np.linalg.slogdet(b)
+    want = np.linalg.inv(b).transpose(0, 2, 1) * np.array([1.0, 3.0])[:, None, None]
+    np.testing.assert_allclose(slogdet_vjp(np.array([1.0, 3.0]), ans, b), want)
+    np.testing.assert_allclose(slogdet_vjp(np.array([[0.0, 0.0], [1.0, 3.0]]), ans, b), want)
+
+
+# ---------------------------------------------------------------------------
+# trace
+
+@SETTINGS
+@given(shape=st.lists(st.integers(1, 4), min_size=2, max_size=4).map(tuple), data=st.data(),
+       seed=seeds)
+def test_trace(shape, data, seed):
+    nd = len(shape)
+    ax1, ax2 = data.draw(st.lists(st.integers(-nd, nd - 1), min_size=2, max_size=2)
+                         .filter(lambda p: p[0] % nd != p[1] % nd))
+    offset = data.draw(st.integers(-2, 2))
+    a = values(seed, shape)
+    f = lambda a: np.trace(a, offset, ax1, ax2)     # noqa: E731
+    r = rule_vjp(np.trace, "a")
+    check_vjp(f, lambda g, ans, a: r(g, ans, a, offset, ax1, ax2), [a], 0)
+
+
+# ---------------------------------------------------------------------------
+# einsum
+
+EINSUMS = [
+    ("ij,jk->ik", [(2, 3), (3, 4)]),
+    ("ij,j->i", [(2, 3), (3,)]),
+    ("i,i->", [(4,), (4,)]),
+    ("ij,ij->", [(2, 3), (2, 3)]),
+    ("ij->ji", [(2, 3)]),
+    ("ij->ij", [(2, 3)]),
+    ("ii->", [(3, 3)]),
+    ("ii->i", [(3, 3)]),
+    ("ij->", [(2, 3)]),
+    ("ij->i", [(2, 3)]),
+    ("bij,bjk->bik", [(2, 2, 3), (2, 3, 4)]),
+    ("ij,jk", [(2, 3), (3, 4)]),                       # implicit output: ik
+    ("ba", [(2, 3)]),                                   # implicit: transpose
+    ("i,j->ij", [(2,), (3,)]),
+    ("ii,i->i", [(3, 3), (3,)]),
+    ("iij->j", [(2, 2, 3)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 2), (2, 2)]),
+    ("...ij,...jk->...ik", [(2, 1, 2, 3), (4, 3, 2)]),   # ellipsis with broadcasting
+    ("...i,...i", [(2, 3), (3,)]),                       # implicit with ellipsis
+    ("ij,ij->ij", [(1, 3), (2, 3)]),                     # size-1 broadcast
+    ("ijk,ikl->jl", [(2, 3, 2), (2, 2, 3)]),
+    ("i,->i", [(3,), ()]),
+]
+
+
+@pytest.mark.parametrize("subscripts, shapes_", EINSUMS, ids=[e[0] for e in EINSUMS])
+def test_einsum(subscripts, shapes_):
+    ops = [values(7 + i, s) for i, s in enumerate(shapes_)]
+    f = lambda *ops: np.einsum(subscripts, *ops)       # noqa: E731
+    for k in range(len(ops)):
+        r = rule_vjp(np.einsum, f"op{k}")
+        check_vjp(f, lambda g, ans, *ops: r(g, ans, subscripts, *ops), ops, k)
+
+
+def test_einsum_parse():
+    assert parse_einsum("ij,jk", [2, 2]) == (["ij", "jk"], "ik")
+    ins, out = parse_einsum("...ij,...jk->...ik", [4, 3])
+    assert [len(t) for t in ins] == [4, 3] and len(out) == 4 and out.endswith("ik")
+    assert ins[0][1] == ins[1][0] and out[:2] == ins[0][:2]     # right-aligned letters
+
+
+def test_einsum_interleaved_form_not_implemented():
+    a = np.ones((2, 2))
+    with pytest.raises(NotImplementedError):
+        einsum_vjp(np.ones((2, 2)), 0, a, [0, 1], a, [1, 2])
+
+
+# ---------------------------------------------------------------------------
+# The same helpers on torch tensors, against torch autograd (float64)
+
+def test_torch_against_autograd():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    t = lambda *s: torch.tensor(rng.standard_normal(s), requires_grad=True)   # noqa: E731
+    well = lambda *s: torch.tensor(rng.standard_normal(s) + 3 * np.eye(s[-1]),  # noqa: E731
+                                   requires_grad=True)
+    cases = [
+        (lambda a, b: a @ b, [t(2, 1, 3, 4), t(5, 4, 2)], [matmul_vjp_a, matmul_vjp_b], False),
+        (lambda a, b: a @ b, [t(4), t(3, 4, 2)], [matmul_vjp_a, matmul_vjp_b], False),
+        (lambda a, b: torch.linalg.solve(a, b), [well(2, 3, 3), t(3, 2)],
+         [solve_vjp_a, solve_vjp_b], True),
+        (lambda a, b: torch.linalg.solve(a, b.unsqueeze(-1)).squeeze(-1), [well(3, 3), t(3)],
+         [solve_vjp_a, solve_vjp_b], True),
+        (torch.linalg.inv, [well(2, 3, 3)], [inv_vjp], True),
+        (torch.linalg.det, [t(2, 3, 3)], [det_vjp], True),
+        (lambda a: torch.linalg.slogdet(a)[1], [well(3, 3)], [slogdet_vjp], True),
+        (lambda a: torch.diagonal(a, 1, 0, 2).sum(-1), [t(3, 2, 4)],
+         [lambda g, a: trace_vjp(g, a, 1, 0, 2)], False),
+        (lambda a, b: torch.einsum("bij,bjk->bik", a, b), [t(2, 2, 3), t(2, 3, 4)],
+         [lambda g, a, b: einsum_vjp(g, 0, "bij,bjk->bik", a, b),
+          lambda g, a, b: einsum_vjp(g, 1, "bij,bjk->bik", a, b)], False),
+        (lambda a: torch.einsum("ii->i", a), [t(3, 3)],
+         [lambda g, a: einsum_vjp(g, 0, "ii->i", a)], False),
+    ]
+    for fwd, args, vjps, takes_ans in cases:
+        out = fwd(*args)
+        g = torch.tensor(rng.standard_normal(tuple(out.shape)))
+        out.backward(g)
+        plain = [a.detach() for a in args]
+        for arg, vjp in zip(args, vjps):
+            ct = vjp(g, out.detach(), *plain) if takes_ans else vjp(g, *plain)
+            assert isinstance(ct, torch.Tensor)
+            torch.testing.assert_close(ct, arg.grad, rtol=1e-9, atol=1e-10)
