@@ -24,7 +24,8 @@ from .frontend.errors import MissingRuleError, UnsupportedSyntaxError, Location
 from .frontend.normalize import Names
 from .rules import registry
 from .rules.scalar import OPERATORS
-from .runtime import trip_count, zeros_like, buffer_like, scatter_add
+from .runtime import (trip_count, zeros_like, buffer_like, scatter_add, accumulate,
+                      item_cotangent, add_item)
 from . import tape as tapes
 
 import numpy as np
@@ -100,6 +101,7 @@ class ReverseTransform:
         self.contribs: dict[str, int] = {}      # adjoint contributions per variable
         self.element_contribs: dict[str, int] = {}   # ... of them, `dp[i] += g` with int i
         self.list_buffers: set = set()          # adjoints kept as Python lists (see run)
+        self.updated_in_place: set = set()      # adjoints updated item by item
         self.sites: dict[str, int] = {}         # assignment sites per variable
         self.in_loop: set = set()               # assigned inside a loop
         self.top_level: set = set()             # assigned at the function's top level
@@ -321,8 +323,12 @@ class ReverseTransform:
         elif isinstance(e, ast.Call):
             code += self.call_adjoint(s, e, g)
         elif isinstance(e, ast.Tuple):
-            raise self.error(s, "a tuple of differentiated values",
-                             "return or unpack the values directly")
+            # A tuple (or list) of values, e.g. the arrays given to np.concatenate:
+            # its cotangent holds one cotangent per item.
+            item = self.helper(item_cotangent, "item_cotangent")
+            for k, elt in enumerate(e.elts):
+                if self.is_active(elt):
+                    code.append(self.accum(elt.id, _call(item, g, ast.Constant(k))))
         code.append(Reset(t))
         return code
 
@@ -332,9 +338,17 @@ class ReverseTransform:
             return []
         index = e.slice
         self.read(index)
+        bk = self.kind(base)
+        if bk.ndim is None and isinstance(index, ast.Constant) and isinstance(index.value, int):
+            # An item of a tuple-valued result, such as np.linalg.slogdet(A)[1].
+            self.read(base, value=False)
+            self.contribs[base.id] = self.contribs.get(base.id, 0) + 1
+            self.updated_in_place.add(base.id)
+            return [_TupleItem(base.id, index.value, g, self.helper(add_item, "add_item"))]
         basic = all(_is_basic_index(i, self.kind) for i in
                     (index.elts if isinstance(index, ast.Tuple) else [index]))
         name = base.id
+        self.updated_in_place.add(name)
         if basic and self.stable(name):
             # The heart of the matter: one in-place update of one buffer.
             self.contribs[name] = self.contribs.get(name, 0) + 1
@@ -465,7 +479,8 @@ class ReverseTransform:
                         and self.sites.get(s.target) == 1 and s.target in self.active:
                     defined[s.target] = s
                 for n in _stmt_reads(s) if isinstance(s, (ir.Assign, ir.SetItem)) else ():
-                    if n in defined and uses.get(n) == 1 and self.contribs.get(n) == 1:
+                    if n in defined and uses.get(n) == 1 and self.contribs.get(n) == 1 \
+                            and n not in self.updated_in_place:
                         self.local_temps.add(n)
                 for sub in _sub_blocks(s):
                     visit(sub)
@@ -674,6 +689,9 @@ class ReverseTransform:
                     out.append(_assign(dn, c.expr))
                 elif self.stable(c.name):
                     out.append(ast.AugAssign(ast.Name(dn, ast.Store()), ast.Add(), c.expr))
+                elif self.kinds.get(c.name, Kind(0, "f")).ndim is None:
+                    out.append(_assign(dn, _call(self.helper(accumulate, "accumulate"),
+                                                 ast.Name(dn), c.expr)))
                 else:
                     out.append(_assign(dn, ast.BinOp(ast.Name(dn), ast.Add(), c.expr)))
             elif isinstance(c, Reset):
@@ -709,6 +727,13 @@ class ReverseTransform:
                 out.append(_assign(dn, _call(c.helper, ast.Name(dn), ast.Name(c.name))))
                 out.append(ast.AugAssign(ast.Subscript(ast.Name(dn), c.index, ast.Store()),
                                          ast.Add(), c.g))
+            elif isinstance(c, _TupleItem):
+                dn = self.d(c.name)
+                _reads_commit(c.g, pending, zero)
+                pending.pop(dn, None)
+                zero.discard(dn)
+                out.append(_assign(dn, _call(c.helper, ast.Name(dn), ast.Name(c.name),
+                                             ast.Constant(c.k), c.g)))
             elif isinstance(c, _Scatter):
                 dn = self.d(c.name)
                 _reads_commit(c.g, pending, zero)
@@ -757,6 +782,14 @@ class _InPlace:
 class _BufferUpdate:
     name: str
     index: ast.expr
+    g: ast.expr
+    helper: str
+
+
+@dataclass
+class _TupleItem:
+    name: str
+    k: int
     g: ast.expr
     helper: str
 

@@ -54,3 +54,34 @@ def scatter_add(adjoint, value, index, g):
     buf = buffer_like(adjoint, value)
     np.add.at(buf, index, g)
     return buf
+
+
+def accumulate(total, more):
+    """``total + more`` for cotangents that may be tuples/lists (one per item of a
+    tuple-valued primal, such as the arrays passed to np.concatenate)."""
+    if isinstance(more, (list, tuple)):
+        if isinstance(total, (list, tuple)):
+            return [accumulate(a, b) for a, b in zip(total, more)]
+        return [accumulate(total, b) if np.ndim(total) == 0 and total == 0 else b for b in more]
+    if isinstance(total, (list, tuple)):
+        return [accumulate(a, more) for a in total]
+    return total + more
+
+
+def item_cotangent(cotangent, k):
+    """Item ``k`` of a tuple's cotangent (0.0 when nothing reached the tuple)."""
+    if isinstance(cotangent, (list, tuple)):
+        return cotangent[k]
+    if np.ndim(cotangent) == 0:
+        return cotangent
+    return cotangent[k]
+
+
+def add_item(cotangent, value, k, g):
+    """The cotangent of a tuple ``value`` with ``g`` added at item ``k``."""
+    if isinstance(cotangent, (list, tuple)):
+        out = list(cotangent)
+    else:
+        out = [0.0] * len(value)
+    out[k] = out[k] + g
+    return out

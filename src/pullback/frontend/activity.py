@@ -345,14 +345,27 @@ class KindInference:
 
 
 def _any_result(fn, args, kws, call):
-    """Reductions: a scalar when there is no axis argument, else an array."""
-    axis_given = len(call.args) > 1 or any(k.arg == "axis" for k in call.keywords)
-    if args and args[0].ndim == 0:
-        return FLOAT
-    return FLOAT if not axis_given and fn not in _SHAPE_PRESERVING else Kind(-1, "f")
+    """The kind of a rule's result when the rule does not fix it."""
+    if fn in _TUPLE_RESULTS:
+        return OTHER
+    first = args[0] if args else OTHER
+    if fn in _REDUCTIONS:
+        axis_given = len(call.args) > 1 or any(k.arg in ("axis", "ord") for k in call.keywords)
+        if first.ndim == 0 or (not axis_given and not kws.get("keepdims")):
+            return FLOAT
+        return Kind(-1, "f")
+    if fn in _MATRIX_SCALARS:
+        return FLOAT if first.ndim == 2 else Kind(-1, "f")
+    if fn in _SAME_SHAPE:
+        return Kind(first.ndim, "f") if first.ndim is not None else Kind(-1, "f")
+    return Kind(-1, "f")
 
 
-_SHAPE_PRESERVING = set()
+_TUPLE_RESULTS = {np.linalg.slogdet, np.linalg.eigh, np.linalg.svd, np.linalg.qr}
+_REDUCTIONS = {np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.var, np.std,
+               np.linalg.norm, np.nansum, np.average}
+_MATRIX_SCALARS = {np.linalg.det, np.trace}
+_SAME_SHAPE = {np.linalg.inv, np.cumsum, np.cumprod, np.copy, np.sort}
 
 
 class _Missing:
