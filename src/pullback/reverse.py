@@ -453,12 +453,16 @@ class ReverseTransform:
             g = ast.Subscript(ast.Name(self.d(s.array)), copy.deepcopy(s.index), ast.Load())
             if self.is_active(s.value):
                 contrib = g
+                if not all(_is_basic_scalar_index(i, self.kind) for i in
+                           (s.index.elts if isinstance(s.index, ast.Tuple) else [s.index])):
+                    # A slice of the adjoint is a view: copy it before zeroing the slice.
+                    contrib = ast.Call(ast.Attribute(g, "copy", ast.Load()), [], [])
                 vk = self.kind(s.value)
                 if vk.ndim == 0 and not all(_is_basic_scalar_index(i, self.kind) for i in
                                             (s.index.elts if isinstance(s.index, ast.Tuple)
                                              else [s.index])):
                     contrib = ast.Call(ast.Name(self.helper(_unbroadcast(), "unbroadcast")),
-                                       [g, ast.Name(s.value.id)], [])
+                                       [contrib, ast.Name(s.value.id)], [])
                 code.append(self.accum(s.value.id, contrib))
             code.append(_ZeroElement(s.array, copy.deepcopy(s.index)))
         return code

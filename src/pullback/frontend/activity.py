@@ -313,6 +313,21 @@ class KindInference:
             return k or OTHER
         if fn in _ARRAY_FACTORIES:
             dtype = "f"
+            shape_arg = e.args[0] if e.args else None
+            if fn in (np.zeros, np.ones, np.empty, np.full) and shape_arg is not None:
+                k0 = args[0]
+                dt = "o" if "dtype" in kws else "f"
+                if k0 == INT:
+                    return Kind(1, dt)
+                if isinstance(shape_arg, ast.Tuple):
+                    return Kind(len(shape_arg.elts), dt)
+                if isinstance(shape_arg, ast.Name) and k0.dtype == "t":
+                    return Kind(-1, dt)
+            if fn in (np.linspace, np.arange) and "dtype" not in kws:
+                return Kind(1, "i" if fn is np.arange and all(a.dtype == "i" for a in args)
+                            else "f")
+            if fn in (np.eye, np.identity) and "dtype" not in kws:
+                return Kind(2, "f")
             if fn in (np.arange,) and all(a.dtype == "i" for a in args):
                 dtype = "i"
             if "dtype" in kws or fn in (np.array, np.asarray, np.copy, np.zeros_like, np.ones_like,
