@@ -129,8 +129,9 @@ def _check_differentiable(args, nums, fname):
             else:
                 hint = "gradients are taken with respect to floats and float arrays"
             dt = f" of dtype {v.dtype}" if hasattr(v, "dtype") else ""
+            article = "an" if what[:1] in "aeiou" else "a"
             raise TypeError(f"cannot differentiate {fname} with respect to argument {i}: "
-                            f"it is a {what}{dt}; {hint}")
+                            f"it is {article} {what}{dt}; {hint}")
 
 
 def _to_user(grad, arg):

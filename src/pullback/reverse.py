@@ -426,7 +426,7 @@ class ReverseTransform:
         """Substitute the call's atoms into a rule's template expression."""
         mapping = {"g": g, "ans": ans}
         mapping.update(bound)
-        helper_names = {name: self.helper(obj, getattr(obj, "__name__", "vjp")
+        helper_names = {name: self.helper(obj, _identifier(getattr(obj, "__name__", ""), "vjp")
                                           if name == "__vjp__" else name)
                         for name, obj in rule.helpers.items()}
 
@@ -824,6 +824,10 @@ class _ReverseFor:
     var: str | None
     info: LoopInfo
     body: list
+
+
+def _identifier(name, default):
+    return name if name.isidentifier() else default
 
 
 def _drop_dead_resets(stmts, adjoint_names) -> list:

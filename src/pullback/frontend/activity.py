@@ -373,6 +373,8 @@ def _any_result(fn, args, kws, call):
         return FLOAT if first.ndim == 2 else Kind(-1, "f")
     if fn in _SAME_SHAPE:
         return Kind(first.ndim, "f") if first.ndim is not None else Kind(-1, "f")
+    if args and all(a.ndim == 0 for a in args):
+        return FLOAT        # a function of scalars (a user rule, say) gives a scalar
     return Kind(-1, "f")
 
 
