@@ -122,3 +122,24 @@ def test_matches_pytorch_on_a_small_network():
     out.backward()
     assert_close(g1, t1.grad.numpy(), rtol=1e-12)
     assert_close(g2, t2.grad.numpy(), rtol=1e-12)
+
+
+def numba_friendly(x, w, M):
+    s = np.sum(np.sin(x) * w) + np.mean(x * x) * 2.0
+    return s + np.sum(np.sum(M, axis=0) * x) + np.sum(M * w) + np.sum(np.exp(M) / (1.0 + x))
+
+
+def test_numba_backend_handles_elementwise_and_sums():
+    x, w = np.linspace(0.1, 1, 4), np.arange(4.0)
+    M = np.arange(12.0).reshape(3, 4) / 10
+    args = (x, w, M)
+    grads = pullback.grad(numba_friendly, argnums=(0, 1, 2), jit=True)(*args)
+    for k, g in enumerate(grads):
+        assert_close(g, fd_grad(numba_friendly, args, k), rtol=1e-6)
+
+
+def test_numba_backend_names_the_line_it_cannot_compile():
+    def f(x):
+        return np.sum(np.cumsum(x) * x)
+    with pytest.raises(pullback.NumbaCompileError, match="np.sum\\(np.cumsum\\(x\\) \\* x\\)"):
+        pullback.grad(f, jit=True)(np.ones(3))

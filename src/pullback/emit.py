@@ -76,7 +76,7 @@ def build(gen: Generated, fname: str, user_globals: dict, user_closure: dict,
     fn = types.FunctionType(fn_code, user_globals, fname, (1.0,), cells)
     linecache.cache[filename] = (len(maker_src), None, maker_src.splitlines(True), filename)
     if backend == "numba":
-        fn = _njit(fn, src)
+        fn = _LazyNumba(fn, src, filename, maker_src)
     return fn, src
 
 
@@ -85,7 +85,8 @@ _JITTED: dict = {}
 
 def _jit_helper(v):
     """Plain Python helper functions become Numba functions under the Numba backend."""
-    if isinstance(v, types.FunctionType):
+    from .rules.numba_impl import OVERLOADED
+    if isinstance(v, types.FunctionType) and v not in OVERLOADED:
         if id(v) not in _JITTED:
             import numba
             _JITTED[id(v)] = (v, numba.njit(cache=False)(v))
@@ -96,10 +97,12 @@ def _jit_helper(v):
 class _LazyNumba:
     """Compiles on first call so errors name the argument types."""
 
-    def __init__(self, fn, src):
+    def __init__(self, fn, src, filename="", full_source=""):
         import numba
         self.py_func = fn
         self.source = src
+        self.filename = filename
+        self.full_source = full_source.splitlines()
         self.dispatcher = numba.njit(fn)
         self.ok = False
 
@@ -113,17 +116,29 @@ class _LazyNumba:
             if isinstance(exc, (nerr.TypingError, nerr.UnsupportedError, nerr.LoweringError,
                                 nerr.NumbaError)):
                 raise NumbaCompileError(
-                    "the generated derivative could not be compiled with Numba (jit=True). "
-                    "Numba reported:\n" + _first_lines(str(exc), 25) +
+                    "the generated derivative could not be compiled with Numba (jit=True)"
+                    + self._origin(str(exc)) + ". Numba reported:\n"
+                    + _first_lines(str(exc), 25) +
                     "\nUse jit=False for the pure-Python backend, or change the construct "
                     "it names.") from None
             raise
+
+
+    def _origin(self, message) -> str:
+        """The user's source line behind the generated line Numba complains about."""
+        import re
+        hits = re.findall(re.escape(self.filename) + r'", line (\d+)', message)
+        for line in reversed(hits):
+            k = int(line) - 1
+            while 0 <= k < len(self.full_source):
+                text = self.full_source[k].strip()
+                if text.startswith("# from: "):
+                    return f" at the code generated for `{text[8:]}`"
+                k -= 1
+        return ""
 
 
 def _first_lines(text, n):
     lines = text.splitlines()
     return "\n".join(lines[:n]) + ("\n..." if len(lines) > n else "")
 
-
-def _njit(fn, src):
-    return _LazyNumba(fn, src)

@@ -1,0 +1,102 @@
+"""Numba implementations of the array-rule helpers the generated code calls most.
+
+The helpers in this package are written against the array API (so one rule
+serves NumPy, CuPy, PyTorch and JAX arrays), which Numba cannot compile.  For
+the Numba backend, ``numba.extending.overload`` gives the common ones a
+compiled twin; the emitter passes these helpers to Numba as they are and Numba
+picks the twin.  A case a twin does not cover fails to compile with a clear
+message, never with a wrong number.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import types
+from numba.extending import overload
+
+from .. import runtime
+from .elementwise import unbroadcast
+from .reductions import mean_vjp, sum_vjp
+
+# Helpers with a Numba twin: the emitter must not njit them itself.
+OVERLOADED = {unbroadcast, sum_vjp, mean_vjp, runtime.zeros_like}
+
+
+def _is_none(t):
+    return t is None or isinstance(t, (types.NoneType, types.Omitted)) or t == types.none
+
+
+@overload(unbroadcast)
+def _unbroadcast(g, x):
+    if isinstance(x, types.Number):
+        if isinstance(g, types.Array):
+            return lambda g, x: np.sum(g)
+        return lambda g, x: g
+    if not isinstance(x, types.Array):
+        return None
+    if isinstance(g, types.Number):
+        return lambda g, x: np.full(x.shape, g)
+    if g.ndim == x.ndim:
+        if x.ndim == 2:
+            def impl2(g, x):
+                if g.shape == x.shape:
+                    return g
+                out = np.zeros(x.shape)
+                r1, c1 = x.shape[0] == 1, x.shape[1] == 1
+                for i in range(g.shape[0]):
+                    for j in range(g.shape[1]):
+                        out[0 if r1 else i, 0 if c1 else j] += g[i, j]
+                return out
+            return impl2
+
+        def impl_same(g, x):
+            if g.shape != x.shape:
+                raise ValueError("pullback (Numba backend): broadcasting of arrays with more "
+                                 "than 2 dimensions is not supported; use jit=False")
+            return g
+        return impl_same
+    if g.ndim > x.ndim:
+        off = g.ndim - x.ndim     # known when typing: a static tuple slice below
+
+        def impl_leading(g, x):
+            if g.shape[off:] != x.shape:
+                raise ValueError("pullback (Numba backend): this broadcast is not supported; "
+                                 "use jit=False")
+            return np.sum(np.ascontiguousarray(g).reshape((-1, x.size)), axis=0).reshape(x.shape)
+        return impl_leading
+    return None
+
+
+@overload(sum_vjp)
+def _sum_vjp(g, a, axis=None, keepdims=False, where=True):
+    if isinstance(a, types.Number):
+        return lambda g, a, axis=None, keepdims=False, where=True: g
+    if _is_none(axis):
+        return lambda g, a, axis=None, keepdims=False, where=True: np.full(a.shape, g)
+    if isinstance(axis, types.Integer) and isinstance(g, types.Array) and g.ndim == a.ndim - 1:
+        def impl(g, a, axis=None, keepdims=False, where=True):
+            return np.broadcast_to(np.expand_dims(g, axis), a.shape).copy()
+        return impl
+    return None
+
+
+@overload(mean_vjp)
+def _mean_vjp(g, a, axis=None, keepdims=False, where=True):
+    if isinstance(a, types.Number):
+        return lambda g, a, axis=None, keepdims=False, where=True: g
+    if _is_none(axis):
+        return lambda g, a, axis=None, keepdims=False, where=True: np.full(a.shape, g / a.size)
+    if isinstance(axis, types.Integer) and isinstance(g, types.Array) and g.ndim == a.ndim - 1:
+        def impl(g, a, axis=None, keepdims=False, where=True):
+            n = a.shape[axis]
+            return np.broadcast_to(np.expand_dims(g / n, axis), a.shape).copy()
+        return impl
+    return None
+
+
+@overload(runtime.zeros_like)
+def _zeros_like(value):
+    if isinstance(value, types.Number):
+        return lambda value: 0.0
+    if isinstance(value, types.Array):
+        return lambda value: np.zeros(value.shape)
+    return None
