@@ -20,23 +20,7 @@ import numba
 import numpy as np
 
 import pullback
-
-
-def horner(x, p):
-    N = len(p)
-    ex = p[N - 1]
-    for i in range(N - 2, -1, -1):
-        ex = x * ex + p[i]
-    return ex
-
-
-def horner_foldr(x, p):
-    """The seed's foldr((pi, y) -> muladd(x, y, pi), p) written as a loop over a closure."""
-    step = lambda pi, y: x * y + pi  # noqa: E731
-    y = 0.0
-    for i in range(len(p) - 1, -1, -1):
-        y = step(p[i], y)
-    return y
+from pullback.examples import horner, horner_foldr
 
 
 @numba.njit

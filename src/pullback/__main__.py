@@ -8,14 +8,7 @@ import time
 import numpy as np
 
 import pullback
-
-
-def horner(x, p):
-    N = len(p)
-    ex = p[N - 1]
-    for i in range(N - 2, -1, -1):
-        ex = x * ex + p[i]
-    return ex
+from pullback.examples import horner
 
 
 def _median_time(f, repeat):
