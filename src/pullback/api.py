@@ -182,7 +182,8 @@ class GradientFunction:
         self._last = c
         return c, nums, single
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        args = _full_args(self.f, args, kwargs)
         # Fast path: the same argument types as a previous call.
         key = tuple(_type_key(a) for a in args)
         entry = self._fast.get(key)
@@ -209,6 +210,37 @@ class GradientFunction:
 
     def __repr__(self):
         return f"<pullback {self.__name__} ({self.backend} backend)>"
+
+
+def _full_args(f, args, kwargs):
+    """All of f's positional parameters, filled from keywords and defaults, so the
+    generated function (which also takes the seed) gets every one by position."""
+    py, _ = unwrap(f)
+    code = getattr(py, "__code__", None)
+    if code is None:
+        return args
+    n = code.co_argcount
+    if len(args) == n and not kwargs:
+        return args
+    if len(args) > n:
+        raise TypeError(f"{py.__qualname__}() takes {n} positional arguments but "
+                        f"{len(args)} were given")
+    names = code.co_varnames[:n]
+    defaults = py.__defaults__ or ()
+    first_default = n - len(defaults)
+    out = list(args)
+    kwargs = dict(kwargs)
+    for k in range(len(args), n):
+        if names[k] in kwargs:
+            out.append(kwargs.pop(names[k]))
+        elif k >= first_default:
+            out.append(defaults[k - first_default])
+        else:
+            raise TypeError(f"{py.__qualname__}() missing required argument {names[k]!r}")
+    if kwargs:
+        raise TypeError(f"{py.__qualname__}() got an unexpected keyword argument "
+                        f"{next(iter(kwargs))!r}")
+    return tuple(out)
 
 
 def _type_key(a):
@@ -267,7 +299,7 @@ def value_and_grad(f, argnums=0, jit=None):
     return GradientFunction(f, argnums, jit, with_value=True)
 
 
-def vjp(f, *args, jit=None):
+def vjp(f, *args, jit=None, **kwargs):
     """``(value, back)`` where ``back(cotangent)`` returns one cotangent per
     positional argument (``None`` for arguments that cannot carry one, such as
     ints).
@@ -275,6 +307,7 @@ def vjp(f, *args, jit=None):
     ``back`` reruns the forward sweep together with the reverse sweep, so each
     call costs one gradient evaluation.
     """
+    args = _full_args(f, args, kwargs)
     nums = tuple(i for i, a in enumerate(args) if act.kind_of_value(a).dtype in "fc")
     backend = _backend(f, jit)
     value = unwrap(f)[0](*args) if backend == "python" else f(*args)

@@ -183,6 +183,14 @@ class ReverseTransform:
             if isinstance(s, ir.If):
                 s = copy.copy(s)
                 s.body, s.orelse = self.prepare(s.body), self.prepare(s.orelse)
+                if any(isinstance(t, ir.Assign) and t.target == s.test
+                       for t in ir.walk(s.body + s.orelse)):
+                    # The branch rebinds its own condition (a lowered `a and b`):
+                    # replay the branch from a copy taken when it was tested.
+                    cond = self.names.fresh("_cond")
+                    out.append(ir.Assign(s.line, cond, ast.Name(s.test)))
+                    self.kinds[cond] = self.kinds.get(s.test, Kind(0, "b"))
+                    s.test = cond
             elif isinstance(s, ir.For):
                 s = copy.copy(s)
                 s.body = self.prepare(s.body)

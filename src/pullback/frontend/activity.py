@@ -65,7 +65,7 @@ def kind_of_value(v) -> Kind:
         return Kind(0, "c")
     shape = getattr(v, "shape", None)
     dtype = getattr(v, "dtype", None)
-    if shape is not None and dtype is not None:
+    if isinstance(shape, tuple) and dtype is not None:
         k = getattr(dtype, "kind", None)
         if k is None:   # torch and other array libraries
             name = str(dtype)
@@ -413,6 +413,8 @@ def _differentiable_operands(s, kinds) -> set[str]:
     if isinstance(e, ast.Attribute):
         return ir.atom_names(e.value) if e.attr in ("T", "mT", "real", "imag") else set()
     if isinstance(e, ast.Call):
+        if getattr(s, "callee", None) in NON_DIFFERENTIABLE:
+            return set()
         names = set()
         for a in e.args:
             names |= ir.atom_names(a)
@@ -422,6 +424,17 @@ def _differentiable_operands(s, kinds) -> set[str]:
             names |= ir.atom_names(e.func.value)
         return names
     return ir.atom_names(e)
+
+
+# Functions whose result carries no derivative from their arguments: shapes,
+# counts, indices, fresh arrays.
+NON_DIFFERENTIABLE = {len, int, round, bool, isinstance, range, math.floor, math.ceil,
+                      math.trunc, math.isnan, math.isinf, math.isfinite,
+                      np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like,
+                      np.arange, np.linspace, np.eye, np.identity, np.shape, np.size, np.ndim,
+                      np.argmax, np.argmin, np.argsort, np.searchsorted, np.count_nonzero,
+                      np.isnan, np.isinf, np.isfinite, np.sign, np.floor, np.ceil, np.round,
+                      np.any, np.all}
 
 
 def _float_like(kind: Kind | None) -> bool:

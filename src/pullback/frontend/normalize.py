@@ -317,7 +317,7 @@ class Normalizer:
             if name in ir.atom_names(expr) and not _is_atom(expr):
                 # x = f(x): compute into a temporary first, so the statement that
                 # overwrites x reads nothing but the temporary.
-                expr = self.temp(stmt, expr, scope)
+                expr = self.temp(stmt, expr, scope, **self._call_info(expr))
             self.emit(ir.Assign(line, name, expr, **self._call_info(expr)))
             return
         if isinstance(target, (ast.Tuple, ast.List)):
@@ -402,6 +402,8 @@ class Normalizer:
             self.loops.pop()
             scope._loop_depth -= 1
         used_flags = self.exits != before
+        # break/continue end at this loop; a return is re-counted by _finish_loop.
+        self.exits = before
         return body, used_flags
 
     def _finish_loop(self, s, scope, loop, node, body, used_flags):
@@ -751,12 +753,21 @@ class Normalizer:
                 return call
             raise self.error(f"a call to {ast.unparse(e.func)}, which is not a known function",
                              e, scope)
+        if fn in (min, max) and len(e.args) > 2 and not e.keywords:
+            # max(a, b, c) == max(max(a, b), c): the two-argument rule applies.
+            acc = self.lower_expr(e.args[0], scope)
+            for a in e.args[1:]:
+                b = self.lower_expr(a, scope)
+                call = ast.Call(_copy_expr(e.func), [acc, b], [])
+                call._pb_call = (fn, None)
+                acc = self.temp(e, call, scope, callee=fn)
+            return acc
         if fn in _ITER_BUILTINS:
             raise self.error(f"{fn.__name__}() outside a for statement", e, scope,
                              f"use {fn.__name__}() directly in `for ... in {fn.__name__}(...)`")
         target, is_numba = unwrap(fn)
         if registry.lookup(fn) is None and registry.lookup(target) is None \
-                and isinstance(target, types.FunctionType):
+                and isinstance(target, types.FunctionType) and not _is_library(target):
             self._depend_on(scope, _root_name(e.func))
             return self.inline(None, None, e, scope, fn=target)
         func = self.lower_callee_ref(e.func, fn, scope)
@@ -838,6 +849,16 @@ class Normalizer:
             self.loops = saved_loops
             self.exits = saved_exits
         return ast.Name(callee.ret_value)
+
+
+_LIBRARIES = ("numpy", "scipy", "numba", "math", "torch", "jax", "pullback", "array_api_compat")
+
+
+def _is_library(fn) -> bool:
+    """Library functions are primitives (they need a rule), never inlined: their
+    source is an implementation detail written for speed, not for us."""
+    mod = getattr(fn, "__module__", "") or ""
+    return mod.split(".")[0] in _LIBRARIES
 
 
 def _root_name(e):

@@ -1,0 +1,339 @@
+"""Zero-safe derivatives of ``np.prod`` and ``np.cumprod``.
+
+The cotangent of ``x`` in ``p = prod(x)`` is ``g`` times the product of the
+*other* entries of each reduced slice.  The textbook formula ``g * p / x`` is
+fast but gives ``0/0 = NaN`` wherever ``x`` has a zero (and ``inf/inf`` when
+``p`` overflowed).  The exact answer, for a slice with
+
+* no zero: ``p / x_i``;
+* one zero, at ``k``: the product of the nonzero entries at ``k``, 0 elsewhere;
+* two or more zeros: 0 everywhere (every "product of the others" keeps a zero).
+
+Two formulations, both without Python loops over slices or elements and
+without reading single elements (so they run on GPU arrays):
+
+* **exact** (:func:`prod_vjp_exact`): move the reduced axes to the end,
+  reshape to ``(..., n)`` and multiply the *exclusive* cumulative products
+  from the left and from the right: ``others_i = prod(x[:i]) * prod(x[i+1:])``.
+  No division, no test for zeros, no data-dependent branch: one formula for
+  every slice, so no host round-trip on a device.  It is built only from
+  differentiable operations (``cumulative_prod``, ``concat``, ``flip``,
+  ``reshape``, ``multiply``), so a second pass can differentiate it again and
+  the Hessian is exact even with zeros.  For instance with exactly two zeros
+  in a slice, at ``k`` and ``l``: the gradient is 0 everywhere, yet the mixed
+  second derivative ``d2 prod / dx_k dx_l`` is the product of the remaining
+  entries, which is what differentiating ``left * right`` gives (a formula
+  that special-cased "two zeros -> 0" would lose it).
+* **fast**: ``g * p / x``, used where asking "are there zeros?" is free, i.e.
+  on NumPy arrays and PyTorch CPU tensors.  The question is asked of ``p``,
+  not of ``x`` (a reduced array, so cheaper): if every ``p`` is finite and
+  nonzero then no entry of ``x`` is zero or infinite and ``p / x`` is exact.
+  Otherwise the exact path runs.  On NumPy it runs as a short Python loop over
+  the positions *along* the reduced axis (each step a vector operation over
+  all slices at once), because NumPy's own ``cumprod`` is several times
+  slower than that when the slices are short and many; long slices use the
+  ``cumprod`` formulation.
+
+Device arrays (PyTorch on a GPU, CuPy, JAX) and NumPy subclasses always take
+the exact path.  ``exact=True`` forces it anywhere (a second-order pass must
+differentiate the exact path, not the fast one, when ``x`` may hold zeros).
+
+``cumprod`` works the same way: ``y_i = prod_{j<=i} x_j`` has cotangent
+``ct_k = sum_{i>=k} g_i prod_{j<=i, j!=k} x_j``.  The fast path is
+``revcumsum(g * y) / x``; the exact path is ``L_k * S_k`` with ``L`` the
+exclusive cumulative product and ``S_k = g_k + x_{k+1} S_{k+1}``, a linear
+recurrence evaluated by ``log2(n)`` doubling steps (again only multiply, add,
+concat and flip, so it is differentiable again).
+
+Conventions as in :mod:`pullback.rules.elementwise`: a helper takes ``g``,
+``ans`` and the primal arguments and returns the cotangent of one argument with
+that argument's shape (a scalar for a scalar).  Complex inputs get the
+unconjugated product (the convention of JAX and autograd).
+"""
+from __future__ import annotations
+
+import math
+
+import array_api_compat
+import numpy as np
+
+from .elementwise import as_array, is_scalar, like_arg, namespace, normalize_axes
+from .registry import defrule
+
+__all__ = ["prod_vjp", "prod_vjp_exact", "cumprod_vjp", "cumprod_vjp_exact"]
+
+
+# ---------------------------------------------------------------------------
+# Building blocks of the exact path, along the last axis, for any namespace.
+
+def _cumprod_last(xp, y):
+    """Inclusive cumulative product along the last axis.
+
+    ``cumulative_prod`` is in the 2024 array API; older namespaces have
+    ``cumprod``; failing both, a Hillis-Steele scan (``log2(n)`` multiplies of
+    shifted copies), which is branch-free and differentiable too.
+    """
+    cumulative_prod = getattr(xp, "cumulative_prod", None)
+    if cumulative_prod is not None:
+        return cumulative_prod(y, axis=-1)
+    cumprod = getattr(xp, "cumprod", None)
+    if cumprod is not None:
+        return cumprod(y, axis=-1)
+    return _scan_prod_last(xp, y)
+
+
+def _scan_prod_last(xp, y):
+    """Inclusive cumulative product by doubling: after the step with shift d,
+    ``y[i]`` is the product of ``x[i-2d+1 .. i]``."""
+    n = y.shape[-1]
+    d = 1
+    while d < n:
+        y = y * xp.concat([xp.ones_like(y[..., :d]), y[..., :-d]], axis=-1)
+        d *= 2
+    return y
+
+
+def _others_product_last(xp, y):
+    """``out[..., i] = prod_{j != i} y[..., j]``: exclusive products from both ends."""
+    ones = xp.ones_like(y[..., :1])
+    left = _cumprod_last(xp, xp.concat([ones, y[..., :-1]], axis=-1))
+    # [1, y[n-1], y[n-1] y[n-2], ...] reversed: right[i] = prod(y[i+1:]).
+    right = _cumprod_last(xp, xp.concat([ones, xp.flip(y[..., 1:], axis=-1)], axis=-1))
+    return left * xp.flip(right, axis=-1)
+
+
+def _suffix_recurrence_last(xp, g, y):
+    """``S[..., k] = sum_{i >= k} g[..., i] * prod_{k < j <= i} y[..., j]``.
+
+    The linear recurrence ``S_k = g_k + y_{k+1} S_{k+1}`` run from the end, by
+    doubling: after the step with shift d, ``B_k`` holds the terms ``i < k + 2d``
+    and ``A_k = prod(y[k+1 .. k+2d])`` links ``S_k`` to ``S_{k+2d}`` (0 past
+    the end of the slice, which is what stops the sum).
+    """
+    n = y.shape[-1]
+    a = xp.concat([y[..., 1:], xp.zeros_like(y[..., :1])], axis=-1)
+    b = g
+    d = 1
+    while d < n:
+        b = b + a * xp.concat([b[..., d:], xp.zeros_like(b[..., :d])], axis=-1)
+        a = a * xp.concat([a[..., d:], xp.zeros_like(a[..., :d])], axis=-1)
+        d *= 2
+    return b
+
+
+def _inverse(perm):
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return tuple(inv)
+
+
+def _move_to_end(xp, x, axes):
+    """``x`` with ``axes`` moved last and merged: shape ``kept_shape + (n,)``."""
+    shape = tuple(x.shape)
+    kept = tuple(d for d in range(len(shape)) if d not in axes)
+    kept_shape = tuple(shape[d] for d in kept)
+    n = math.prod(shape[d] for d in axes)
+    y = xp.reshape(xp.permute_dims(x, kept + axes), kept_shape + (n,))
+    return y, kept + axes, kept_shape
+
+
+def _move_back(xp, y, shape, perm):
+    """Undo :func:`_move_to_end` for an array of the moved shape."""
+    y = xp.reshape(y, tuple(shape[d] for d in perm))
+    return xp.permute_dims(y, _inverse(perm))
+
+
+# ---------------------------------------------------------------------------
+# prod
+
+def prod_vjp_exact(g, x, axis=None, keepdims=False, initial=None):
+    """Cotangent of ``x`` in ``prod(x, axis)``, branch-free and division-free.
+
+    ``g`` has the shape of the result (with or without the kept axes: both
+    reshape the same way).  See the module docstring: this is the
+    formulation to differentiate again for second derivatives.
+    """
+    xp = namespace(g, x)
+    x = as_array(xp, x, g)
+    g = as_array(xp, g, x)
+    axes = normalize_axes(axis, x.ndim)
+    y, perm, kept_shape = _move_to_end(xp, x, axes)
+    gy = xp.reshape(g, kept_shape + (1,))
+    if initial is not None:
+        gy = gy * initial
+    return _move_back(xp, _others_product_last(xp, y) * gy, x.shape, perm)
+
+
+def prod_vjp(g, ans, x, axis=None, keepdims=False, *, initial=None, where=True, exact=None):
+    """Cotangent of ``x`` in ``ans = prod(x, axis=axis, keepdims=keepdims)``.
+
+    Exact for any number of zeros per reduced slice.  ``ans`` may be None (it
+    is recomputed where needed).  ``initial`` and ``where`` are NumPy's: the
+    product also includes ``initial``; entries masked out by ``where`` do not
+    enter it (cotangent 0).  ``exact``: None chooses (fast path where the zero
+    test is free and passes); True always takes the exact, branch-free path.
+    """
+    if where is not None and where is not True:
+        xp = namespace(g, x)
+        xa = as_array(xp, x, g)
+        mask = xp.asarray(where, device=array_api_compat.device(xa))
+        # Masked-out entries act as 1 in the product, so the rule for the
+        # filled array holds; they then get no cotangent.
+        filled = xp.where(mask, xa, xp.ones_like(xa))
+        ct = prod_vjp(g, ans, filled, axis, keepdims, initial=initial, exact=exact)
+        return like_arg(xp.where(mask, ct, xp.zeros_like(ct)), x)
+    if is_scalar(x):
+        return like_arg(prod_vjp(g, ans, np.asarray(x), axis, keepdims,
+                                 initial=initial, exact=exact), x)
+    if exact is None and type(x) is np.ndarray:
+        return _prod_vjp_numpy(g, ans, x, axis, initial)
+    xp = namespace(g, x)
+    if exact is None and _host_array(x):
+        axes = normalize_axes(axis, x.ndim)
+        kshape = tuple(1 if d in axes else s for d, s in enumerate(x.shape))
+        if ans is None:
+            ans = xp.prod(x, axis=axes, keepdims=True) * (1 if initial is None else initial)
+        gk = xp.reshape(as_array(xp, g, x), kshape)
+        ak = xp.reshape(as_array(xp, ans, x), kshape)
+        if bool(xp.all(xp.isfinite(ak) & (ak != 0))):
+            return gk * ak / x
+    return prod_vjp_exact(g, x, axis, keepdims, initial)
+
+
+def _host_array(x) -> bool:
+    """Whether ``bool(array)`` is cheap: a PyTorch CPU tensor (no device sync)."""
+    return array_api_compat.is_torch_array(x) and x.device.type == "cpu"
+
+
+def _np_reshape(v, shape):
+    return v.reshape(shape) if isinstance(v, (np.ndarray, np.generic)) else np.reshape(v, shape)
+
+
+def _prod_vjp_numpy(g, ans, x, axis, initial):
+    """NumPy: ``g * ans / x`` when every product is finite and nonzero, else exact."""
+    axes = _np_axes(axis, x.ndim)
+    kshape = tuple([1 if d in axes else s for d, s in enumerate(x.shape)])
+    g = _np_reshape(g, kshape)
+    if ans is None:
+        ans = np.multiply.reduce(x, axis=axes, keepdims=True)
+        if initial is not None:
+            ans = ans * initial
+    a = _np_reshape(ans, kshape)
+    # Every product finite and nonzero?  A count over the (small) reduced array,
+    # and one sum, which is inf or NaN if any product is (s - s is then NaN; an
+    # overflowing sum only sends us to the exact path, which is also right).
+    if np.count_nonzero(a) == a.size:
+        s = np.add.reduce(a, axis=None)
+        if s - s == 0:
+            return (g * a) / x
+    if initial is not None:
+        g = g * initial
+    n = math.prod([x.shape[d] for d in axes])
+    if _row_loop_pays(n, x.size // n if n else 0):
+        return _others_product_rows(g, x, axes)
+    return prod_vjp_exact(g, x, axes, True)
+
+
+def _np_axes(axis, ndim):
+    """:func:`normalize_axes`, with a quick path for the common int axis."""
+    if type(axis) is int and -ndim <= axis < ndim:
+        return (axis % ndim,)
+    return normalize_axes(axis, ndim)
+
+
+def _row_loop_pays(n: int, m: int) -> bool:
+    """Whether a loop over the n positions of the reduced axis beats cumprod.
+
+    Each step of the loop is one vector operation over the m slices: about
+    0.5 us of overhead plus m elements.  NumPy's accumulate costs a few ns per
+    element whatever the layout.  So the loop wins unless the slices are few
+    (m small) and long.
+    """
+    return n <= 8 or m >= 128
+
+
+def _others_product_rows(g, x, axes):
+    """NumPy exact path: ``g * prod_{j != i} x_j`` per slice, by a loop over
+    the n positions along the reduced axes, each step one vector operation over
+    all slices at once (the loop never visits a slice or an element alone)."""
+    k = len(axes)
+    leading = axes == tuple(range(k))
+    front = x if leading else np.moveaxis(x, axes, tuple(range(k)))
+    kept_shape = front.shape[k:]
+    n = math.prod(front.shape[:k])
+    y = front.reshape((n,) + kept_shape)
+    out = np.empty((n,) + kept_shape, dtype=np.result_type(x, g))
+    if n:
+        # Suffix products with g folded in: out[i] = g * prod(y[i+1:]).
+        out[n - 1] = g.reshape(kept_shape)
+        for i in range(n - 1, 0, -1):
+            np.multiply(out[i], y[i], out=out[i - 1])
+        if n > 1:
+            # Prefix products: left[i] = prod(y[:i]).
+            left = np.empty_like(out)
+            left[0] = 1
+            for i in range(1, n):
+                np.multiply(left[i - 1], y[i - 1], out=left[i])
+            out *= left
+    out = out.reshape(front.shape)
+    return out if leading else np.moveaxis(out, tuple(range(k)), axes)
+
+
+# ---------------------------------------------------------------------------
+# cumprod
+
+def cumprod_vjp_exact(g, x, axis=None):
+    """Cotangent of ``x`` in ``cumprod(x, axis)``, branch-free and division-free.
+
+    ``ct_k = L_k * S_k``: ``L_k = prod(x[:k])`` and ``S_k = sum_{i>=k} g_i
+    prod(x[k+1 .. i])``.  Differentiable again (see the module docstring).
+    """
+    xp = namespace(g, x)
+    x = as_array(xp, x, g)
+    g = as_array(xp, g, x)
+    shape = tuple(x.shape)
+    if axis is None:            # NumPy flattens
+        x, ax = xp.reshape(x, (-1,)), 0
+    else:
+        (ax,) = normalize_axes(axis, x.ndim)
+    perm = tuple(d for d in range(x.ndim) if d != ax) + (ax,)
+    y = xp.permute_dims(x, perm)
+    gy = xp.permute_dims(xp.reshape(g, tuple(x.shape)), perm)
+    left = _cumprod_last(xp, xp.concat([xp.ones_like(y[..., :1]), y[..., :-1]], axis=-1))
+    ct = xp.permute_dims(left * _suffix_recurrence_last(xp, gy, y), _inverse(perm))
+    return xp.reshape(ct, shape)
+
+
+def cumprod_vjp(g, ans, x, axis=None, *, exact=None):
+    """Cotangent of ``x`` in ``ans = cumprod(x, axis)`` (``axis=None`` flattens).
+
+    Exact with zeros.  Fast path ``revcumsum(g * ans) / x`` on NumPy and
+    PyTorch CPU when the last running product of every slice is finite and
+    nonzero (then all of them are, and no ``x`` is zero); otherwise
+    :func:`cumprod_vjp_exact`.
+    """
+    if is_scalar(x):
+        return like_arg(cumprod_vjp(g, ans, np.asarray(x), axis, exact=exact), x)
+    xp = namespace(g, x)
+    if exact is None and (type(x) is np.ndarray or _host_array(x)):
+        shape = tuple(x.shape)
+        flat = xp.reshape(x, (-1,)) if axis is None else x
+        ax = 0 if axis is None else normalize_axes(axis, x.ndim)[0]
+        if ans is None:
+            ans = xp.cumulative_prod(flat, axis=ax)
+        ans = xp.reshape(as_array(xp, ans, x), tuple(flat.shape))
+        g = xp.reshape(as_array(xp, g, x), tuple(flat.shape))
+        last = ans[(slice(None),) * ax + (slice(-1, None),)]
+        if bool(xp.all(xp.isfinite(last) & (last != 0))):
+            rev = xp.flip(xp.cumulative_sum(xp.flip(g * ans, axis=ax), axis=ax), axis=ax)
+            return xp.reshape(rev / flat, shape)
+    return cumprod_vjp_exact(g, x, axis)
+
+
+# ---------------------------------------------------------------------------
+
+defrule(np.prod, "a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True",
+        a="prod_vjp(g, ans, a, axis, keepdims, initial=initial, where=where)", result="any")
+defrule(np.cumprod, "a, axis=None, dtype=None, out=None",
+        a="cumprod_vjp(g, ans, a, axis)", result="any")
