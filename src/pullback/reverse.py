@@ -26,6 +26,7 @@ from .rules import registry
 from .rules.scalar import OPERATORS
 from .runtime import (trip_count, zeros_like, buffer_like, scatter_add, accumulate,
                       item_cotangent, add_item)
+from . import saves
 from . import tape as tapes
 
 import numpy as np
@@ -109,6 +110,10 @@ class ReverseTransform:
         self.adjoint_code: dict[int, list] = {}
         self.local_temps: set = set()
         self.tape = tapes.for_backend(backend, self)
+        self._reads_now: set | None = None
+        self.stmt_reads: dict = {}             # id(Assign/SetItem) -> names its adjoint reads
+        self.loop_reads: dict = {}             # id(If/For/While) -> names read at it
+        self.recompute: dict = {}              # temp -> expression read again in reverse
 
     # ------------------------------------------------------------- naming
     def d(self, name: str) -> str:
@@ -145,6 +150,8 @@ class ReverseTransform:
     def read(self, expr, value=True):
         for n in ir.atom_names(expr):
             self.reads[n] = self.reads.get(n, 0) + 1
+            if self._reads_now is not None:
+                self._reads_now.add(n)
             if value:
                 self.value_reads.add(n)
 
@@ -157,6 +164,9 @@ class ReverseTransform:
             self.top_level.add(p)
         self.gen_adjoints(body)
         self.find_local_temps(body)
+        self.find_recomputable(body)
+        self.plan = saves.plan(body, self.fn.params, set(self.sites), self.stmt_reads,
+                               self.loop_reads)
         if self.backend == "python":
             # A 1-D gradient only ever updated one element at a time is cheapest as a
             # Python list in CPython (no NumPy scalar boxing per update).
@@ -247,11 +257,8 @@ class ReverseTransform:
         if top:
             self.top_level.add(name)
 
-    def needs_save(self, name, stmt=None) -> bool:
-        if stmt is not None and self.first_site.get(name) == id(stmt) \
-                and name not in self.fn.params:
-            return False
-        return name in self.reads and (self.sites.get(name, 0) > 1 or name in self.in_loop)
+    def needs_save(self, name, stmt) -> bool:
+        return id(stmt) in self.plan.sites
 
     def stable(self, name) -> bool:
         """An array whose adjoint can be one buffer updated in place: defined once,
@@ -264,12 +271,17 @@ class ReverseTransform:
     # ------------------------------------------------------ adjoint code
     def gen_adjoints(self, stmts):
         for s in stmts:
+            self._reads_now = set()
             if isinstance(s, ir.Assign):
                 self.adjoint_code[id(s)] = self.assign_adjoint(s)
+                self.stmt_reads[id(s)] = self._reads_now
             elif isinstance(s, ir.SetItem):
                 self.adjoint_code[id(s)] = self.setitem_adjoint(s)
+                self.stmt_reads[id(s)] = self._reads_now
             elif isinstance(s, ir.If):
                 self.read(ast.Name(s.test))
+                self.loop_reads[id(s)] = self._reads_now
+                self._reads_now = None
                 self.gen_adjoints(s.body)
                 self.gen_adjoints(s.orelse)
             elif isinstance(s, ir.For):
@@ -278,14 +290,45 @@ class ReverseTransform:
                 if self._var_read_in(s):
                     self.read(info.lo)
                     self.read(info.st)
+                self.loop_reads[id(s)] = self._reads_now
+                self._reads_now = None
                 self.gen_adjoints(s.body)
             elif isinstance(s, ir.While):
                 self.read(ast.Name(self.loops[id(s)].n))
+                self.loop_reads[id(s)] = self._reads_now
+                self._reads_now = None
                 self.gen_adjoints(s.cond)
                 self.gen_adjoints(s.body)
             elif isinstance(s, ir.Return):
                 if self.is_active(s.value):
                     self.contribs[s.value.id] = self.contribs.get(s.value.id, 0) + 1
+            self._reads_now = None
+
+    def find_recomputable(self, stmts):
+        """Scalars read from arrays that never change (``_t = A[i, j]``) are read
+        again in the reverse sweep instead of being saved."""
+        written = {s.array for s in ir.walk(stmts) if isinstance(s, ir.SetItem)}
+        control = set().union(*self.loop_reads.values()) if self.loop_reads else set()
+        candidates = {}
+        for s in ir.walk(stmts):
+            if not (isinstance(s, ir.Assign) and s.target.startswith("_t")
+                    and self.sites.get(s.target) == 1 and isinstance(s.expr, ast.Subscript)
+                    and isinstance(s.expr.value, ast.Name)):
+                continue
+            base = s.expr.value.id
+            k = self.kinds.get(s.target)
+            index_names = ir.atom_names(s.expr.slice)
+            if (k == Kind(0, "f") and base not in written and self.sites.get(base, 0) <= 1
+                    and s.target not in control
+                    and all(self.sites.get(n, 0) == 1 for n in index_names)):
+                candidates[s.target] = s.expr
+        # In CPython a saved float is cheaper to pop than a NumPy element to read
+        # again (and its arithmetic is faster); compiled code prefers the read.
+        self.recompute = candidates if self.backend == "numba" else {}
+        for key, names in self.stmt_reads.items():
+            for t in names & set(self.recompute):
+                names.discard(t)
+                names |= ir.atom_names(self.recompute[t])
 
     def _var_read_in(self, loop) -> bool:
         # Conservative: the loop variable is needed if any statement names it.
@@ -503,10 +546,8 @@ class ReverseTransform:
         """Give every variable that is pushed before its first assignment a value
         of its kind, so the first push has something to save."""
         out = []
-        for name in sorted(self.reads):
-            if self.needs_save(name) and name not in self.fn.params \
-                    and self.first_site.get(name) is None:
-                out.append(_assign(name, _placeholder(self.kinds.get(name))))
+        for name in sorted(self.plan.undefined - set(self.fn.params)):
+            out.append(_assign(name, _placeholder(self.kinds.get(name))))
         return self.tape.setup() + out
 
     def fwd_block(self, stmts) -> list:
@@ -597,6 +638,10 @@ class ReverseTransform:
 
     def _rev_stmt(self, s) -> list:
         out = []
+        if isinstance(s, (ir.Assign, ir.SetItem)) and self.adjoint_code[id(s)]:
+            # Read again what is cheaper to read than to save.
+            for t in sorted(set(self.recompute) & _names_in(self.adjoint_code[id(s)])):
+                out.append(_assign(t, copy.deepcopy(self.recompute[t])))
         if isinstance(s, ir.Assign):
             out += self.adjoint_code[id(s)]
             if self.needs_save(s.target, s):
@@ -649,6 +694,15 @@ class ReverseTransform:
         for st in out:
             for sub in _bodies(st):
                 sub[:] = self.propagate_copies(sub)
+        # `a = b` right after `b = a` changes nothing.
+        k = 1
+        while k < len(out):
+            st, prev = out[k], out[k - 1]
+            if _is_copy(st) and _is_copy(prev) and st.targets[0].id == prev.value.id \
+                    and st.value.id == prev.targets[0].id:
+                del out[k]
+                continue
+            k += 1
         k = 0
         while k < len(out):
             st = out[k]
@@ -832,6 +886,21 @@ class _ReverseFor:
     var: str | None
     info: LoopInfo
     body: list
+
+
+def _is_copy(st) -> bool:
+    return (isinstance(st, ast.Assign) and len(st.targets) == 1
+            and isinstance(st.targets[0], ast.Name) and isinstance(st.value, ast.Name))
+
+
+def _names_in(code) -> set:
+    """Primal names an adjoint's pseudo-statements read."""
+    out = set()
+    for c in code:
+        for value in vars(c).values() if not isinstance(c, ast.AST) else [c]:
+            if isinstance(value, ast.AST):
+                out |= ir.atom_names(value)
+    return out
 
 
 def _identifier(name, default):
