@@ -140,7 +140,10 @@ def _to_user(grad, arg):
         return float(grad)
     if isinstance(arg, np.ndarray):
         if type(grad) is np.ndarray and grad.dtype == arg.dtype and grad.shape == arg.shape:
-            return grad
+            flags = grad.flags
+            if flags.writeable and flags.c_contiguous and grad is not arg:
+                return grad
+            return np.array(grad)    # never a read-only broadcast view, never the input
         g = np.asarray(grad, dtype=np.result_type(arg.dtype, np.float64) if arg.dtype.kind != "f"
                        else arg.dtype)
         if g.shape != arg.shape:
@@ -171,6 +174,8 @@ class GradientFunction:
         self.backend = _backend(f, jit)
         self._last: Compiled | None = None
         self._fast: dict = {}
+        code = getattr(unwrap(f)[0], "__code__", None)
+        self._nparams = code.co_argcount if code is not None else -1
         self.__name__ = f"grad({_name(f)})"
         self.__doc__ = getattr(f, "__doc__", None)
 
@@ -183,20 +188,23 @@ class GradientFunction:
         return c, nums, single
 
     def __call__(self, *args, **kwargs):
-        args = _full_args(self.f, args, kwargs)
+        if kwargs or len(args) != self._nparams:
+            args = _full_args(self.f, args, kwargs)
         # Fast path: the same argument types as a previous call.
-        key = tuple(_type_key(a) for a in args)
+        key = tuple(map(_type_key, args))
         entry = self._fast.get(key)
-        if entry is None or not _valid(entry[0]):
+        if entry is None or (entry[0].dependencies and not _valid(entry[0])):
             entry = self._fast[key] = self.compiled(*args)
         c, nums, single = entry
         value, grads = c.fn(*args, 1.0)
-        if getattr(c.fn, "ok", False):
+        if type(c.fn) is not types.FunctionType and getattr(c.fn, "ok", False):
             c.fn = c.fn.dispatcher
         if not self.with_value and type(value) is not float:
             _check_scalar(value, self.f)
-        out = tuple(_to_user(g, args[i]) for g, i in zip(grads, nums))
-        out = out[0] if single else out
+        if single:
+            out = _to_user(grads[0], args[nums[0]])
+        else:
+            out = tuple([_to_user(g, args[i]) for g, i in zip(grads, nums)])
         return (value, out) if self.with_value else out
 
     @property

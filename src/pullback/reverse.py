@@ -174,7 +174,8 @@ class ReverseTransform:
                                  and self.kinds[p].ndim == 1
                                  and 0 < self.element_contribs.get(p, 0) == self.contribs.get(p, 0)}
         forward = self.init_saved() + self.fwd_block(body)
-        swept = _drop_dead_resets(self.render(self.rev_block(body)), set(self.adj.values()))
+        swept = _drop_dead_resets(self.render(self.initial_resets() + self.rev_block(body)),
+                                  set(self.adj.values()))
         reverse = self.tape.between() + self.init_adjoints() + self.propagate_copies(swept)
         for p in sorted(self.list_buffers):
             dn = self.d(p)
@@ -267,6 +268,13 @@ class ReverseTransform:
         return (k is not None and k.ndim is not None and k.ndim > 0 and k.dtype in "fc"
                 and self.sites.get(name, 0) == 1 and name in self.top_level
                 and name not in self.in_loop)
+
+    def buffer(self, name) -> bool:
+        """Whether ``name``'s adjoint is one array updated in place (allocated once).
+        Under Numba every stable array's is (types must not change); in Python only
+        those updated element by element, the rest are bound to their first
+        contribution instead of added to a fresh zero array."""
+        return self.stable(name) and (self.backend == "numba" or name in self.updated_in_place)
 
     # ------------------------------------------------------ adjoint code
     def gen_adjoints(self, stmts):
@@ -500,6 +508,7 @@ class ReverseTransform:
     def setitem_adjoint(self, s: ir.SetItem) -> list:
         code = []
         self.read(s.index)
+        self.updated_in_place.add(s.array)
         if s.array in self.active:
             g = ast.Subscript(ast.Name(self.d(s.array)), copy.deepcopy(s.index), ast.Load())
             if self.is_active(s.value):
@@ -680,11 +689,15 @@ class ReverseTransform:
             if name in self.list_buffers:
                 out.append(_assign(dn, ast.BinOp(ast.List([ast.Constant(0.0)], ast.Load()),
                                                  ast.Mult(), _call("len", ast.Name(name)))))
-            elif self.stable(name):
+            elif self.buffer(name):
                 out.append(_assign(dn, self.zeros(name)))
-            else:
-                out.append(_assign(dn, ast.Constant(0.0)))
         return out
+
+    def initial_resets(self) -> list:
+        """Adjoints that start at zero, as resets the first contribution absorbs."""
+        return [Reset(n) for n in sorted(self.active)
+                if n not in self.local_temps and n not in self.list_buffers
+                and not self.buffer(n)]
 
     def propagate_copies(self, stmts) -> list:
         """Drop ``d_t = dv`` copies of local-temporary adjoints by reading ``dv``
@@ -753,7 +766,7 @@ class ReverseTransform:
                         out[idx] = None
                     zero.discard(dn)
                     out.append(_assign(dn, c.expr))
-                elif self.stable(c.name):
+                elif self.buffer(c.name):
                     out.append(ast.AugAssign(ast.Name(dn, ast.Store()), ast.Add(), c.expr))
                 elif self.kinds.get(c.name, Kind(0, "f")).ndim is None:
                     out.append(_assign(dn, _call(self.helper(accumulate, "accumulate"),
@@ -764,7 +777,8 @@ class ReverseTransform:
                 if c.name in self.local_temps:
                     continue
                 dn = self.d(c.name)
-                if self.stable(c.name) or self.kinds.get(c.name, Kind(0, "f")).ndim not in (0,):
+                if self.buffer(c.name) or (self.backend == "numba" and
+                                           self.kinds.get(c.name, Kind(0, "f")).ndim != 0):
                     value = self.zeros(c.name)
                     self.read(ast.Name(c.name), value=False)
                     out.append(_assign(dn, value))

@@ -262,19 +262,17 @@ def _others_product_rows(g, x, axes):
     m = math.prod(front.shape[k:])
     y = front.reshape(n, m)      # rows stay arrays (views), even for a full reduction
     out = np.empty((n, m), dtype=np.result_type(x, g))
-    mul = np.multiply      # each step is overhead-bound: skip the attribute lookup
     if n:
-        # Suffix products with g folded in: out[i] = g * prod(y[i+1:]).
-        out[n - 1] = g.reshape(m)
-        for i in range(n - 1, 0, -1):
-            mul(out[i], y[i], out[i - 1])
-        if n > 1:
-            # Prefix products: left[i] = prod(y[:i]).
-            left = np.empty_like(out)
-            left[0] = 1
-            for i in range(1, n):
-                mul(left[i - 1], y[i - 1], left[i])
-            out *= left
+        left = np.empty_like(out)
+        # Each step is overhead-bound (one call on m elements), so the row views
+        # are made once and np.multiply is a local name.
+        o, lo, rows, mul = list(out), list(left), list(y), np.multiply
+        o[n - 1][...] = g.reshape(m)
+        lo[0][...] = 1
+        for i in range(1, n):
+            mul(lo[i - 1], rows[i - 1], lo[i])          # left[i] = prod(y[:i])
+            mul(o[n - i], rows[n - i], o[n - i - 1])    # out[i] = g * prod(y[i+1:])
+        out *= left
     out = out.reshape(front.shape)
     return out if leading else np.moveaxis(out, tuple(range(k)), axes)
 

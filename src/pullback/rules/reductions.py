@@ -62,8 +62,17 @@ def _safe(xp, d):
 
 # ---------------------------------------------------------------------------
 
+def _spread_numpy(g, a, axis, keepdims):
+    """NumPy fast path: ``g`` broadcast back over the reduced axes (a read-only view)."""
+    if axis is not None and not keepdims:
+        g = np.expand_dims(g, axis)
+    return np.broadcast_to(g, a.shape)
+
+
 def sum_vjp(g, a, axis=None, keepdims=False, where=True):
     """Cotangent of ``a`` in ``np.sum(a, axis, keepdims=keepdims, where=where)``."""
+    if type(a) is np.ndarray and (where is True or where is None):
+        return _spread_numpy(g, a, axis, keepdims)
     xp = namespace(g, a)
     shape = shape_of(a)
     axes = normalize_axes(axis, len(shape))
@@ -75,6 +84,9 @@ def sum_vjp(g, a, axis=None, keepdims=False, where=True):
 
 def mean_vjp(g, a, axis=None, keepdims=False, where=True):
     """Cotangent of ``a`` in ``np.mean``: ``g`` spread evenly over each reduced slice."""
+    if type(a) is np.ndarray and (where is True or where is None):
+        n = a.size if axis is None else _count(a.shape, normalize_axes(axis, a.ndim))
+        return _spread_numpy(g / max(n, 1), a, axis, keepdims)
     xp = namespace(g, a)
     shape = shape_of(a)
     axes = normalize_axes(axis, len(shape))
