@@ -19,7 +19,7 @@ import operator
 from dataclasses import dataclass, field
 
 from . import ir
-from .frontend.activity import Kind
+from .frontend.activity import NON_DIFFERENTIABLE, Kind
 from .frontend.errors import MissingRuleError, UnsupportedSyntaxError, Location
 from .frontend.normalize import Names
 from .rules import registry
@@ -227,6 +227,7 @@ class ReverseTransform:
             elif isinstance(s, ir.While):
                 s = copy.copy(s)
                 s.body = self.prepare(s.body)
+                s.cond = self.prepare(s.cond)
                 n = self.names.fresh("_n")
                 out.append(ir.Assign(s.line, n, ast.Constant(0)))
                 self.loops[id(s)] = LoopInfo(None, None, n)
@@ -270,11 +271,19 @@ class ReverseTransform:
                 and name not in self.in_loop)
 
     def buffer(self, name) -> bool:
-        """Whether ``name``'s adjoint is one array updated in place (allocated once).
-        Under Numba every stable array's is (types must not change); in Python only
-        those updated element by element, the rest are bound to their first
-        contribution instead of added to a fresh zero array."""
-        return self.stable(name) and (self.backend == "numba" or name in self.updated_in_place)
+        """Whether ``name``'s adjoint is an array updated in place.
+
+        In Python, only stable arrays updated element by element: the others are
+        bound to their first contribution instead of added to a fresh zero array.
+        Under Numba types must not change, so every float array that exists when
+        the reverse sweep starts gets a zero array (and a fresh one when it is
+        assigned again)."""
+        k = self.kinds.get(name)
+        if k is None or k.ndim is None or k.ndim <= 0 or k.dtype not in "fc":
+            return False
+        if self.backend == "numba":
+            return name in self.top_level
+        return self.stable(name) and name in self.updated_in_place
 
     # ------------------------------------------------------ adjoint code
     def gen_adjoints(self, stmts):
@@ -408,7 +417,7 @@ class ReverseTransform:
                     (index.elts if isinstance(index, ast.Tuple) else [index]))
         name = base.id
         self.updated_in_place.add(name)
-        if basic and self.stable(name):
+        if basic and (self.stable(name) or (self.backend == "numba" and self.buffer(name))):
             # The heart of the matter: one in-place update of one buffer.
             self.contribs[name] = self.contribs.get(name, 0) + 1
             if not isinstance(index, ast.Tuple) and _is_basic_scalar_index(index, self.kind):
@@ -437,7 +446,7 @@ class ReverseTransform:
 
     def rule_adjoint(self, s, fn, args, kwargs, g):
         active_args = [a for a in list(args) + list(kwargs.values()) if self.is_active(a)]
-        if not active_args:
+        if not active_args or fn in NON_DIFFERENTIABLE:
             return []
         array_result = self.kinds.get(s.target, Kind(0, "f")).ndim not in (0,)
         if fn in _ARRAY_OPS and (array_result or any(self.kind(a).ndim != 0 for a in args)):

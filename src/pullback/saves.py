@@ -82,7 +82,10 @@ def plan(body, params, names, reads_at, loop_reads) -> SavePlan:
         if isinstance(s, ir.For):
             # Saving the loop variable once, before the loop, is enough: the
             # reverse loop sets it afresh each iteration.
+            unset = s.var in state.unset
             state = assign(state, s.var, id(s))
+            if unset:       # a loop that runs zero times leaves it unassigned
+                state = _State(state.read, state.unset | {s.var})
 
             def body(st):
                 st = _State(st.read - {s.var}, st.unset - {s.var})

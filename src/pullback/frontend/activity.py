@@ -74,7 +74,7 @@ def kind_of_value(v) -> Kind:
         k = {"u": "i"}.get(k, k)
         return Kind(len(shape), k if k in "bifc" else "o")
     if isinstance(v, tuple) and all(isinstance(x, (int, np.integer)) for x in v):
-        return SHAPE
+        return Kind(len(v), "t")
     return OTHER
 
 
@@ -215,7 +215,9 @@ class KindInference:
             return Kind(_broadcast([a, b]).ndim, "b")
         if isinstance(e, ast.Tuple):
             kinds = [self.expr(x) for x in e.elts]
-            return SHAPE if all(k.dtype in "bi" and k.ndim == 0 for k in kinds) else OTHER
+            # A tuple of ints (a shape) keeps its length in ndim.
+            return Kind(len(kinds), "t") if all(k.dtype in "bi" and k.ndim == 0
+                                                for k in kinds) else OTHER
         if isinstance(e, ast.Call):
             return self.call(e, stmt)
         return OTHER
@@ -229,7 +231,7 @@ class KindInference:
     def attribute(self, e):
         base = self.expr(e.value)
         if e.attr == "shape":
-            return SHAPE
+            return Kind(base.ndim, "t") if base.ndim is not None and base.ndim >= 0 else SHAPE
         if e.attr in ("size", "ndim", "itemsize", "nbytes"):
             return INT
         if e.attr in ("T", "mT", "real", "imag", "conj"):
@@ -252,7 +254,7 @@ class KindInference:
     def subscript(self, e):
         base = self.expr(e.value)
         if base.dtype == "t":
-            return SHAPE if isinstance(e.slice, ast.Slice) else INT
+            return Kind(None, "t") if isinstance(e.slice, ast.Slice) else INT
         if base.ndim is None:
             return OTHER
         idx = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
@@ -321,8 +323,8 @@ class KindInference:
                     return Kind(1, dt)
                 if isinstance(shape_arg, ast.Tuple):
                     return Kind(len(shape_arg.elts), dt)
-                if isinstance(shape_arg, ast.Name) and k0.dtype == "t":
-                    return Kind(-1, dt)
+                if k0.dtype == "t":
+                    return Kind(k0.ndim if k0.ndim is not None else -1, dt)
             if fn in (np.linspace, np.arange) and "dtype" not in kws:
                 return Kind(1, "i" if fn is np.arange and all(a.dtype == "i" for a in args)
                             else "f")

@@ -16,9 +16,11 @@ from numba.extending import overload
 from .. import runtime
 from .elementwise import unbroadcast
 from .reductions import mean_vjp, sum_vjp
+from .shapes import array_vjp
 
 # Helpers with a Numba twin: the emitter must not njit them itself.
-OVERLOADED = {unbroadcast, sum_vjp, mean_vjp, runtime.zeros_like}
+OVERLOADED = {unbroadcast, sum_vjp, mean_vjp, array_vjp, runtime.zeros_like,
+              runtime.buffer_like}
 
 
 def _is_none(t):
@@ -99,4 +101,21 @@ def _zeros_like(value):
         return lambda value: 0.0
     if isinstance(value, types.Array):
         return lambda value: np.zeros(value.shape)
+    return None
+
+
+@overload(array_vjp)
+def _array_vjp(g, object):
+    # np.array / np.copy / x.copy() of an array: the cotangent passes through.
+    if isinstance(object, (types.Array, types.Number)):
+        return lambda g, object: g
+    return None
+
+
+@overload(runtime.buffer_like)
+def _buffer_like(adjoint, value):
+    if isinstance(adjoint, types.Array):
+        return lambda adjoint, value: adjoint
+    if isinstance(value, types.Array):
+        return lambda adjoint, value: np.zeros(value.shape) + adjoint
     return None
