@@ -716,14 +716,20 @@ class ReverseTransform:
         for st in out:
             for sub in _bodies(st):
                 sub[:] = self.propagate_copies(sub)
-        # `a = b` right after `b = a` changes nothing.
+        # `b = a` after `a = b`, with neither written in between, changes nothing.
         k = 1
         while k < len(out):
-            st, prev = out[k], out[k - 1]
-            if _is_copy(st) and _is_copy(prev) and st.targets[0].id == prev.value.id \
-                    and st.value.id == prev.targets[0].id:
-                del out[k]
-                continue
+            st = out[k]
+            if _is_copy(st):
+                a, b = st.value.id, st.targets[0].id
+                for j in range(k - 1, -1, -1):
+                    prev = out[j]
+                    if _is_copy(prev) and prev.targets[0].id == a and prev.value.id == b:
+                        del out[k]
+                        k -= 1
+                        break
+                    if _bodies(prev) or {a, b} & _names_written(prev):
+                        break
             k += 1
         k = 0
         while k < len(out):

@@ -91,6 +91,9 @@ def plan(body, params, names, reads_at, loop_reads) -> SavePlan:
                 st = _State(st.read - {s.var}, st.unset - {s.var})
                 return block(s.body, st)
             state = loop(s, state, body)
+            # Reads of the loop variable in the body see values the reverse loop
+            # sets itself; after the loop only later reads count.
+            state = _State(state.read - {s.var}, state.unset)
             return read(state, loop_reads.get(id(s), set()))
         if isinstance(s, ir.While):
             state = loop(s, state, lambda st: block(s.cond, block(s.body, st)))
