@@ -747,7 +747,7 @@ class ReverseTransform:
                     del out[k]
                     continue
             k += 1
-        return out
+        return _keep_element_adjoints(out)
 
     def zeros(self, name) -> ast.expr:
         """A zero adjoint for ``name``'s current value."""
@@ -915,6 +915,50 @@ class _ReverseFor:
     var: str | None
     info: LoopInfo
     body: list
+
+
+def _keep_element_adjoints(out) -> list:
+    """``y[i] += c`` reverses to ``g = dy[i]; dy[i] = 0.0; ...; dy[i] += g``: the
+    element ends where it started, so drop the zeroing and the re-adding."""
+    def element(node):
+        return isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
+
+    k = 0
+    while k < len(out):
+        zero = out[k]
+        if not (isinstance(zero, ast.Assign) and element(zero.targets[0])
+                and isinstance(zero.value, ast.Constant) and zero.value.value == 0.0):
+            k += 1
+            continue
+        target = zero.targets[0]
+        text, array = ast.unparse(target), target.value.id
+        index_names = ir.atom_names(target.slice)
+        # The copy taken just before the zeroing.
+        j = k - 1
+        copy_ok = (j >= 0 and _is_copy_of(out[j], text))
+        done = False
+        if copy_ok:
+            saved = out[j].targets[0].id
+            for m in range(k + 1, len(out)):
+                st = out[m]
+                if (isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add)
+                        and ast.unparse(st.target) == text and isinstance(st.value, ast.Name)
+                        and st.value.id == saved):
+                    del out[m]
+                    del out[k]
+                    done = True
+                    break
+                if _bodies(st) or array in _names_read(st) | _names_written(st) \
+                        or (index_names | {saved}) & _names_written(st):
+                    break
+        if not done:
+            k += 1
+    return out
+
+
+def _is_copy_of(st, text) -> bool:
+    return (isinstance(st, ast.Assign) and len(st.targets) == 1
+            and isinstance(st.targets[0], ast.Name) and ast.unparse(st.value) == text)
 
 
 def _is_copy(st) -> bool:
