@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import ir
 from .emit import build
 from .frontend import activity as act
 from .frontend.errors import Location

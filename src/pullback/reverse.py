@@ -16,11 +16,11 @@ from __future__ import annotations
 import ast
 import copy
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from . import ir
 from .frontend.activity import NON_DIFFERENTIABLE, Kind
-from .frontend.errors import MissingRuleError, UnsupportedSyntaxError, Location
+from .frontend.errors import MissingRuleError, UnsupportedSyntaxError
 from .frontend.normalize import Names
 from .rules import registry
 from .rules.scalar import OPERATORS

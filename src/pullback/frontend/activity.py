@@ -15,7 +15,6 @@ shapes and booleans are never active.
 from __future__ import annotations
 
 import ast
-import builtins
 import math
 from dataclasses import dataclass
 

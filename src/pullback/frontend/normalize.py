@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import ast
 import builtins
-import math
 import types
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from .. import ir
 from ..rules import registry
@@ -880,4 +878,4 @@ def normalize(parsed: ParsedFunction) -> tuple[ir.Function, Normalizer]:
     return n.run(), n
 
 
-__all__ = ["normalize", "Normalizer", "Names", "math", "np"]
+__all__ = ["normalize", "Normalizer", "Names"]
