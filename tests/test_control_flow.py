@@ -319,7 +319,7 @@ def _p(*v):
 
 
 _NB_NP_ARRAY = "Numba itself does not compile np.array(an array) (the primal fails the same way)"
-_NB_CHAINED = "Numba: adjoint of the row A[i] in A[i][j] takes two types on different paths " \
+_NB_CHAINED = "Numba fails while typing the adjoint of the row A[i] in A[i][j] " \
               "(placeholder vs array): no unification"
 
 # (function, args, argnums, python-xfail reason, numba-xfail reason)

@@ -107,22 +107,22 @@ class _LazyNumba:
         self.ok = False
 
     def __call__(self, *args):
+        # Compile first, apart from running: any failure here is a compile failure
+        # (Numba sometimes fails with plain Python exceptions), while an error the
+        # user's code raises at run time must pass through unchanged.
         try:
-            out = self.dispatcher(*args)
-            self.ok = True      # compiled: callers may use the dispatcher directly
-            return out
-        except Exception as exc:   # numba.core.errors.TypingError and friends
-            import numba.core.errors as nerr
-            if isinstance(exc, (nerr.TypingError, nerr.UnsupportedError, nerr.LoweringError,
-                                nerr.NumbaError)):
-                raise NumbaCompileError(
-                    "the generated derivative could not be compiled with Numba (jit=True)"
-                    + self._origin(str(exc)) + ". Numba reported:\n"
-                    + _first_lines(str(exc), 25) +
-                    "\nUse jit=False for the pure-Python backend, or change the construct "
-                    "it names.") from None
-            raise
-
+            sig = tuple(self.dispatcher.typeof_pyval(a) for a in args)
+            self.dispatcher.compile(sig)
+        except Exception as exc:
+            raise NumbaCompileError(
+                "the generated derivative could not be compiled with Numba (jit=True)"
+                + self._origin(str(exc)) + ". Numba reported:\n"
+                + _first_lines(f"{type(exc).__name__}: {exc}", 25) +
+                "\nUse jit=False for the pure-Python backend, or change the construct "
+                "it names.") from None
+        out = self.dispatcher(*args)
+        self.ok = True      # compiled: callers may use the dispatcher directly
+        return out
 
     def _origin(self, message) -> str:
         """The user's source line behind the generated line Numba complains about."""

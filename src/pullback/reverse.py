@@ -282,7 +282,7 @@ class ReverseTransform:
         if k is None or k.ndim is None or k.ndim <= 0 or k.dtype not in "fc":
             return False
         if self.backend == "numba":
-            return name in self.top_level
+            return True
         return self.stable(name) and name in self.updated_in_place
 
     # ------------------------------------------------------ adjoint code
@@ -566,6 +566,15 @@ class ReverseTransform:
         out = []
         for name in sorted(self.plan.undefined - set(self.fn.params)):
             out.append(_assign(name, _placeholder(self.kinds.get(name))))
+        if self.backend == "numba":
+            # An array first assigned inside a loop or branch still has a value
+            # (of its type) when the reverse sweep allocates its adjoint.
+            for name in sorted(self.active - self.top_level - set(self.fn.params)
+                               - self.plan.undefined - self.local_temps):
+                if self.buffer(name):
+                    shape = ast.Tuple([ast.Constant(0)] * self.kinds[name].ndim, ast.Load())
+                    out.append(_assign(name, _call(ast.Attribute(
+                        ast.Name(self.helper(np, "np")), "zeros", ast.Load()), shape)))
         return self.tape.setup() + out
 
     def fwd_block(self, stmts) -> list:
