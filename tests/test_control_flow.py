@@ -319,8 +319,8 @@ def _p(*v):
 
 
 _NB_NP_ARRAY = "Numba itself does not compile np.array(an array) (the primal fails the same way)"
-_NB_CHAINED = "Numba fails while typing the adjoint of the row A[i] in A[i][j] " \
-              "(placeholder vs array): no unification"
+_NB_CHAINED = "Numba fails while typing the adjoint of the row A[i] in A[i][j] (reported as " \
+              "NumbaCompileError); the Python backend is exact"
 
 # (function, args, argnums, python-xfail reason, numba-xfail reason)
 CASES = [
