@@ -32,13 +32,9 @@ BY_NAME = {e.name: e for e in CORPUS}
 PYTHON_XFAIL: dict = {}
 
 # The Numba backend: entries whose derivative does not compile under Numba.
-_NB_TYPING = "Numba fails while typing an in-place update of an array adjoint (an internal " \
-             "AttributeError, reported as NumbaCompileError); the Python backend is exact"
 NUMBA_XFAIL = {
     "empty_like_and_array_copy": "Numba itself does not compile np.array(an array) (the primal "
                                  "fails the same way)",
-    "rk4_lorenz": _NB_TYPING,
-    "matvec_rows": _NB_TYPING,
 }
 
 

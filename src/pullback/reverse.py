@@ -565,7 +565,14 @@ class ReverseTransform:
         of its kind, so the first push has something to save."""
         out = []
         for name in sorted(self.plan.undefined - set(self.fn.params)):
-            out.append(_assign(name, _placeholder(self.kinds.get(name))))
+            kind = self.kinds.get(name)
+            if kind is not None and kind.ndim is not None and kind.ndim > 0 and kind.dtype == "f":
+                # An empty array of the right rank: Numba needs one type per variable.
+                shape = ast.Tuple([ast.Constant(0)] * kind.ndim, ast.Load())
+                out.append(_assign(name, _call(ast.Attribute(
+                    ast.Name(self.helper(np, "np")), "zeros", ast.Load()), shape)))
+            else:
+                out.append(_assign(name, _placeholder(kind)))
         if self.backend == "numba":
             # An array first assigned inside a loop or branch still has a value
             # (of its type) when the reverse sweep allocates its adjoint.
