@@ -142,3 +142,23 @@ def test_value_and_grad_and_vjp_agree_with_reference():
     assert_close(g, np.exp(p) * np.arange(1, 4))
     v2, back = pullback.vjp(f, p)
     assert_close(back(2.0)[0], 2 * g)
+
+
+def test_writes_through_an_alias_are_refused_not_miscomputed():
+    def via_alias(x, p):
+        q = p
+        q[0] = x * 2.0
+        return np.sum(q * p)
+
+    def via_view(x):
+        a = np.zeros(3)
+        b = a[1:]
+        b[0] = x
+        return a[1] * 3.0
+    p = np.ones(3)
+    with pytest.raises(pullback.UnsupportedSyntaxError, match="shares memory") as err:
+        pullback.grad(via_alias)(1.0, p)
+    assert "q = p.copy()" in str(err.value) and err.value.lineno is not None
+    np.testing.assert_array_equal(p, np.ones(3))      # the caller's array is untouched
+    with pytest.raises(pullback.UnsupportedSyntaxError, match="view"):
+        pullback.grad(via_view)(1.0)

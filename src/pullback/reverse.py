@@ -157,6 +157,7 @@ class ReverseTransform:
 
     # ------------------------------------------------------------- entry
     def run(self) -> Generated:
+        self.check_aliasing(self.fn.body)
         body = self.prepare(self.fn.body)
         self.count_sites(body, in_loop=False, top=True)
         for p in self.fn.params:
@@ -185,6 +186,48 @@ class ReverseTransform:
         adjoint_names = {p: self.d(p) for p in self.wrt}
         return Generated(self.fn.name, self.fn.params, self.wrt, adjoint_names, forward,
                          reverse, ret.value, self.helpers, self.fn.copied_params)
+
+    def check_aliasing(self, stmts):
+        """Refuse in-place writes into an array that may share memory with another
+        name: the write would change the other array behind the transform's back
+        (or the caller's array, which we never mutate)."""
+        order, loops = {}, {}
+
+        def visit(block, enclosing):
+            for st in block:
+                order[id(st)] = len(order)
+                loops[id(st)] = enclosing
+                for sub in _sub_blocks(st):
+                    visit(sub, enclosing | ({id(st)} if isinstance(st, (ir.For, ir.While))
+                                            else frozenset()))
+        visit(stmts, frozenset())
+        sets = [st for st in ir.walk(stmts) if isinstance(st, ir.SetItem)]
+        for s in ir.walk(stmts):
+            if not isinstance(s, ir.Assign):
+                continue
+            # Writes into s.target that may run while it still aliases another array.
+            later = [w for w in sets if w.array == s.target and (
+                order[id(w)] > order[id(s)] or loops[id(w)] & loops[id(s)])]
+            if not later:
+                continue
+            written = {s.target: later[0]}
+            e, source = s.expr, None
+            if isinstance(e, ast.Name) and self.kind(e).ndim != 0:
+                source = f"{s.target} = {e.id} makes no copy"
+            elif isinstance(e, ast.Subscript) and self.kind(ast.Name(s.target)).ndim != 0:
+                source = f"{s.target} = {ast.unparse(e)} is a view"
+            elif isinstance(e, ast.Attribute) and e.attr in ("T", "mT", "real", "imag"):
+                source = f"{s.target} = {ast.unparse(e)} is a view"
+            elif isinstance(e, ast.Call) and (s.method in _VIEW_METHODS
+                                              or s.callee in _VIEW_FUNCTIONS):
+                source = f"{s.target} = {ast.unparse(e)} may be a view"
+            if source is not None:
+                w = written[s.target]
+                raise UnsupportedSyntaxError(
+                    f"a write into {w.array!r}, which shares memory with another array "
+                    f"({source})", self.location(w.line),
+                    f"write `{s.target} = {ast.unparse(e)}.copy()` to work on a copy, or "
+                    "write through the original array")
 
     # ----------------------------------------------------- loop bookkeeping
     def prepare(self, stmts):
@@ -879,6 +922,11 @@ class ReverseTransform:
             else:
                 raise AssertionError(c)
         return [s for s in out if s is not None]
+
+
+_VIEW_METHODS = {"reshape", "ravel", "transpose", "view", "squeeze", "swapaxes", "diagonal"}
+_VIEW_FUNCTIONS = {np.reshape, np.ravel, np.transpose, np.squeeze, np.swapaxes, np.diagonal,
+                   np.expand_dims, np.broadcast_to, np.asarray, np.moveaxis}
 
 
 # --------------------------------------------------------------- pieces
