@@ -461,7 +461,7 @@ def uses_list_comprehension(p):
 
 
 def uses_generator_expression(p):
-    return sum(v * v for v in p)  # <- a generator expression
+    return max(v * v for v in p)  # <- a generator expression
 
 
 def uses_loop_else(p):

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 
 from . import ir
 from .frontend.activity import NON_DIFFERENTIABLE, Kind
-from .frontend.errors import MissingRuleError, UnsupportedSyntaxError
+from .frontend.errors import MissingRuleError, NumbaCompileError, UnsupportedSyntaxError
 from .frontend.normalize import Names
 from .rules import registry
 from .rules.scalar import OPERATORS
 from .runtime import (trip_count, zeros_like, buffer_like, scatter_add, accumulate,
-                      item_cotangent, add_item)
+                      item_cotangent, add_item, call_vjp)
 from . import saves
 from . import tape as tapes
 
@@ -495,6 +495,8 @@ class ReverseTransform:
         if fn in _ARRAY_OPS and (array_result or any(self.kind(a).ndim != 0 for a in args)):
             fn = _ARRAY_OPS[fn]
         rule = registry.lookup(fn) if fn is not None else None
+        if rule is None and _is_user_function(fn):
+            return self.recursive_call_adjoint(s, fn, args, kwargs, g)
         if rule is None:
             name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
             mod = getattr(fn, "__module__", None)
@@ -532,6 +534,28 @@ class ReverseTransform:
                                  "derivative", "pass a constant there, or register a rule "
                                  "that differentiates it", cls=MissingRuleError)
         return code
+
+    def recursive_call_adjoint(self, s, fn, args, kwargs, g):
+        """A recursive call: differentiate the callee at run time, one level at a time."""
+        if self.backend == "numba":
+            raise self.error(s, "a recursive call under the Numba backend",
+                             "use jit=False: recursion is differentiated on the Python backend",
+                             cls=NumbaCompileError)
+        name = self.names.fresh("_cotangents")
+        helper = self.helper(call_vjp, "call_vjp")
+        func = copy.deepcopy(self._call_node(s).func)
+        self.read(func)
+        call = _call(helper, func, g, *[copy.deepcopy(a) for a in args])
+        self.read(call)
+        code = [_assign(name, call)]
+        for k, a in enumerate(args):
+            if self.is_active(a):
+                code.append(self.accum(a.id, ast.Subscript(ast.Name(name), ast.Constant(k),
+                                                           ast.Load())))
+        return code
+
+    def _call_node(self, s):
+        return s.expr
 
     def instantiate(self, rule, template, bound, g, ans) -> ast.expr:
         """Substitute the call's atoms into a rule's template expression."""
@@ -1038,6 +1062,12 @@ def _names_in(code) -> set:
             if isinstance(value, ast.AST):
                 out |= ir.atom_names(value)
     return out
+
+
+def _is_user_function(fn) -> bool:
+    import types
+    from .frontend.normalize import _is_library
+    return isinstance(fn, types.FunctionType) and not _is_library(fn)
 
 
 def _identifier(name, default):

@@ -85,3 +85,11 @@ def add_item(cotangent, value, k, g):
         out = [0.0] * len(value)
     out[k] = out[k] + g
     return out
+
+
+def call_vjp(f, g, *args):
+    """Cotangents of a call f(*args) whose result has cotangent g, for a call the
+    transform cannot inline (recursion): each level differentiates the next."""
+    from .api import vjp
+    _, back = vjp(f, *args, jit=False)
+    return back(g)

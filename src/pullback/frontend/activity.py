@@ -357,6 +357,8 @@ class KindInference:
             return k
         if getattr(fn, "__module__", "") == "math" or fn in vars(math).values():
             return FLOAT
+        if callable(fn) and args and all(a.ndim == 0 and a.dtype in "bif" for a in args):
+            return FLOAT        # a (recursive) user function of scalars
         return OTHER
 
 

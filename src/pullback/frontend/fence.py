@@ -59,8 +59,16 @@ def check(parsed: ParsedFunction) -> None:
     if a.vararg or a.kwarg:
         raise UnsupportedSyntaxError("a function with *args or **kwargs", parsed.location(fn),
                                      "give it named parameters")
+    # sum(...) / math.fsum(...) of a generator or list comprehension is lowered to
+    # a loop; any other comprehension is refused below.
+    summed = {id(node.args[0]) for node in ast.walk(fn)
+              if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords
+              and isinstance(node.args[0], (ast.GeneratorExp, ast.ListComp))
+              and ast.unparse(node.func) in ("sum", "math.fsum", "fsum")}
     for node in ast.walk(fn):
         kind = type(node)
+        if id(node) in summed:
+            continue
         if kind in _UNSUPPORTED:
             what, hint = _UNSUPPORTED[kind]
             raise UnsupportedSyntaxError(what, parsed.location(node), hint)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
+import math
 import types
 from dataclasses import dataclass, field
 
@@ -152,6 +154,7 @@ class Normalizer:
                                          "make them ordinary parameters")
         locals_ = _local_names(fn)
         self.top_locals = set(locals_)
+        self.inline_stack = [parsed.fn.__code__]
         scope = Scope(parsed, rename={n: n for n in locals_})
         self._prepare_returns(scope, fn.body)
         body = self.lower_block(fn.body, scope)
@@ -763,17 +766,55 @@ class Normalizer:
         if fn in _ITER_BUILTINS:
             raise self.error(f"{fn.__name__}() outside a for statement", e, scope,
                              f"use {fn.__name__}() directly in `for ... in {fn.__name__}(...)`")
+        if fn in (sum, math.fsum) and len(e.args) == 1 and not e.keywords \
+                and isinstance(e.args[0], (ast.GeneratorExp, ast.ListComp)):
+            return self.lower_sum(e, fn, scope)
         target, is_numba = unwrap(fn)
         if registry.lookup(fn) is None and registry.lookup(target) is None \
                 and isinstance(target, types.FunctionType) and not _is_library(target):
             self._depend_on(scope, _root_name(e.func))
-            return self.inline(None, None, e, scope, fn=target)
+            if target.__code__ not in self.inline_stack:
+                return self.inline(None, None, e, scope, fn=target)
+            # A recursive call: its depth is not known here, so it stays a call, and
+            # the reverse sweep takes its vector-Jacobian product at run time.
+            if e.keywords:
+                raise self.error("a recursive call with keyword arguments", e, scope,
+                                 "pass the arguments by position")
         func = self.lower_callee_ref(e.func, fn, scope)
         args = [self.lower_expr(a, scope) for a in e.args]
         kws = [ast.keyword(k.arg, self.lower_expr(k.value, scope)) for k in e.keywords]
         call = ast.Call(func, args, kws)
         call._pb_call = (fn, None)
         return call
+
+    def lower_sum(self, e, fn, scope):
+        """sum(f(v) for v in xs if c) as the loop it is: acc = 0; for v in xs: if c: acc += f(v)."""
+        gen = e.args[0]
+        rename = {}
+        for comp in gen.generators:
+            for n in ast.walk(comp.target):
+                if isinstance(n, ast.Name):
+                    rename.setdefault(n.id, self.names.fresh(f"_{n.id}_"))
+
+        class Rename(ast.NodeTransformer):
+            def visit_Name(_, node):
+                return ast.copy_location(ast.Name(rename.get(node.id, node.id), node.ctx), node)
+        acc = self.names.fresh("_sum")
+        for new in list(rename.values()) + [acc]:
+            scope.rename[new] = new
+        line = self._line(e, scope)
+        body = [ast.copy_location(ast.Assign([ast.Name(acc, ast.Store())], ast.BinOp(
+            ast.Name(acc, ast.Load()), ast.Add(), Rename().visit(copy.deepcopy(gen.elt)))), e)]
+        for comp in reversed(gen.generators):
+            for cond in reversed(comp.ifs):
+                body = [ast.copy_location(ast.If(Rename().visit(copy.deepcopy(cond)), body, []), e)]
+            iter_ = comp.iter if comp is gen.generators[0] else Rename().visit(copy.deepcopy(comp.iter))
+            body = [ast.copy_location(ast.For(Rename().visit(copy.deepcopy(comp.target)), iter_,
+                                              body, []), e)]
+        self.emit(ir.Assign(line, acc, ast.Constant(0.0 if fn is math.fsum else 0)))
+        for st in body:
+            self.lower_stmt(st, scope)
+        return ast.Name(acc)
 
     def lower_callee_ref(self, func, fn, scope):
         return self.external_ref(func, fn, scope)
@@ -841,11 +882,16 @@ class Normalizer:
             self.emit(ir.Assign(line, callee.ret_flag, ast.Constant(False)))
         saved_loops, self.loops = self.loops, []
         saved_exits = self.exits
+        code = getattr(parsed.fn, "__code__", None) if fn is not None else None
+        if code is not None:
+            self.inline_stack.append(code)
         try:
             self.lower_block(body, callee)
         finally:
             self.loops = saved_loops
             self.exits = saved_exits
+            if code is not None:
+                self.inline_stack.pop()
         return ast.Name(callee.ret_value)
 
 
