@@ -211,8 +211,11 @@ def _prod_vjp_numpy(g, ans, x, axis, initial):
     """NumPy: ``g * ans / x`` when every product is finite and nonzero, else exact.
 
     Written for small arrays too, where Python overhead is most of the time.
+    With zeros, a float64 array reduced along one axis goes through a compiled
+    kernel (see _prod_grad_kernel); otherwise the exact NumPy paths below.
     """
     shape = x.shape
+    single_axis = type(axis) is int and -x.ndim <= axis < x.ndim or axis is None
     if type(axis) is int and -len(shape) <= axis < len(shape):     # the common case, quickly
         axis %= len(shape)
         axes = (axis,)
@@ -231,12 +234,108 @@ def _prod_vjp_numpy(g, ans, x, axis, initial):
     # overflow of <a, a> only sends us to the exact path, which is also right).
     if np.count_nonzero(a) == a.size and cmath.isfinite(np.vdot(a, a)):
         return (g * a) / x
+    if initial is None and single_axis and x.dtype == np.float64 and x.ndim \
+            and x.flags.c_contiguous:
+        # Zeros (or an extreme product): the compiled exact kernel, two passes.
+        out = _prod_vjp_kernel(g, x, axis)
+        if out is not None:
+            return out
     if initial is not None:
         g = g * initial
     n = math.prod([shape[d] for d in axes])
     if _row_loop_pays(n, x.size // n if n else 0):
         return _others_product_rows(g, x, axes)
     return prod_vjp_exact(g, x, axes, True)
+
+
+def _prod_vjp_kernel(g, x, axis):
+    """The compiled single-axis path; None when a product of the nonzero entries
+    over- or underflows (then the caller takes the exact NumPy path)."""
+    if axis is None:
+        pre, n, post = 1, x.size, 1
+    else:
+        axis %= x.ndim
+        pre = math.prod(x.shape[:axis])
+        n = x.shape[axis]
+        post = math.prod(x.shape[axis + 1:])
+    x3 = x.reshape(pre, n, post)
+    g2 = np.ascontiguousarray(np.broadcast_to(g, (pre, post)) if np.ndim(g) == 0 else
+                              np.reshape(g, (pre, post)), dtype=np.float64)
+    out = np.empty_like(x3)
+    if not _kernel()(x3, g2, out):
+        return None
+    return out.reshape(x.shape)
+
+
+_KERNEL = None
+
+
+def _kernel():
+    """``_prod_grad_kernel`` compiled with Numba on first use (cached on disk)."""
+    global _KERNEL
+    if _KERNEL is None:
+        import numba
+        _KERNEL = numba.njit(cache=True, nogil=True)(_prod_grad_kernel)
+    return _KERNEL
+
+
+def _prod_grad_kernel(x3, g2, out):
+    """Cotangent of prod over the middle axis of x3 (pre, n, post), cotangent g2.
+
+    A branch-free first pass (which the compiler vectorises) takes each slice's
+    product and counts its zeros.  Without zeros, g * P / x.  With zeros, a
+    second pass takes the product of the nonzero entries P' and where the zero
+    is: one zero -> g * P' there and 0 elsewhere; two or more -> 0.  Exact for
+    any zeros; returns False if a zero-free product is 0 or infinite
+    (underflow, overflow), where P / x would be wrong.
+    """
+    pre, n, post = x3.shape
+    prod = np.empty(post)
+    zeros = np.empty(post, dtype=np.int64)
+    where = np.empty(post, dtype=np.int64)
+    scale = np.empty(post)
+    for a in range(pre):
+        prod[:] = 1.0
+        zeros[:] = 0
+        for i in range(n):
+            for b in range(post):
+                v = x3[a, i, b]
+                prod[b] *= v
+                zeros[b] += v == 0.0
+        any_zero = False
+        for b in range(post):
+            if zeros[b]:
+                any_zero = True
+            elif prod[b] == 0.0 or not np.isfinite(prod[b]):
+                return False
+            scale[b] = g2[a, b] * prod[b]
+        if not any_zero:
+            for i in range(n):
+                for b in range(post):
+                    out[a, i, b] = scale[b] / x3[a, i, b]
+            continue
+        # Some slices have zeros: their product of the nonzero entries, and where.
+        for b in range(post):
+            if zeros[b]:
+                prod[b] = 1.0
+        for i in range(n):
+            for b in range(post):
+                v = x3[a, i, b]
+                if zeros[b]:
+                    if v == 0.0:
+                        where[b] = i
+                    else:
+                        prod[b] *= v
+        for i in range(n):
+            for b in range(post):
+                c = zeros[b]
+                if c == 0:
+                    out[a, i, b] = scale[b] / x3[a, i, b]
+                elif c == 1 and where[b] == i:
+                    out[a, i, b] = g2[a, b] * prod[b]
+                else:
+                    out[a, i, b] = 0.0
+    return True
 
 
 def _row_loop_pays(n: int, m: int) -> bool:
