@@ -385,10 +385,50 @@ class ReverseTransform:
         # In CPython a saved float is cheaper to pop than a NumPy element to read
         # again (and its arithmetic is faster); compiled code prefers the read.
         self.recompute = candidates if self.backend == "numba" else {}
+        self.recompute.update(self.find_cheap_arithmetic(stmts, control))
         for key, names in self.stmt_reads.items():
             for t in names & set(self.recompute):
                 names.discard(t)
                 names |= ir.atom_names(self.recompute[t])
+
+    def find_cheap_arithmetic(self, stmts, control) -> dict:
+        """Float temporaries made by one arithmetic operation (``_t = a * x``) and
+        read only later in the same block, with neither operand assigned in
+        between: recomputing them in the reverse sweep costs less than saving."""
+        uses = {}
+        for st in ir.walk(stmts):
+            for n in _stmt_reads(st):
+                uses[n] = uses.get(n, 0) + 1
+        found = {}
+
+        def visit(block):
+            for k, st in enumerate(block):
+                for sub in _sub_blocks(st):
+                    visit(sub)
+                if not (isinstance(st, ir.Assign) and st.target.startswith("_t")
+                        and self.sites.get(st.target) == 1 and st.target not in control
+                        and self.kinds.get(st.target) == Kind(0, "f")
+                        and isinstance(st.expr, (ast.BinOp, ast.UnaryOp))
+                        and isinstance(getattr(st.expr, "op", None),
+                                       (ast.Add, ast.Sub, ast.Mult, ast.USub))):
+                    continue
+                operands = ir.atom_names(st.expr)
+                later = [j for j in range(k + 1, len(block))
+                         if st.target in _stmt_reads(block[j])]
+                if not later or len(later) != uses.get(st.target, 0):
+                    continue
+                # The reverse sweep recomputes before a use's adjoint, when the use's
+                # own target still holds its new value: it must not be an operand.
+                if any(isinstance(block[j], ir.Assign) and block[j].target in operands
+                       for j in later):
+                    continue
+                between = block[k + 1:later[-1]]
+                assigned = {t.target for t in ir.walk(between) if isinstance(t, ir.Assign)} | \
+                    {t.var for t in ir.walk(between) if isinstance(t, ir.For)}
+                if not operands & assigned and not any(_sub_blocks(t) for t in between):
+                    found[st.target] = st.expr
+        visit(stmts)
+        return found
 
     def _var_read_in(self, loop) -> bool:
         # Conservative: the loop variable is needed if any statement names it.
