@@ -171,14 +171,21 @@ class ReverseTransform:
         if self.backend == "python":
             # A 1-D gradient only ever updated one element at a time is cheapest as a
             # Python list in CPython (no NumPy scalar boxing per update).
-            self.list_buffers = {p for p in self.wrt if self.stable(p)
-                                 and self.kinds[p].ndim == 1
-                                 and 0 < self.element_contribs.get(p, 0) == self.contribs.get(p, 0)}
+            sets = [st for st in ir.walk(body) if isinstance(st, ir.SetItem)]
+            scalar_writes_only = {st.array for st in sets} - {
+                st.array for st in sets if not _is_basic_scalar_index(st.index, self.kind)}
+            self.list_buffers = {
+                p for p in self.active if self.stable(p) and self.kinds[p].ndim == 1
+                and (p in self.wrt or p not in self.fn.params)
+                and self.element_contribs.get(p, 0) == self.contribs.get(p, 0)
+                and (self.contribs.get(p, 0) > 0 or p in scalar_writes_only)
+                and (p in scalar_writes_only or p not in {st.array for st in sets})
+                and not self._adjoint_read_whole(p, body)}
         forward = self.init_saved() + self.fwd_block(body)
         swept = _drop_dead_resets(self.render(self.initial_resets() + self.rev_block(body)),
                                   set(self.adj.values()))
         reverse = self.tape.between() + self.init_adjoints() + self.propagate_copies(swept)
-        for p in sorted(self.list_buffers):
+        for p in sorted(self.list_buffers & set(self.wrt)):
             dn = self.d(p)
             reverse.append(_assign(dn, _call(ast.Attribute(ast.Name(self.helper(np, "np")), "array",
                                                            ast.Load()), ast.Name(dn))))
@@ -390,6 +397,14 @@ class ReverseTransform:
             for t in names & set(self.recompute):
                 names.discard(t)
                 names |= ir.atom_names(self.recompute[t])
+
+    def _adjoint_read_whole(self, name, body) -> bool:
+        """Whether the reverse of ``name``'s definition passes its adjoint on as a
+        whole (``q = p`` gives ``dp += dq``), which a list buffer cannot take."""
+        for st in ir.walk(body):
+            if isinstance(st, ir.Assign) and st.target == name:
+                return any(not isinstance(c, Reset) for c in self.adjoint_code.get(id(st), []))
+        return False
 
     def find_cheap_arithmetic(self, stmts, control) -> dict:
         """Float temporaries made by one arithmetic operation (``_t = a * x``) and
