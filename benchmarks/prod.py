@@ -28,20 +28,10 @@ import timeit
 
 import numpy as np
 
+from pullback.examples import seed_matrices
 from pullback.rules.prod import prod_vjp
 
 
-def seed_matrices():
-    rng = np.random.default_rng(1903)
-    M = rng.random((5, 10))
-    MM = rng.random((10, 1000))
-    Z = M.copy()
-    for i, j in [(0, 0), (2, 2), (3, 3), (2, 4), (4, 4)]:   # the seed's 1-based indices, minus 1
-        Z[i, j] = 0.0
-    ZZ = MM.copy()
-    for i in range(10):
-        ZZ[i, i::20] = 0.0
-    return {"M": M, "MM": MM, "Z": Z, "ZZ": ZZ}
 
 
 def f(A):

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pullback.examples import seed_matrices
 from pullback.rules import prod as prod_module
 from pullback.rules.prod import cumprod_vjp, cumprod_vjp_exact, prod_vjp, prod_vjp_exact
 from pullback.rules.registry import lookup
@@ -143,19 +144,6 @@ def test_no_scalar_array_refuses_element_access():
 
 # ---------------------------------------------------------------------------
 # the seed's matrices (see shared/seeds/prod-gradients-with-zeros.txt)
-
-def seed_matrices():
-    rng = np.random.default_rng(1903)
-    M = rng.random((5, 10))
-    MM = rng.random((10, 1000))
-    Z = M.copy()
-    for i, j in [(0, 0), (2, 2), (3, 3), (2, 4), (4, 4)]:   # the seed's 1-based indices, minus 1
-        Z[i, j] = 0.0
-    ZZ = MM.copy()
-    for i in range(10):
-        ZZ[i, i::20] = 0.0                                   # half the columns have a zero
-    return {"M": M, "MM": MM, "Z": Z, "ZZ": ZZ}
-
 
 SEED = seed_matrices()
 
