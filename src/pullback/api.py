@@ -33,11 +33,6 @@ def _backend(fn, jit):
     return "numba" if jit else "python"
 
 
-def _arg_kind(v):
-    k = act.kind_of_value(v)
-    return k
-
-
 def _valid(compiled: Compiled) -> bool:
     for ns, key, obj in compiled.dependencies:
         if key is None:
@@ -181,7 +176,7 @@ class GradientFunction:
     def compiled(self, *args) -> tuple[Compiled, tuple, bool]:
         nums, single = _check_argnums(self.argnums, len(args), _name(self.f))
         _check_differentiable(args, nums, _name(self.f))
-        kinds = tuple(_arg_kind(a) for a in args)
+        kinds = tuple(act.kind_of_value(a) for a in args)
         c = transform(self.f, nums, kinds, self.backend)
         self._last = c
         return c, nums, single
@@ -320,7 +315,7 @@ def vjp(f, *args, jit=None, **kwargs):
     value = unwrap(f)[0](*args) if backend == "python" else f(*args)
     if not nums:
         return value, lambda ct: tuple(None for _ in args)
-    kinds = tuple(_arg_kind(a) for a in args)
+    kinds = tuple(act.kind_of_value(a) for a in args)
     c = transform(f, nums, kinds, backend)
 
     def back(cotangent):

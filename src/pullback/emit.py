@@ -16,7 +16,7 @@ import types
 
 from .frontend.errors import NumbaCompileError
 from .reverse import Generated
-from .tape import _Between, _TapeSetup
+from .tape import Deferred
 
 _counter = itertools.count(1)
 
@@ -24,11 +24,8 @@ _counter = itertools.count(1)
 def _lines(stmts, indent: str) -> list[str]:
     out = []
     for s in stmts:
-        if isinstance(s, _TapeSetup):
-            out += _lines(s.tape.setup_code(), indent)
-            continue
-        if isinstance(s, _Between):
-            out += _lines(s.tape.between_code(), indent)
+        if isinstance(s, Deferred):
+            out += _lines(s.make(), indent)
             continue
         text = ast.unparse(ast.fix_missing_locations(s))
         out += [indent + line for line in text.splitlines()]

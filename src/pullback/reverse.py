@@ -97,7 +97,6 @@ class ReverseTransform:
         self._helper_alias: dict[int, str] = {}
         self.adj: dict[str, str] = {}
         self.loops: dict[int, LoopInfo] = {}
-        self.reads: dict[str, int] = {}         # primal names the reverse sweep reads
         self.value_reads: set = set()           # ... whose contents (not just shape) it reads
         self.contribs: dict[str, int] = {}      # adjoint contributions per variable
         self.element_contribs: dict[str, int] = {}   # ... of them, `dp[i] += g` with int i
@@ -106,7 +105,6 @@ class ReverseTransform:
         self.sites: dict[str, int] = {}         # assignment sites per variable
         self.in_loop: set = set()               # assigned inside a loop
         self.top_level: set = set()             # assigned at the function's top level
-        self.first_site: dict = {}              # name -> id of its first site, if top level
         self.adjoint_code: dict[int, list] = {}
         self.local_temps: set = set()
         self.tape = tapes.for_backend(backend, self)
@@ -149,7 +147,6 @@ class ReverseTransform:
 
     def read(self, expr, value=True):
         for n in ir.atom_names(expr):
-            self.reads[n] = self.reads.get(n, 0) + 1
             if self._reads_now is not None:
                 self._reads_now.add(n)
             if value:
@@ -288,9 +285,9 @@ class ReverseTransform:
     def count_sites(self, stmts, in_loop, top):
         for s in stmts:
             if isinstance(s, ir.Assign):
-                self._site(s.target, in_loop, top, s)
+                self._site(s.target, in_loop, top)
             elif isinstance(s, ir.For):
-                self._site(s.var, True, False, s, first_ok=top)
+                self._site(s.var, True, False)
                 self.count_sites(s.body, True, False)
             elif isinstance(s, ir.While):
                 self.count_sites(s.cond, True, False)
@@ -299,10 +296,7 @@ class ReverseTransform:
                 self.count_sites(s.body, in_loop, False)
                 self.count_sites(s.orelse, in_loop, False)
 
-    def _site(self, name, in_loop, top, stmt, first_ok=None):
-        if name not in self.sites:
-            # The first assignment of a name at the top level overwrites nothing.
-            self.first_site[name] = id(stmt) if (top if first_ok is None else first_ok) else None
+    def _site(self, name, in_loop, top):
         self.sites[name] = self.sites.get(name, 0) + 1
         if in_loop:
             self.in_loop.add(name)
@@ -598,7 +592,7 @@ class ReverseTransform:
                              cls=NumbaCompileError)
         name = self.names.fresh("_cotangents")
         helper = self.helper(call_vjp, "call_vjp")
-        func = copy.deepcopy(self._call_node(s).func)
+        func = copy.deepcopy(s.expr.func)
         self.read(func)
         call = _call(helper, func, g, *[copy.deepcopy(a) for a in args])
         self.read(call)
@@ -608,9 +602,6 @@ class ReverseTransform:
                 code.append(self.accum(a.id, ast.Subscript(ast.Name(name), ast.Constant(k),
                                                            ast.Load())))
         return code
-
-    def _call_node(self, s):
-        return s.expr
 
     def instantiate(self, rule, template, bound, g, ans) -> ast.expr:
         """Substitute the call's atoms into a rule's template expression."""
@@ -628,9 +619,6 @@ class ReverseTransform:
                     return ast.Name(helper_names[node.id], ast.Load())
                 return node
         out = Sub().visit(copy.deepcopy(template))
-        for n in ir.atom_names(out):
-            if n in bound and isinstance(bound[n], ast.Name):
-                pass
         self.read(out)
         if ans.id in ir.atom_names(out):
             self.read(ans)
@@ -686,25 +674,28 @@ class ReverseTransform:
         """Give every variable that is pushed before its first assignment a value
         of its kind, so the first push has something to save."""
         out = []
-        for name in sorted(self.plan.undefined - set(self.fn.params)):
-            kind = self.kinds.get(name)
-            if kind is not None and kind.ndim is not None and kind.ndim > 0 and kind.dtype == "f":
-                # An empty array of the right rank: Numba needs one type per variable.
-                shape = ast.Tuple([ast.Constant(0)] * kind.ndim, ast.Load())
-                out.append(_assign(name, _call(ast.Attribute(
-                    ast.Name(self.helper(np, "np")), "zeros", ast.Load()), shape)))
-            else:
-                out.append(_assign(name, _placeholder(kind)))
+        names = self.plan.undefined - set(self.fn.params)
         if self.backend == "numba":
             # An array first assigned inside a loop or branch still has a value
             # (of its type) when the reverse sweep allocates its adjoint.
-            for name in sorted(self.active - self.top_level - set(self.fn.params)
-                               - self.plan.undefined - self.local_temps):
-                if self.buffer(name):
-                    shape = ast.Tuple([ast.Constant(0)] * self.kinds[name].ndim, ast.Load())
-                    out.append(_assign(name, _call(ast.Attribute(
-                        ast.Name(self.helper(np, "np")), "zeros", ast.Load()), shape)))
+            names |= {n for n in self.active - self.top_level - set(self.fn.params)
+                      - self.local_temps if self.buffer(n)}
+        out = [_assign(name, self.placeholder(name)) for name in sorted(names)]
         return self.tape.setup() + out
+
+    def placeholder(self, name) -> ast.expr:
+        """A value of ``name``'s kind, for before its first assignment (Numba needs
+        one type per variable): an empty float array of its rank, 0, False, 0.0."""
+        kind = self.kinds.get(name)
+        if kind is None or kind.ndim is None:
+            return ast.Constant(None)
+        if kind.ndim == 0:
+            return ast.Constant({"i": 0, "b": False}.get(kind.dtype, 0.0))
+        if kind.ndim > 0 and kind.dtype == "f":
+            shape = ast.Tuple([ast.Constant(0)] * kind.ndim, ast.Load())
+            return _call(ast.Attribute(ast.Name(self.helper(np, "np")), "zeros", ast.Load()),
+                         shape)
+        return ast.Constant(None)
 
     def fwd_block(self, stmts) -> list:
         out = []
@@ -1251,14 +1242,6 @@ def _call(fn, *args):
 def _comment(text):
     # ast.unparse prints a Name's id verbatim: a cheap way to carry a comment line.
     return ast.Expr(ast.Name(text))
-
-
-def _placeholder(kind):
-    if kind is None or kind.ndim is None:
-        return ast.Constant(None)
-    if kind.ndim == 0:
-        return ast.Constant({"i": 0, "b": False}.get(kind.dtype, 0.0))
-    return ast.Constant(None)
 
 
 def _fold(e):

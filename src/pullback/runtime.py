@@ -17,15 +17,9 @@ def trip_count(start, stop, step):
     return n if n > 0 else 0
 
 
-def grow(tape):
-    """A tape twice as long, holding the old contents (amortised O(1) pushes)."""
-    new = np.empty(2 * tape.shape[0] + 16, dtype=tape.dtype)
-    new[:tape.shape[0]] = tape
-    return new
-
-
 def reserve(tape, needed):
-    """``tape`` with room for at least ``needed`` entries (grown geometrically)."""
+    """``tape`` with room for at least ``needed`` entries, at least doubled when it
+    grows (amortised O(1) pushes)."""
     if needed <= tape.shape[0]:
         return tape
     size = max(needed, 2 * tape.shape[0])

@@ -57,7 +57,7 @@ def plan(body, params, names, reads_at, loop_reads) -> SavePlan:
             state = stmt(s, state)
         return state
 
-    def loop(s, state, body):
+    def loop(state, body):
         """The state after a loop: iterate the body over its back edge to a fixed point."""
         head = state
         for _ in range(100):
@@ -90,13 +90,13 @@ def plan(body, params, names, reads_at, loop_reads) -> SavePlan:
             def body(st):
                 st = _State(st.read - {s.var}, st.unset - {s.var})
                 return block(s.body, st)
-            state = loop(s, state, body)
+            state = loop(state, body)
             # Reads of the loop variable in the body see values the reverse loop
             # sets itself; after the loop only later reads count.
             state = _State(state.read - {s.var}, state.unset)
             return read(state, loop_reads.get(id(s), set()))
         if isinstance(s, ir.While):
-            state = loop(s, state, lambda st: block(s.cond, block(s.body, st)))
+            state = loop(state, lambda st: block(s.cond, block(s.body, st)))
             return read(state, loop_reads.get(id(s), set()))
         return state
 

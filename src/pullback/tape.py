@@ -16,7 +16,7 @@ import ast
 
 import numpy as np
 
-from .runtime import grow, reserve
+from .runtime import reserve
 
 
 def for_backend(backend: str, transform):
@@ -39,7 +39,7 @@ class PythonTape:
         self.used: set = set()         # which of the two stacks the code uses
 
     def setup(self) -> list:
-        return [_TapeSetup(self)]
+        return [Deferred(self.setup_code)]
 
     def setup_code(self) -> list:
         src = ""
@@ -50,7 +50,7 @@ class PythonTape:
         return _stmt(src)
 
     def between(self) -> list:
-        return [_Between(self)]
+        return [Deferred(self.between_code)]
 
     def between_code(self) -> list:
         src = ""
@@ -107,13 +107,8 @@ class NumbaTape(PythonTape):
     def between(self) -> list:
         return []
 
-    def setup(self) -> list:
-        # Filled in lazily: the emitter asks again once all pushes are known.
-        return [_TapeSetup(self)]
-
     def setup_code(self) -> list:
         np_name = self.t.helper(np, "np")
-        grow_name = self.t.helper(grow, "grow")
         out = []
         for name, (tape, k) in self.tapes.items():
             kind = self.t.kinds.get(name)
@@ -121,7 +116,7 @@ class NumbaTape(PythonTape):
                 dtype = "np.float64"
             elif kind is None or kind.ndim != 0 or kind.dtype not in _NUMBA_DTYPES:
                 if kind is not None and kind.ndim and kind.ndim > 0 and kind.dtype == "f":
-                    shape = "(0,)" * 1 if kind.ndim == 1 else "(" + "0, " * kind.ndim + ")"
+                    shape = "(" + "0, " * kind.ndim + ")"
                     out += _stmt(f"{tape} = [{np_name}.zeros({shape})]\n{tape}.pop()")
                     continue
                 raise TypeError(f"the Numba backend cannot save the value of {name!r} "
@@ -130,7 +125,6 @@ class NumbaTape(PythonTape):
                 dtype = _NUMBA_DTYPES[kind.dtype]
             dtype = dtype.replace("np.", np_name + ".")
             out += _stmt(f"{tape} = {np_name}.empty(64, dtype={dtype})\n{k} = 0")
-        self.grow_name = grow_name
         return out
 
     def _is_list(self, name):
@@ -152,11 +146,14 @@ class NumbaTape(PythonTape):
         tape, k = self._tape(name)
         if self._is_list(name):
             return _stmt(f"{tape}.append({name})")
-        if name in self.reserved:
-            return _stmt(f"{tape}[{k}] = {name}\n{k} += 1")
-        g = self.t.helper(grow, "grow")
-        return _stmt(f"if {k} == {tape}.shape[0]:\n    {tape} = {g}({tape})\n"
-                     f"{tape}[{k}] = {name}\n{k} += 1")
+        return self._store(name, tape, k, name)
+
+    def _store(self, key, tape, k, item):
+        """``tape[k] = item; k += 1``, growing the tape first unless the loop
+        already reserved room for it."""
+        check = "" if key in self.reserved else \
+            f"if {k} == {tape}.shape[0]:\n    {tape} = {self.t.helper(reserve, 'reserve')}({tape}, {k} + 1)\n"
+        return _stmt(f"{check}{tape}[{k}] = {item}\n{k} += 1")
 
     def pop(self, name):
         tape, k = self._tape(name)
@@ -166,14 +163,11 @@ class NumbaTape(PythonTape):
 
     def push_element(self, array, index):
         tape, k = self._tape(array + "[]")
-        g = self.t.helper(grow, "grow")
-        check = "" if array + "[]" in self.reserved else \
-            f"if {k} == {tape}.shape[0]:\n    {tape} = {g}({tape})\n"
         item = ast.unparse(ast.Subscript(ast.Name(array), index, ast.Load()))
         if not self.t_scalar_index(index):
             raise TypeError("the Numba backend saves overwritten array elements one at a "
                             f"time; {item} = ... writes a slice")
-        return _stmt(f"{check}{tape}[{k}] = {item}\n{k} += 1")
+        return self._store(array + "[]", tape, k, item)
 
     def pop_element(self, array, index):
         tape, k = self._tape(array + "[]")
@@ -181,21 +175,11 @@ class NumbaTape(PythonTape):
         return _stmt(f"{k} -= 1\n{item} = {tape}[{k}]")
 
 
-class _Between(ast.stmt):
-    """Placeholder for the code between the sweeps, known once every push is."""
+class Deferred(ast.stmt):
+    """Statements known only once every push is: ``make()`` gives them at emission."""
 
     _fields = ()
 
-    def __init__(self, tape):
+    def __init__(self, make):
         super().__init__()
-        self.tape = tape
-
-
-class _TapeSetup(ast.stmt):
-    """Placeholder replaced by the tape allocations once every push is known."""
-
-    _fields = ()
-
-    def __init__(self, tape):
-        super().__init__()
-        self.tape = tape
+        self.make = make

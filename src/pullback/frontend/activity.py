@@ -153,14 +153,6 @@ class KindInference:
             elif isinstance(s, ir.While):
                 self.block(s.body)
                 self.block(s.cond)
-            elif isinstance(s, ir.SetItem):
-                base = self.env.get(s.array)
-                value = self.expr(s.value)
-                if base is not None and value is not None and value.dtype in _DTYPE_ORDER \
-                        and base.dtype in _DTYPE_ORDER:
-                    # Python semantics keep the array's dtype; track what flows in anyway
-                    # so that activity sees a float written into a float array.
-                    pass
 
     def value_kind(self, name):
         v = self.lookup_value(name)

@@ -281,7 +281,8 @@ class Normalizer:
         if isinstance(s, ast.Return):
             value = ast.Constant(None) if s.value is None else self.lower_expr(s.value, scope)
             if scope.ret_flag is None:
-                if scope is self._top_scope_marker(scope):
+                if scope.parsed is self.top and scope.depth == 0:
+                    # The top function returns; an inlined callee assigns its result.
                     self.emit(ir.Return(line, value))
                 else:
                     self.emit(ir.Assign(line, scope.ret_value, value))
@@ -298,10 +299,6 @@ class Normalizer:
             scope.local_defs[s.name] = (s, scope)
             return
         raise self.error(f"a `{type(s).__name__}` statement", s, scope)
-
-    def _top_scope_marker(self, scope):
-        # The top function returns with ir.Return; inlined callees assign.
-        return scope if scope.parsed is self.top and scope.depth == 0 else None
 
     # ------------------------------------------------------------ assignment
     def assign(self, target, value, scope, stmt, lowered=False):
@@ -385,9 +382,8 @@ class Normalizer:
         return local
 
     # ----------------------------------------------------------------- loops
-    def _new_loop(self, s, scope):
-        loop = Loop(stop=self.names.fresh("_skip"), exit=self.names.fresh("_leave"))
-        return loop
+    def _new_loop(self):
+        return Loop(stop=self.names.fresh("_skip"), exit=self.names.fresh("_leave"))
 
     def _loop_body(self, s, scope, loop, prologue):
         """Lower a loop body with flags for break/continue/return."""
@@ -432,7 +428,7 @@ class Normalizer:
         line = self._line(s, scope)
         it = s.iter
         target = s.target
-        loop = self._new_loop(s, scope)
+        loop = self._new_loop()
         prologue = []
         fn = self.resolve_callee(it.func, scope) if isinstance(it, ast.Call) else UNRESOLVED
 
@@ -525,7 +521,7 @@ class Normalizer:
 
     def lower_while(self, s, scope):
         line = self._line(s, scope)
-        loop = self._new_loop(s, scope)
+        loop = self._new_loop()
         test, cond = self.sub_exprs(lambda: self.as_name(self.lower_expr(s.test, scope), s, scope))
         for st in cond:
             self.emit(st)
@@ -780,7 +776,7 @@ class Normalizer:
             if e.keywords:
                 raise self.error("a recursive call with keyword arguments", e, scope,
                                  "pass the arguments by position")
-        func = self.lower_callee_ref(e.func, fn, scope)
+        func = self.external_ref(e.func, fn, scope)
         args = [self.lower_expr(a, scope) for a in e.args]
         kws = [ast.keyword(k.arg, self.lower_expr(k.value, scope)) for k in e.keywords]
         call = ast.Call(func, args, kws)
@@ -815,9 +811,6 @@ class Normalizer:
         for st in body:
             self.lower_stmt(st, scope)
         return ast.Name(acc)
-
-    def lower_callee_ref(self, func, fn, scope):
-        return self.external_ref(func, fn, scope)
 
     def inline(self, node, parsed, call: ast.Call, scope, enclosing=None, fn=None):
         """Inline a call to a Python function; return an atom holding its result."""

@@ -25,7 +25,7 @@ import ast
 import builtins
 import inspect
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 # Names every template may use without defining them.
 _TEMPLATE_INPUTS = ("g", "ans")
@@ -54,10 +54,7 @@ class Rule:
     # Result kind: "like" (elementwise: same kind as the broadcast inputs),
     # "scalar", "array", "int", "bool" or "any".
     result: str = "like"
-    # How the transform may treat the result when it feeds no derivative.
-    differentiable: bool = True
     vjp_tuple: ast.expr | None = None   # a template returning all cotangents at once
-    notes: dict = field(default_factory=dict)
 
     def bind(self, args, kwargs, where=""):
         """Map call arguments (AST nodes) to parameter names; fill defaults.
