@@ -366,27 +366,10 @@ class ReverseTransform:
             self._reads_now = None
 
     def find_recomputable(self, stmts):
-        """Scalars read from arrays that never change (``_t = A[i, j]``) are read
-        again in the reverse sweep instead of being saved."""
-        written = {s.array for s in ir.walk(stmts) if isinstance(s, ir.SetItem)}
+        """Temporaries that are cheaper to compute again in the reverse sweep than
+        to save (see find_cheap); their readers then read the operands instead."""
         control = set().union(*self.loop_reads.values()) if self.loop_reads else set()
-        candidates = {}
-        for s in ir.walk(stmts):
-            if not (isinstance(s, ir.Assign) and s.target.startswith("_t")
-                    and self.sites.get(s.target) == 1 and isinstance(s.expr, ast.Subscript)
-                    and isinstance(s.expr.value, ast.Name)):
-                continue
-            base = s.expr.value.id
-            k = self.kinds.get(s.target)
-            index_names = ir.atom_names(s.expr.slice)
-            if (k == Kind(0, "f") and base not in written and self.sites.get(base, 0) <= 1
-                    and s.target not in control
-                    and all(self.sites.get(n, 0) == 1 for n in index_names)):
-                candidates[s.target] = s.expr
-        # In CPython a saved float is cheaper to pop than a NumPy element to read
-        # again (and its arithmetic is faster); compiled code prefers the read.
-        self.recompute = candidates if self.backend == "numba" else {}
-        self.recompute.update(self.find_cheap_arithmetic(stmts, control))
+        self.recompute = self.find_cheap(stmts, control)
         for key, names in self.stmt_reads.items():
             for t in names & set(self.recompute):
                 names.discard(t)
@@ -400,10 +383,22 @@ class ReverseTransform:
                 return any(not isinstance(c, Reset) for c in self.adjoint_code.get(id(st), []))
         return False
 
-    def find_cheap_arithmetic(self, stmts, control) -> dict:
-        """Float temporaries made by one arithmetic operation (``_t = a * x``) and
-        read only later in the same block, with neither operand assigned in
-        between: recomputing them in the reverse sweep costs less than saving."""
+    def find_cheap(self, stmts, control) -> dict:
+        """Float temporaries made by one arithmetic operation (``_t = a * x``) or,
+        under Numba, read from an array that never changes (``_t = A[i, j]``; in
+        CPython a saved float pops faster than a NumPy element reads, and
+        computes faster).  Each must be read only later in its own block, with no
+        operand assigned in between, so that recomputing it just before its
+        reader's adjoint gives the value the reader saw."""
+        written = {s.array for s in ir.walk(stmts) if isinstance(s, ir.SetItem)}
+
+        def cheap(e) -> bool:
+            if isinstance(e, (ast.BinOp, ast.UnaryOp)):
+                return isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.USub))
+            return (self.backend == "numba" and isinstance(e, ast.Subscript)
+                    and isinstance(e.value, ast.Name) and e.value.id not in written
+                    and self.sites.get(e.value.id, 0) <= 1)
+
         uses = {}
         for st in ir.walk(stmts):
             for n in _stmt_reads(st):
@@ -416,10 +411,7 @@ class ReverseTransform:
                     visit(sub)
                 if not (isinstance(st, ir.Assign) and st.target.startswith("_t")
                         and self.sites.get(st.target) == 1 and st.target not in control
-                        and self.kinds.get(st.target) == Kind(0, "f")
-                        and isinstance(st.expr, (ast.BinOp, ast.UnaryOp))
-                        and isinstance(getattr(st.expr, "op", None),
-                                       (ast.Add, ast.Sub, ast.Mult, ast.USub))):
+                        and self.kinds.get(st.target) == Kind(0, "f") and cheap(st.expr)):
                     continue
                 operands = ir.atom_names(st.expr)
                 later = [j for j in range(k + 1, len(block))
