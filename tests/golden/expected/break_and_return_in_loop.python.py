@@ -1,0 +1,94 @@
+def break_and_return_in_loop_grad(x, p, _seed=1.0):
+    """Value and reverse-mode gradient of break_and_return_in_loop with respect to x, p."""
+    # ---- forward sweep
+    _stack = []
+    _push = _stack.append
+    _fstack = []
+    _fpush = _fstack.append
+    _t3 = False
+    _t4 = False
+    _t7 = False
+    _returned1 = False
+    # from: s = 0.0
+    s = 0.0
+    # from: for i in range(len(p)):
+    _t1 = len(p)
+    _leave1 = False
+    _skip1 = False
+    _n1 = 0
+    for i in range(0, _t1, 1):
+        _n1 += 1
+        # from: for i in range(len(p)):
+        _skip1 = False
+        # from: if p[i] < 0.0:
+        _t2 = p[i]
+        _push(_t3)
+        _t3 = _t2 < 0.0
+        if _t3:
+            # from: break
+            _skip1 = True
+            _leave1 = True
+        _push(_t4)
+        _t4 = not _skip1
+        # from: s = s * x + p[i]
+        if _t4:
+            # from: s = s * x + p[i]
+            _t5 = s * x
+            _t6 = p[i]
+            _fpush(s)
+            s = _t5 + _t6
+            # from: if s > 100.0:
+            _push(_t7)
+            _t7 = s > 100.0
+            if _t7:
+                # from: return s * s
+                _t8 = s * s
+                _result1 = _t8
+                _returned1 = True
+                _skip1 = True
+                _leave1 = True
+        if _leave1:
+            break
+    _t9 = not _returned1
+    # from: return s
+    if _t9:
+        # from: return s
+        _result1 = s
+        _returned1 = True
+    _value = _result1
+    # ---- reverse sweep
+    _pop = _stack.pop
+    _fpop = list(map(float, _fstack)).pop
+    dp = [0.0] * len(p)
+    ds = 0.0
+    dx = 0.0
+    d_result1 = _seed
+    # from: return s
+    if _t9:
+        # from: return s
+        ds = ds + d_result1
+        d_result1 = 0.0
+    # from: for i in range(len(p)):
+    for i in range(_n1 - 1, -1, -1):
+        # from: s = s * x + p[i]
+        if _t4:
+            # from: if s > 100.0:
+            if _t7:
+                # from: return s * s
+                d_t8 = d_result1
+                d_result1 = 0.0
+                ds = ds + d_t8 * s
+                ds = ds + d_t8 * s
+            _t7 = _pop()
+            # from: s = s * x + p[i]
+            d_t5 = ds
+            s = _fpop()
+            dp[i] += ds
+            ds = d_t5 * x
+            dx = dx + d_t5 * s
+        # from: if p[i] < 0.0:
+        _t4 = _pop()
+        _t3 = _pop()
+    # from: s = 0.0
+    dp = np.array(dp)
+    return _value, (dx, dp)

@@ -1,0 +1,2 @@
+# the transform raised SyntaxError:
+# invalid syntax (<unknown>, line 1)

@@ -1,0 +1,75 @@
+def tuple_returning_call_grad(r, t, _seed=1.0):
+    """Value and reverse-mode gradient of tuple_returning_call with respect to r, t."""
+    # ---- forward sweep
+    # from: a, b = _polar(r, t)
+    _polar_r_1 = r
+    _polar_t_1 = t
+    _t1 = math.cos(_polar_t_1)
+    _t2 = _polar_r_1 * _t1
+    _t3 = math.sin(_polar_t_1)
+    _t4 = _polar_r_1 * _t3
+    _t5 = (_t2, _t4)
+    _polar_result1 = _t5
+    _t6 = _polar_result1[0]
+    a = _t6
+    _t7 = _polar_result1[1]
+    b = _t7
+    # from: c, d = _polar(a + b, t * 0.5)
+    _t8 = a + b
+    _t9 = t * 0.5
+    _polar_r_2 = _t8
+    _polar_t_2 = _t9
+    _t10 = math.cos(_polar_t_2)
+    _t11 = _polar_r_2 * _t10
+    _t12 = math.sin(_polar_t_2)
+    _t13 = _polar_r_2 * _t12
+    _t14 = (_t11, _t13)
+    _polar_result2 = _t14
+    _t15 = _polar_result2[0]
+    c = _t15
+    _t16 = _polar_result2[1]
+    d = _t16
+    # from: return a * d - b * c
+    _t17 = a * d
+    _t18 = b * c
+    _t19 = _t17 - _t18
+    _value = _t19
+    # ---- reverse sweep
+    d_polar_result1 = 0.0
+    d_polar_result2 = 0.0
+    d_t19 = _seed
+    # from: return a * d - b * c
+    d_t17 = unbroadcast(d_t19, _t17)
+    d_t18 = unbroadcast(-d_t19, _t18)
+    db = unbroadcast(d_t18 * c, b)
+    dc = unbroadcast(d_t18 * b, c)
+    da = unbroadcast(d_t17 * d, a)
+    dd = unbroadcast(d_t17 * a, d)
+    # from: c, d = _polar(a + b, t * 0.5)
+    d_polar_result2 = add_item(d_polar_result2, _polar_result2, 1, dd)
+    d_polar_result2 = add_item(d_polar_result2, _polar_result2, 0, dc)
+    d_t11 = item_cotangent(d_polar_result2, 0)
+    d_t13 = item_cotangent(d_polar_result2, 1)
+    d_polar_r_2 = unbroadcast(d_t13 * _t12, _polar_r_2)
+    d_t12 = unbroadcast(d_t13 * _polar_r_2, _t12)
+    d_polar_t_2 = d_t12 * math.cos(_polar_t_2)
+    d_polar_r_2 = accumulate(d_polar_r_2, unbroadcast(d_t11 * _t10, _polar_r_2))
+    d_t10 = unbroadcast(d_t11 * _polar_r_2, _t10)
+    d_polar_t_2 = d_polar_t_2 + -d_t10 * math.sin(_polar_t_2)
+    dt = d_polar_t_2 * 0.5
+    da = accumulate(da, unbroadcast(d_polar_r_2, a))
+    db = accumulate(db, unbroadcast(d_polar_r_2, b))
+    # from: a, b = _polar(r, t)
+    d_polar_result1 = add_item(d_polar_result1, _polar_result1, 1, db)
+    d_polar_result1 = add_item(d_polar_result1, _polar_result1, 0, da)
+    d_t2 = item_cotangent(d_polar_result1, 0)
+    d_t4 = item_cotangent(d_polar_result1, 1)
+    d_polar_r_1 = d_t4 * _t3
+    d_t3 = d_t4 * _polar_r_1
+    d_polar_t_1 = d_t3 * math.cos(_polar_t_1)
+    d_polar_r_1 = d_polar_r_1 + d_t2 * _t1
+    d_t1 = d_t2 * _polar_r_1
+    d_polar_t_1 = d_polar_t_1 + -d_t1 * math.sin(_polar_t_1)
+    dt = dt + d_polar_t_1
+    dr = d_polar_r_1
+    return _value, (dr, dt)
