@@ -8,11 +8,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from .emit import build
-from .frontend import activity as act
-from .frontend.errors import Location
+from .analysis import activity as act
+from .backends.numba import NUMBA
+from .backends.python import PYTHON
+from .core.errors import Location
+from .core.runtime import install_recursive_vjp
 from .frontend.normalize import normalize
 from .frontend.parse import parse_function, unwrap
-from .reverse import ReverseTransform
+from .reverse.transform import ReverseTransform
+from .rules import registry
 
 
 @dataclass
@@ -29,8 +33,8 @@ _CACHE: dict = {}
 def _backend(fn, jit):
     _, is_numba = unwrap(fn)
     if jit is None:
-        return "numba" if is_numba else "python"
-    return "numba" if jit else "python"
+        return NUMBA if is_numba else PYTHON
+    return NUMBA if jit else PYTHON
 
 
 def _valid(compiled: Compiled) -> bool:
@@ -211,7 +215,7 @@ class GradientFunction:
         return self._last.source
 
     def __repr__(self):
-        return f"<pullback {self.__name__} ({self.backend} backend)>"
+        return f"<pullback {self.__name__} ({self.backend.name} backend)>"
 
 
 def _full_args(f, args, kwargs):
@@ -312,7 +316,7 @@ def vjp(f, *args, jit=None, **kwargs):
     args = _full_args(f, args, kwargs)
     nums = tuple(i for i, a in enumerate(args) if act.kind_of_value(a).dtype in "fc")
     backend = _backend(f, jit)
-    value = unwrap(f)[0](*args) if backend == "python" else f(*args)
+    value = backend.primal(f, unwrap(f)[0])(*args)
     if not nums:
         return value, lambda ct: tuple(None for _ in args)
     kinds = tuple(act.kind_of_value(a) for a in args)
@@ -326,6 +330,9 @@ def vjp(f, *args, jit=None, **kwargs):
         return tuple(out)
     back.source = c.source
     return value, back
+
+
+install_recursive_vjp(vjp)
 
 
 def show(g, *args) -> None:
@@ -353,8 +360,6 @@ def rule(fn, *, argnums=None):
     source.  ``argnums`` limits which parameters may carry a derivative.  On the
     Numba backend both ``fn`` and the VJP must be Numba-compilable.
     """
-    from .rules import registry
-
     def register(vjp):
         registry.defvjp(fn, vjp, argnums=argnums)
         _CACHE.clear()      # derivatives built before now may have inlined fn

@@ -14,9 +14,8 @@ import itertools
 import linecache
 import types
 
-from .frontend.errors import NumbaCompileError
-from .reverse import Generated
-from .tape import Deferred
+from .backends.base import Deferred
+from .reverse.transform import Generated
 
 _counter = itertools.count(1)
 
@@ -52,7 +51,7 @@ def source_of(gen: Generated, fname: str) -> str:
 
 
 def build(gen: Generated, fname: str, user_globals: dict, user_closure: dict,
-          externals: dict, backend: str):
+          externals: dict, backend):
     """Compile the generated source into a function (and njit it for Numba)."""
     src = source_of(gen, fname)
     bound = dict(externals)
@@ -66,76 +65,9 @@ def build(gen: Generated, fname: str, user_globals: dict, user_closure: dict,
     maker_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     fn_code = next(c for c in maker_code.co_consts
                    if isinstance(c, types.CodeType) and c.co_name == fname)
-    if backend == "numba":
-        bound = {k: _jit_helper(v) for k, v in bound.items()}
+    bound = {k: backend.bind_helper(v) for k, v in bound.items()}
     cells = tuple(user_closure[n] if n in user_closure and n not in bound
                   else types.CellType(bound[n]) for n in fn_code.co_freevars)
     fn = types.FunctionType(fn_code, user_globals, fname, (1.0,), cells)
     linecache.cache[filename] = (len(maker_src), None, maker_src.splitlines(True), filename)
-    if backend == "numba":
-        fn = _LazyNumba(fn, src, filename, maker_src)
-    return fn, src
-
-
-_JITTED: dict = {}
-
-
-def _jit_helper(v):
-    """Plain Python helper functions become Numba functions under the Numba backend."""
-    from .rules.numba_impl import OVERLOADED
-    if isinstance(v, types.FunctionType) and v not in OVERLOADED:
-        if id(v) not in _JITTED:
-            import numba
-            _JITTED[id(v)] = (v, numba.njit(cache=False)(v))
-        return _JITTED[id(v)][1]
-    return v
-
-
-class _LazyNumba:
-    """Compiles on first call so errors name the argument types."""
-
-    def __init__(self, fn, src, filename="", full_source=""):
-        import numba
-        self.py_func = fn
-        self.source = src
-        self.filename = filename
-        self.full_source = full_source.splitlines()
-        self.dispatcher = numba.njit(fn)
-        self.ok = False
-
-    def __call__(self, *args):
-        # Compile first, apart from running: any failure here is a compile failure
-        # (Numba sometimes fails with plain Python exceptions), while an error the
-        # user's code raises at run time must pass through unchanged.
-        try:
-            sig = tuple(self.dispatcher.typeof_pyval(a) for a in args)
-            self.dispatcher.compile(sig)
-        except Exception as exc:
-            raise NumbaCompileError(
-                "the generated derivative could not be compiled with Numba (jit=True)"
-                + self._origin(str(exc)) + ". Numba reported:\n"
-                + _first_lines(f"{type(exc).__name__}: {exc}", 25) +
-                "\nUse jit=False for the pure-Python backend, or change the construct "
-                "it names.") from None
-        out = self.dispatcher(*args)
-        self.ok = True      # compiled: callers may use the dispatcher directly
-        return out
-
-    def _origin(self, message) -> str:
-        """The user's source line behind the generated line Numba complains about."""
-        import re
-        hits = re.findall(re.escape(self.filename) + r'", line (\d+)', message)
-        for line in reversed(hits):
-            k = int(line) - 1
-            while 0 <= k < len(self.full_source):
-                text = self.full_source[k].strip()
-                if text.startswith("# from: "):
-                    return f" at the code generated for `{text[8:]}`"
-                k -= 1
-        return ""
-
-
-def _first_lines(text, n):
-    lines = text.splitlines()
-    return "\n".join(lines[:n]) + ("\n..." if len(lines) > n else "")
-
+    return backend.finish(fn, src, filename, maker_src), src

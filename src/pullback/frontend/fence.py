@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from .errors import UnsupportedSyntaxError
+from ..core.errors import UnsupportedSyntaxError
 from .parse import ParsedFunction
 
 # node type -> (what it is, what to do instead)

@@ -19,41 +19,17 @@ import types
 from dataclasses import dataclass, field
 
 
-from .. import ir
+from ..core import ir
+from ..core.errors import UnsupportedSyntaxError
+from ..core.names import Names
+from ..core.runtime import trip_count
 from ..rules import registry
 from . import fence
-from .errors import UnsupportedSyntaxError
 from .parse import ParsedFunction, parse_function, unwrap
 
 # Builtins that the normalizer lowers itself, never inlines.
 _ITER_BUILTINS = (range, enumerate, zip, reversed)
 MAX_INLINE_DEPTH = 32
-
-
-class Names:
-    """Deterministic fresh names that avoid every name already in use."""
-
-    def __init__(self, used: set[str]):
-        self.used = set(used)
-        self.counters: dict[str, int] = {}
-
-    def fresh(self, base: str) -> str:
-        n = self.counters.get(base, 0)
-        while True:
-            n += 1
-            name = f"{base}{n}"
-            if name not in self.used:
-                break
-        self.counters[base] = n
-        self.used.add(name)
-        return name
-
-    def reserve(self, name: str) -> str:
-        """``name`` itself if free, else a numbered variant."""
-        if name not in self.used:
-            self.used.add(name)
-            return name
-        return self.fresh(name + "_")
 
 
 @dataclass
@@ -509,7 +485,6 @@ class Normalizer:
         return ast.Name(name)
 
     def reversed_range(self, s, scope, start, stop, step):
-        from ..runtime import trip_count
         n = self.temp(s, ast.Call(ast.Name("trip_count"), [start, stop, step], []), scope,
                       callee=trip_count)
         last = self.temp(s, ast.BinOp(n, ast.Sub(), ast.Constant(1)), scope)

@@ -13,7 +13,7 @@ import linecache
 import types
 from dataclasses import dataclass, field
 
-from .errors import Location, SourceUnavailableError
+from ..core.errors import Location, SourceUnavailableError
 
 
 @dataclass

@@ -3,13 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import reductions, shapes
+
 METHODS: dict[str, object] = {"copy": np.copy}
-
-
-def _collect():
-    from . import reductions, shapes
-    for module in (reductions, shapes):
-        METHODS.update(getattr(module, "METHODS", {}))
-
-
-_collect()
+for _module in (reductions, shapes):
+    METHODS.update(_module.METHODS)

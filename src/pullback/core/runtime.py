@@ -81,9 +81,17 @@ def add_item(cotangent, value, k, g):
     return out
 
 
+# The public ``vjp``, installed by pullback.api when it loads (this layer is
+# below the API, so it cannot import it).
+_RECURSIVE_VJP = []
+
+
+def install_recursive_vjp(vjp) -> None:
+    _RECURSIVE_VJP[:] = [vjp]
+
+
 def call_vjp(f, g, *args):
     """Cotangents of a call f(*args) whose result has cotangent g, for a call the
     transform cannot inline (recursion): each level differentiates the next."""
-    from .api import vjp
-    _, back = vjp(f, *args, jit=False)
+    _, back = _RECURSIVE_VJP[0](f, *args, jit=False)
     return back(g)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import ir
+from ..core import ir
 
 
 @dataclass

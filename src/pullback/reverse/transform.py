@@ -18,16 +18,19 @@ import copy
 import operator
 from dataclasses import dataclass
 
-from . import ir
-from .frontend.activity import NON_DIFFERENTIABLE, Kind
-from .frontend.errors import MissingRuleError, NumbaCompileError, UnsupportedSyntaxError
-from .frontend.normalize import Names
-from .rules import registry
-from .rules.scalar import OPERATORS
-from .runtime import (trip_count, zeros_like, buffer_like, scatter_add, accumulate,
-                      item_cotangent, add_item, call_vjp)
-from . import saves
-from . import tape as tapes
+from ..analysis import saves
+from ..analysis.activity import NON_DIFFERENTIABLE
+from ..core import ir
+from ..core.errors import MissingRuleError, NumbaCompileError, UnsupportedSyntaxError
+from ..core.kinds import Kind, kind_of_value
+from ..core.names import Names
+from ..core.runtime import (trip_count, zeros_like, buffer_like, scatter_add, accumulate,
+                            item_cotangent, add_item, call_vjp)
+from ..frontend.normalize import _is_library
+from ..rules import registry
+from ..rules.elementwise import unbroadcast
+from ..rules.methods import METHODS
+from ..rules.scalar import OPERATORS
 
 import numpy as np
 
@@ -83,7 +86,7 @@ class Generated:
 
 
 class ReverseTransform:
-    def __init__(self, fn: ir.Function, kinds: dict, active: set, wrt: list, backend: str,
+    def __init__(self, fn: ir.Function, kinds: dict, active: set, wrt: list, backend,
                  location, resolve=lambda name: None):
         self.fn = fn
         self.kinds = kinds
@@ -107,7 +110,7 @@ class ReverseTransform:
         self.top_level: set = set()             # assigned at the function's top level
         self.adjoint_code: dict[int, list] = {}
         self.local_temps: set = set()
-        self.tape = tapes.for_backend(backend, self)
+        self.tape = backend.tape(self)
         self._reads_now: set | None = None
         self.stmt_reads: dict = {}             # id(Assign/SetItem) -> names its adjoint reads
         self.loop_reads: dict = {}             # id(If/For/While) -> names read at it
@@ -138,7 +141,6 @@ class ReverseTransform:
         if isinstance(atom, ast.Name):
             return self.kinds.get(atom.id, Kind(None, "o"))
         if isinstance(atom, ast.Constant):
-            from .frontend.activity import kind_of_value
             return kind_of_value(atom.value)
         return Kind(None, "o")
 
@@ -165,12 +167,12 @@ class ReverseTransform:
         self.find_recomputable(body)
         self.plan = saves.plan(body, self.fn.params, set(self.sites), self.stmt_reads,
                                self.loop_reads)
-        if self.backend == "python":
+        if self.backend.list_buffers:
             # A 1-D gradient only ever updated one element at a time is cheapest as a
             # Python list in CPython (no NumPy scalar boxing per update).
             sets = [st for st in ir.walk(body) if isinstance(st, ir.SetItem)]
             scalar_writes_only = {st.array for st in sets} - {
-                st.array for st in sets if not _is_basic_scalar_index(st.index, self.kind)}
+                st.array for st in sets if not ir.is_basic_scalar_index(st.index, self.kind)}
             self.list_buffers = {
                 p for p in self.active if self.stable(p) and self.kinds[p].ndim == 1
                 and (p in self.wrt or p not in self.fn.params)
@@ -325,7 +327,7 @@ class ReverseTransform:
         k = self.kinds.get(name)
         if k is None or k.ndim is None or k.ndim <= 0 or k.dtype not in "fc":
             return False
-        if self.backend == "numba":
+        if self.backend.fixed_types:
             return True
         return self.stable(name) and name in self.updated_in_place
 
@@ -395,7 +397,7 @@ class ReverseTransform:
         def cheap(e) -> bool:
             if isinstance(e, (ast.BinOp, ast.UnaryOp)):
                 return isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.USub))
-            return (self.backend == "numba" and isinstance(e, ast.Subscript)
+            return (self.backend.recompute_array_reads and isinstance(e, ast.Subscript)
                     and isinstance(e.value, ast.Name) and e.value.id not in written
                     and self.sites.get(e.value.id, 0) <= 1)
 
@@ -497,14 +499,14 @@ class ReverseTransform:
             self.contribs[base.id] = self.contribs.get(base.id, 0) + 1
             self.updated_in_place.add(base.id)
             return [_TupleItem(base.id, index.value, g, self.helper(add_item, "add_item"))]
-        basic = all(_is_basic_index(i, self.kind) for i in
+        basic = all(ir.is_basic_index(i, self.kind) for i in
                     (index.elts if isinstance(index, ast.Tuple) else [index]))
         name = base.id
         self.updated_in_place.add(name)
-        if basic and (self.stable(name) or (self.backend == "numba" and self.buffer(name))):
+        if basic and (self.stable(name) or (self.backend.fixed_types and self.buffer(name))):
             # The heart of the matter: one in-place update of one buffer.
             self.contribs[name] = self.contribs.get(name, 0) + 1
-            if not isinstance(index, ast.Tuple) and _is_basic_scalar_index(index, self.kind):
+            if not isinstance(index, ast.Tuple) and ir.is_basic_scalar_index(index, self.kind):
                 self.element_contribs[name] = self.element_contribs.get(name, 0) + 1
             return [_InPlace(name, copy.deepcopy(index), g)]
         self.read(base, value=False)
@@ -578,8 +580,8 @@ class ReverseTransform:
 
     def recursive_call_adjoint(self, s, fn, args, kwargs, g):
         """A recursive call: differentiate the callee at run time, one level at a time."""
-        if self.backend == "numba":
-            raise self.error(s, "a recursive call under the Numba backend",
+        if not self.backend.runtime_recursion:
+            raise self.error(s, f"a recursive call under the {self.backend.name} backend",
                              "use jit=False: recursion is differentiated on the Python backend",
                              cls=NumbaCompileError)
         name = self.names.fresh("_cotangents")
@@ -624,12 +626,12 @@ class ReverseTransform:
             g = ast.Subscript(ast.Name(self.d(s.array)), copy.deepcopy(s.index), ast.Load())
             if self.is_active(s.value):
                 contrib = g
-                if not all(_is_basic_scalar_index(i, self.kind) for i in
+                if not all(ir.is_basic_scalar_index(i, self.kind) for i in
                            (s.index.elts if isinstance(s.index, ast.Tuple) else [s.index])):
                     # A slice of the adjoint is a view: copy it before zeroing the slice.
                     contrib = ast.Call(ast.Attribute(g, "copy", ast.Load()), [], [])
                 vk = self.kind(s.value)
-                if vk.ndim == 0 and not all(_is_basic_scalar_index(i, self.kind) for i in
+                if vk.ndim == 0 and not all(ir.is_basic_scalar_index(i, self.kind) for i in
                                             (s.index.elts if isinstance(s.index, ast.Tuple)
                                              else [s.index])):
                     contrib = ast.Call(ast.Name(self.helper(_unbroadcast(), "unbroadcast")),
@@ -667,7 +669,7 @@ class ReverseTransform:
         of its kind, so the first push has something to save."""
         out = []
         names = self.plan.undefined - set(self.fn.params)
-        if self.backend == "numba":
+        if self.backend.fixed_types:
             # An array first assigned inside a loop or branch still has a value
             # (of its type) when the reverse sweep allocates its adjoint.
             names |= {n for n in self.active - self.top_level - set(self.fn.params)
@@ -913,7 +915,7 @@ class ReverseTransform:
                 if c.name in self.local_temps:
                     continue
                 dn = self.d(c.name)
-                if self.buffer(c.name) or (self.backend == "numba" and
+                if self.buffer(c.name) or (self.backend.fixed_types and
                                            self.kinds.get(c.name, Kind(0, "f")).ndim != 0):
                     value = self.zeros(c.name)
                     self.read(ast.Name(c.name), value=False)
@@ -1104,7 +1106,6 @@ def _names_in(code) -> set:
 
 def _is_user_function(fn) -> bool:
     import types
-    from .frontend.normalize import _is_library
     return isinstance(fn, types.FunctionType) and not _is_library(fn)
 
 
@@ -1195,27 +1196,11 @@ def _sub_blocks(s):
     return []
 
 
-def _is_basic_index(i, kind) -> bool:
-    if isinstance(i, ast.Slice):
-        return True
-    if isinstance(i, ast.Constant):
-        return i.value is None or i.value is Ellipsis or isinstance(i.value, int)
-    k = kind(i)
-    return k.ndim == 0 and k.dtype == "i"
-
-
-def _is_basic_scalar_index(i, kind) -> bool:
-    return not isinstance(i, ast.Slice) and _is_basic_index(i, kind) and not (
-        isinstance(i, ast.Constant) and i.value in (None, Ellipsis))
-
-
 def _method_function(name):
-    from .rules import methods
-    return methods.METHODS.get(name)
+    return METHODS.get(name)
 
 
 def _unbroadcast():
-    from .rules.elementwise import unbroadcast
     return unbroadcast
 
 

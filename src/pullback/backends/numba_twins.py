@@ -13,10 +13,10 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from .. import runtime
-from .elementwise import unbroadcast
-from .reductions import mean_vjp, sum_vjp
-from .shapes import array_vjp
+from ..core import runtime
+from ..rules.elementwise import unbroadcast
+from ..rules.reductions import mean_vjp, sum_vjp
+from ..rules.shapes import array_vjp
 
 # Helpers with a Numba twin: the emitter must not njit them itself.
 OVERLOADED = {unbroadcast, sum_vjp, mean_vjp, array_vjp, runtime.zeros_like,

@@ -96,3 +96,20 @@ def walk(stmts):
 
 def atom_names(expr: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+
+
+def is_basic_index(i, kind) -> bool:
+    """An index NumPy applies as a view: a slice, None, Ellipsis or an int
+    (``kind(atom)`` gives an atom's kind)."""
+    if isinstance(i, ast.Slice):
+        return True
+    if isinstance(i, ast.Constant):
+        return i.value is None or i.value is Ellipsis or isinstance(i.value, int)
+    k = kind(i)
+    return k.ndim == 0 and k.dtype == "i"
+
+
+def is_basic_scalar_index(i, kind) -> bool:
+    """An index that picks one position along its axis (an int)."""
+    return not isinstance(i, ast.Slice) and is_basic_index(i, kind) and not (
+        isinstance(i, ast.Constant) and i.value in (None, Ellipsis))

@@ -1,0 +1,1 @@
+"""Pure analyses of the normalized program: kinds, activity, saves."""

@@ -1,0 +1,60 @@
+"""What a backend is: the policies the transform asks about, its tape, its compile step.
+
+A backend is an object; the transform never tests which one it has.  It asks
+the backend's policies (below) and lets the backend's tape write the pushes and
+pops.  A new backend is a new subclass, with no change to the transform.
+"""
+from __future__ import annotations
+
+import ast
+
+
+class Backend:
+    """The Python-backend defaults; subclasses override what differs."""
+
+    name = "python"
+    #: A variable keeps one type for the whole function (Numba's typing): every
+    #: float array's adjoint is an array from the start, and a variable saved or
+    #: buffered before its first assignment gets a placeholder of its type.
+    fixed_types = False
+    #: Re-read elements of never-written arrays in the reverse sweep instead of
+    #: saving them (cheap when compiled; in CPython a saved float pops faster).
+    recompute_array_reads = False
+    #: A 1-D adjoint updated only element by element may be a Python list
+    #: (cheapest in CPython: no NumPy scalar boxing per update).
+    list_buffers = True
+    #: A recursive call may be differentiated at run time, one level at a time.
+    runtime_recursion = True
+
+    def tape(self, transform):
+        """The object that writes this backend's pushes and pops."""
+        raise NotImplementedError
+
+    def bind_helper(self, obj):
+        """The object the generated code should call for helper ``obj``."""
+        return obj
+
+    def finish(self, fn, src: str, filename: str, full_source: str):
+        """The callable to hand out for the generated function ``fn``."""
+        return fn
+
+    def primal(self, f, py_func):
+        """The function to call for the primal value of ``f``."""
+        return py_func
+
+    def __repr__(self):
+        return f"<pullback {self.name} backend>"
+
+
+def parse_statements(src: str) -> list:
+    return ast.parse(src).body
+
+
+class Deferred(ast.stmt):
+    """Statements known only once every push is: ``make()`` gives them at emission."""
+
+    _fields = ()
+
+    def __init__(self, make):
+        super().__init__()
+        self.make = make

@@ -1,0 +1,191 @@
+"""The Numba backend: typed-array tapes and ``numba.njit`` of the generated code.
+
+One typed array per saved variable with its own counter, grown by doubling
+(amortised O(1), no per-push allocation) and reserved from the trip count
+before a ``range`` loop, so the compiled loop is as tight as a hand-written
+adjoint that stores into an array.  Numba itself is imported only when this
+backend compiles something.
+"""
+from __future__ import annotations
+
+import ast
+import types
+
+import numpy as np
+
+from ..core.errors import NumbaCompileError
+from ..core.runtime import reserve
+from .base import Backend, parse_statements
+from .python import PythonTape
+
+
+class NumbaBackend(Backend):
+    name = "numba"
+    fixed_types = True
+    recompute_array_reads = True
+    list_buffers = False
+    runtime_recursion = False
+
+    def tape(self, transform):
+        return NumbaTape(transform)
+
+    def bind_helper(self, obj):
+        return _jit_helper(obj)
+
+    def finish(self, fn, src, filename, full_source):
+        return _LazyNumba(fn, src, filename, full_source)
+
+    def primal(self, f, py_func):
+        return f
+
+
+_NUMBA_DTYPES = {"f": "np.float64", "i": "np.int64", "b": "np.bool_", "c": "np.complex128"}
+
+
+class NumbaTape(PythonTape):
+    def __init__(self, transform):
+        super().__init__(transform)
+        self.tapes: dict[str, tuple] = {}
+
+    def _tape(self, name):
+        if name not in self.tapes:
+            self.tapes[name] = (self.t.names.fresh(f"_tape_{name.lstrip('_')}_"),
+                                self.t.names.fresh(f"_k_{name.lstrip('_')}_"))
+        return self.tapes[name]
+
+    def between(self) -> list:
+        return []
+
+    def setup_code(self) -> list:
+        np_name = self.t.helper(np, "np")
+        out = []
+        for name, (tape, k) in self.tapes.items():
+            kind = self.t.kinds.get(name)
+            if name.endswith("[]"):
+                dtype = "np.float64"
+            elif kind is None or kind.ndim != 0 or kind.dtype not in _NUMBA_DTYPES:
+                if kind is not None and kind.ndim and kind.ndim > 0 and kind.dtype == "f":
+                    shape = "(" + "0, " * kind.ndim + ")"
+                    out += parse_statements(f"{tape} = [{np_name}.zeros({shape})]\n{tape}.pop()")
+                    continue
+                raise TypeError(f"the Numba backend cannot save the value of {name!r} "
+                                f"(kind {kind}) for the reverse sweep")
+            else:
+                dtype = _NUMBA_DTYPES[kind.dtype]
+            dtype = dtype.replace("np.", np_name + ".")
+            out += parse_statements(f"{tape} = {np_name}.empty(64, dtype={dtype})\n{k} = 0")
+        return out
+
+    def _is_list(self, name):
+        kind = self.t.kinds.get(name)
+        return not name.endswith("[]") and (kind is None or kind.ndim != 0)
+
+    def reserve(self, counts: dict, trips: ast.expr) -> list:
+        out = []
+        r = self.t.helper(reserve, "reserve")
+        for name, c in counts.items():
+            if not name.endswith("[]") and self._is_list(name):
+                continue
+            tape, k = self._tape(name)
+            need = ast.unparse(trips) + (f" * {c}" if c != 1 else "")
+            out += parse_statements(f"{tape} = {r}({tape}, {k} + {need})")
+        return out
+
+    def push(self, name):
+        tape, k = self._tape(name)
+        if self._is_list(name):
+            return parse_statements(f"{tape}.append({name})")
+        return self._store(name, tape, k, name)
+
+    def _store(self, key, tape, k, item):
+        """``tape[k] = item; k += 1``, growing the tape first unless the loop
+        already reserved room for it."""
+        check = "" if key in self.reserved else \
+            f"if {k} == {tape}.shape[0]:\n    {tape} = {self.t.helper(reserve, 'reserve')}({tape}, {k} + 1)\n"
+        return parse_statements(f"{check}{tape}[{k}] = {item}\n{k} += 1")
+
+    def pop(self, name):
+        tape, k = self._tape(name)
+        if self._is_list(name):
+            return parse_statements(f"{name} = {tape}.pop()")
+        return parse_statements(f"{k} -= 1\n{name} = {tape}[{k}]")
+
+    def push_element(self, array, index):
+        tape, k = self._tape(array + "[]")
+        item = ast.unparse(ast.Subscript(ast.Name(array), index, ast.Load()))
+        if not self.t_scalar_index(index):
+            raise TypeError("the Numba backend saves overwritten array elements one at a "
+                            f"time; {item} = ... writes a slice")
+        return self._store(array + "[]", tape, k, item)
+
+    def pop_element(self, array, index):
+        tape, k = self._tape(array + "[]")
+        item = ast.unparse(ast.Subscript(ast.Name(array), index, ast.Load()))
+        return parse_statements(f"{k} -= 1\n{item} = {tape}[{k}]")
+
+
+_JITTED: dict = {}
+
+
+def _jit_helper(v):
+    """Plain Python helper functions become Numba functions under the Numba backend."""
+    from .numba_twins import OVERLOADED
+    if isinstance(v, types.FunctionType) and v not in OVERLOADED:
+        if id(v) not in _JITTED:
+            import numba
+            _JITTED[id(v)] = (v, numba.njit(cache=False)(v))
+        return _JITTED[id(v)][1]
+    return v
+
+
+class _LazyNumba:
+    """Compiles on first call so errors name the argument types."""
+
+    def __init__(self, fn, src, filename="", full_source=""):
+        import numba
+        self.py_func = fn
+        self.source = src
+        self.filename = filename
+        self.full_source = full_source.splitlines()
+        self.dispatcher = numba.njit(fn)
+        self.ok = False
+
+    def __call__(self, *args):
+        # Compile first, apart from running: any failure here is a compile failure
+        # (Numba sometimes fails with plain Python exceptions), while an error the
+        # user's code raises at run time must pass through unchanged.
+        try:
+            sig = tuple(self.dispatcher.typeof_pyval(a) for a in args)
+            self.dispatcher.compile(sig)
+        except Exception as exc:
+            raise NumbaCompileError(
+                "the generated derivative could not be compiled with Numba (jit=True)"
+                + self._origin(str(exc)) + ". Numba reported:\n"
+                + _first_lines(f"{type(exc).__name__}: {exc}", 25) +
+                "\nUse jit=False for the pure-Python backend, or change the construct "
+                "it names.") from None
+        out = self.dispatcher(*args)
+        self.ok = True      # compiled: callers may use the dispatcher directly
+        return out
+
+    def _origin(self, message) -> str:
+        """The user's source line behind the generated line Numba complains about."""
+        import re
+        hits = re.findall(re.escape(self.filename) + r'", line (\d+)', message)
+        for line in reversed(hits):
+            k = int(line) - 1
+            while 0 <= k < len(self.full_source):
+                text = self.full_source[k].strip()
+                if text.startswith("# from: "):
+                    return f" at the code generated for `{text[8:]}`"
+                k -= 1
+        return ""
+
+
+def _first_lines(text, n):
+    lines = text.splitlines()
+    return "\n".join(lines[:n]) + ("\n..." if len(lines) > n else "")
+
+
+
+NUMBA = NumbaBackend()

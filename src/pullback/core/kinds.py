@@ -1,0 +1,90 @@
+"""Kinds: what the transform knows of a value before it runs.
+
+A kind is how many dimensions a value has (0 for a scalar, -1 for "an array or
+a scalar, not known", None for "not a number") and its dtype family ('b' bool,
+'i' integer, 'f' float, 'c' complex, 't' a tuple of ints such as a shape, 'o'
+anything else).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Kind:
+    ndim: int | None
+    dtype: str
+
+    @property
+    def numeric_float(self) -> bool:
+        return self.dtype in "fco" and self.dtype != ""
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.ndim == 0
+
+    @property
+    def is_array(self) -> bool:
+        return self.ndim is not None and self.ndim != 0
+
+    def __repr__(self):
+        return f"Kind({self.ndim}, {self.dtype!r})"
+
+
+INT = Kind(0, "i")
+BOOL = Kind(0, "b")
+FLOAT = Kind(0, "f")
+SHAPE = Kind(None, "t")
+OTHER = Kind(None, "o")
+_DTYPE_ORDER = "bifc"
+
+
+def kind_of_value(v) -> Kind:
+    if isinstance(v, (bool, np.bool_)):
+        return BOOL
+    if isinstance(v, (int, np.integer)):
+        return INT
+    if isinstance(v, (float, np.floating)):
+        return FLOAT
+    if isinstance(v, (complex, np.complexfloating)):
+        return Kind(0, "c")
+    shape = getattr(v, "shape", None)
+    dtype = getattr(v, "dtype", None)
+    if isinstance(shape, tuple) and dtype is not None:
+        k = getattr(dtype, "kind", None)
+        if k is None:   # torch and other array libraries
+            name = str(dtype)
+            k = "f" if "float" in name else "c" if "complex" in name else \
+                "b" if "bool" in name else "i" if "int" in name else "o"
+        k = {"u": "i"}.get(k, k)
+        return Kind(len(shape), k if k in "bifc" else "o")
+    if isinstance(v, tuple) and all(isinstance(x, (int, np.integer)) for x in v):
+        return Kind(len(v), "t")
+    return OTHER
+
+
+def join(a: Kind | None, b: Kind | None) -> Kind | None:
+    if a is None:
+        return b
+    if b is None or a == b:
+        return a
+    if a.dtype in "ot" or b.dtype in "ot":
+        dtype = a.dtype if a.dtype == b.dtype else "o"
+    else:
+        dtype = max(a.dtype, b.dtype, key=_DTYPE_ORDER.index)
+    if a.ndim == b.ndim:
+        ndim = a.ndim
+    elif a.ndim is None or b.ndim is None:
+        ndim = None
+    else:
+        ndim = -1
+    return Kind(ndim, dtype)
+
+
+class _Missing:
+    pass
+
+
+_MISSING = _Missing()

@@ -1,0 +1,1 @@
+"""The reverse-mode transform: normalized program -> forward and reverse sweeps."""
