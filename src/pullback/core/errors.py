@@ -60,3 +60,11 @@ class SourceUnavailableError(PullbackError, TypeError):
 
 class NumbaCompileError(PullbackError, TypeError):
     """The generated derivative could not be compiled with Numba (jit=True)."""
+
+
+class InternalError(PullbackError, AssertionError):
+    """The transform met something it should have handled or refused earlier.
+
+    Always a bug in pullback: the message names the construct and, where known,
+    the user's source line, so that the report can be acted on.
+    """

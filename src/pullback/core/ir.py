@@ -10,10 +10,28 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from .errors import InternalError
+
+
+def atom_names(expr: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+
 
 @dataclass
 class Stmt:
     line: int                    # source line in the user's file (for comments and errors)
+
+    def blocks(self) -> list:
+        """The statement lists nested in this one, in program order."""
+        return []
+
+    def reads(self) -> set[str]:
+        """Names this statement itself reads (not those of nested blocks)."""
+        raise NotImplementedError
+
+    def writes(self) -> set[str]:
+        """Names this statement itself (re)binds; a SetItem changes its array in place."""
+        return set()
 
 
 @dataclass
@@ -25,6 +43,12 @@ class Assign(Stmt):
     callee: object = None        # the resolved callable when expr is a Call
     method: str | None = None    # ``x.name(...)`` called on a local value
 
+    def reads(self):
+        return atom_names(self.expr)
+
+    def writes(self):
+        return {self.target}
+
 
 @dataclass
 class SetItem(Stmt):
@@ -34,12 +58,21 @@ class SetItem(Stmt):
     index: ast.expr
     value: ast.expr
 
+    def reads(self):
+        return atom_names(self.value) | atom_names(self.index) | {self.array}
+
 
 @dataclass
 class If(Stmt):
     test: str                    # a name holding the condition
     body: list = field(default_factory=list)
     orelse: list = field(default_factory=list)
+
+    def blocks(self):
+        return [self.body, self.orelse]
+
+    def reads(self):
+        return {self.test}
 
 
 @dataclass
@@ -54,6 +87,15 @@ class For(Stmt):
     body: list = field(default_factory=list)
     exit_flag: str | None = None
 
+    def blocks(self):
+        return [self.body]
+
+    def reads(self):
+        return atom_names(self.start) | atom_names(self.stop) | atom_names(self.step)
+
+    def writes(self):
+        return {self.var}
+
 
 @dataclass
 class While(Stmt):
@@ -64,10 +106,19 @@ class While(Stmt):
     body: list = field(default_factory=list)
     exit_flag: str | None = None
 
+    def blocks(self):
+        return [self.cond, self.body]
+
+    def reads(self):
+        return {self.test}
+
 
 @dataclass
 class Return(Stmt):
     value: ast.expr
+
+    def reads(self):
+        return atom_names(self.value)
 
 
 @dataclass
@@ -80,22 +131,53 @@ class Function:
     source_lines: dict = field(default_factory=dict)  # line -> stripped source text
 
 
+#: Every statement class of the IR.  A pass that dispatches on statements does
+#: so through a :func:`table`, which must cover all of them.
+STATEMENTS = (Assign, SetItem, If, For, While, Return)
+
+#: Every table made by :func:`table`, by name (checked by the tests).
+TABLES: dict[str, dict] = {}
+
+
+def table(name: str, handlers: dict) -> dict:
+    """A dispatch table ``{statement class: handler}`` that covers every class.
+
+    Made at import time, so a new statement class that a pass forgets fails
+    when pullback is imported, not by being dropped from the output.
+    """
+    missing = [c.__name__ for c in STATEMENTS if c not in handlers]
+    extra = [c for c in handlers if c not in STATEMENTS]
+    if missing or extra:
+        raise InternalError(f"dispatch table {name!r} does not match the IR: missing "
+                            f"{missing}, unknown {extra}")
+    TABLES[name] = handlers
+    return handlers
+
+
+def dispatch(handlers: dict, stmt: Stmt):
+    """The handler for ``stmt``; an unknown class is an internal error, never a skip."""
+    try:
+        return handlers[type(stmt)]
+    except KeyError:
+        raise InternalError(f"no handler for {type(stmt).__name__} (line {stmt.line})") from None
+
+
+def operands(s: Stmt) -> set[str]:
+    """Names a statement reads, apart from the variable an Assign rebinds."""
+    return s.reads() - ({s.target} if isinstance(s, Assign) else set())
+
+
+def mentions(s: Stmt) -> set[str]:
+    """Names a statement reads, and the variable an Assign rebinds."""
+    return s.reads() | ({s.target} if isinstance(s, Assign) else set())
+
+
 def walk(stmts):
     """Every statement, depth first, in program order."""
     for s in stmts:
         yield s
-        if isinstance(s, If):
-            yield from walk(s.body)
-            yield from walk(s.orelse)
-        elif isinstance(s, For):
-            yield from walk(s.body)
-        elif isinstance(s, While):
-            yield from walk(s.cond)
-            yield from walk(s.body)
-
-
-def atom_names(expr: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+        for block in s.blocks():
+            yield from walk(block)
 
 
 def is_basic_index(i, kind) -> bool:

@@ -1,0 +1,56 @@
+"""Which temporaries the reverse sweep computes again instead of saving."""
+from __future__ import annotations
+
+import ast
+
+from ..core import ir
+from ..core.kinds import Kind
+
+
+def find_cheap(tr, stmts, control) -> dict:
+    """Float temporaries made by one arithmetic operation (``_t = a * x``) or,
+    under Numba, read from an array that never changes (``_t = A[i, j]``; in
+    CPython a saved float pops faster than a NumPy element reads, and
+    computes faster).  Each must be read only later in its own block, with no
+    operand assigned in between, so that recomputing it just before its
+    reader's adjoint gives the value the reader saw."""
+    written = {s.array for s in ir.walk(stmts) if isinstance(s, ir.SetItem)}
+
+    def cheap(e) -> bool:
+        if isinstance(e, (ast.BinOp, ast.UnaryOp)):
+            return isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.USub))
+        return (tr.backend.recompute_array_reads and isinstance(e, ast.Subscript)
+                and isinstance(e.value, ast.Name) and e.value.id not in written
+                and tr.sites.get(e.value.id, 0) <= 1)
+
+    uses = {}
+    for st in ir.walk(stmts):
+        for n in ir.operands(st):
+            uses[n] = uses.get(n, 0) + 1
+    found = {}
+
+    def visit(block):
+        for k, st in enumerate(block):
+            for sub in st.blocks():
+                visit(sub)
+            if not (isinstance(st, ir.Assign) and st.target.startswith("_t")
+                    and tr.sites.get(st.target) == 1 and st.target not in control
+                    and tr.kinds.get(st.target) == Kind(0, "f") and cheap(st.expr)):
+                continue
+            operands = ir.atom_names(st.expr)
+            later = [j for j in range(k + 1, len(block))
+                     if st.target in ir.operands(block[j])]
+            if not later or len(later) != uses.get(st.target, 0):
+                continue
+            # The reverse sweep recomputes before a use's adjoint, when the use's
+            # own target still holds its new value: it must not be an operand.
+            if any(isinstance(block[j], ir.Assign) and block[j].target in operands
+                   for j in later):
+                continue
+            between = block[k + 1:later[-1]]
+            assigned = {t.target for t in ir.walk(between) if isinstance(t, ir.Assign)} | \
+                {t.var for t in ir.walk(between) if isinstance(t, ir.For)}
+            if not operands & assigned and not any(t.blocks() for t in between):
+                found[st.target] = st.expr
+    visit(stmts)
+    return found

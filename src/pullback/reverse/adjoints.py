@@ -1,0 +1,290 @@
+"""Each statement's adjoint, as pseudo-statements (see :mod:`.ops`).
+
+The transform knows statement shapes, not functions: a call's derivative comes
+from the rule registry; a call to a user function the normalizer could not
+inline (recursion) is differentiated at run time.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import operator
+import types
+
+import numpy as np
+
+from ..analysis.activity import NON_DIFFERENTIABLE
+from ..core import ir
+from ..core.errors import MissingRuleError, NumbaCompileError
+from ..core.kinds import Kind
+from ..core.runtime import add_item, buffer_like, call_vjp, item_cotangent, scatter_add
+from ..frontend.normalize import _is_library
+from ..rules import registry
+from ..rules.elementwise import unbroadcast
+from ..rules.methods import METHODS
+from ..rules.scalar import OPERATORS
+from .ops import Accum, BufferUpdate, InPlace, Reset, Scatter, TupleItem, ZeroElement, assign, call
+
+# Operators applied to arrays use the NumPy ufunc's rule (it knows broadcasting).
+_ARRAY_OPS = {
+    operator.add: np.add, operator.sub: np.subtract, operator.mul: np.multiply,
+    operator.truediv: np.true_divide, operator.pow: np.power, operator.neg: np.negative,
+    operator.matmul: np.matmul, operator.mod: np.mod,
+}
+
+
+def gen_adjoints(tr, stmts):
+    for s in stmts:
+        tr._reads_now = set()
+        if isinstance(s, ir.Assign):
+            tr.adjoint_code[id(s)] = assign_adjoint(tr, s)
+            tr.stmt_reads[id(s)] = tr._reads_now
+        elif isinstance(s, ir.SetItem):
+            tr.adjoint_code[id(s)] = setitem_adjoint(tr, s)
+            tr.stmt_reads[id(s)] = tr._reads_now
+        elif isinstance(s, ir.If):
+            tr.read(ast.Name(s.test))
+            tr.loop_reads[id(s)] = tr._reads_now
+            tr._reads_now = None
+            gen_adjoints(tr, s.body)
+            gen_adjoints(tr, s.orelse)
+        elif isinstance(s, ir.For):
+            info = tr.loops[id(s)]
+            tr.read(ast.Name(info.n))
+            if tr._var_read_in(s):
+                tr.read(info.lo)
+                tr.read(info.st)
+            tr.loop_reads[id(s)] = tr._reads_now
+            tr._reads_now = None
+            gen_adjoints(tr, s.body)
+        elif isinstance(s, ir.While):
+            tr.read(ast.Name(tr.loops[id(s)].n))
+            tr.loop_reads[id(s)] = tr._reads_now
+            tr._reads_now = None
+            gen_adjoints(tr, s.cond)
+            gen_adjoints(tr, s.body)
+        elif isinstance(s, ir.Return):
+            if tr.is_active(s.value):
+                tr.contribs[s.value.id] = tr.contribs.get(s.value.id, 0) + 1
+        tr._reads_now = None
+
+
+def accum(tr, name, expr) -> Accum:
+    tr.contribs[name] = tr.contribs.get(name, 0) + 1
+    return Accum(name, expr)
+
+
+def assign_adjoint(tr, s: ir.Assign) -> list:
+    t, e = s.target, s.expr
+    if t not in tr.active:
+        return []
+    g = ast.Name(tr.d(t))
+    tr.read(g, value=False)  # not a primal name; harmless
+    code = []
+    if isinstance(e, ast.Name):
+        if e.id == t:
+            return []
+        if tr.is_active(e):
+            code.append(accum(tr, e.id, g))
+    elif isinstance(e, ast.Constant):
+        pass
+    elif isinstance(e, ast.Subscript):
+        code += subscript_adjoint(tr, s, e, g)
+    elif isinstance(e, ast.Attribute):
+        if e.attr in ("T", "mT") and tr.is_active(e.value):
+            code.append(accum(tr, e.value.id, ast.Attribute(g, e.attr, ast.Load())))
+        elif e.attr in ("real",) and tr.is_active(e.value):
+            code.append(accum(tr, e.value.id, g))
+    elif isinstance(e, ast.BinOp):
+        op = OPERATORS.get(type(e.op).__name__)
+        code += rule_adjoint(tr, s, op, [e.left, e.right], {}, g)
+    elif isinstance(e, ast.UnaryOp):
+        op = OPERATORS.get(type(e.op).__name__)
+        code += rule_adjoint(tr, s, op, [e.operand], {}, g)
+    elif isinstance(e, ast.Call):
+        code += call_adjoint(tr, s, e, g)
+    elif isinstance(e, ast.Tuple):
+        # A tuple (or list) of values, e.g. the arrays given to np.concatenate:
+        # its cotangent holds one cotangent per item.
+        item = tr.helper(item_cotangent, "item_cotangent")
+        for k, elt in enumerate(e.elts):
+            if tr.is_active(elt):
+                code.append(accum(tr, elt.id, call(item, g, ast.Constant(k))))
+    code.append(Reset(t))
+    return code
+
+
+def subscript_adjoint(tr, s, e, g):
+    base = e.value
+    if not tr.is_active(base):
+        return []
+    index = e.slice
+    tr.read(index)
+    bk = tr.kind(base)
+    if bk.ndim is None and isinstance(index, ast.Constant) and isinstance(index.value, int):
+        # An item of a tuple-valued result, such as np.linalg.slogdet(A)[1].
+        tr.read(base, value=False)
+        tr.contribs[base.id] = tr.contribs.get(base.id, 0) + 1
+        tr.updated_in_place.add(base.id)
+        return [TupleItem(base.id, index.value, g, tr.helper(add_item, "add_item"))]
+    basic = all(ir.is_basic_index(i, tr.kind) for i in
+                (index.elts if isinstance(index, ast.Tuple) else [index]))
+    name = base.id
+    tr.updated_in_place.add(name)
+    if basic and (tr.stable(name) or (tr.backend.fixed_types and tr.buffer(name))):
+        # The heart of the matter: one in-place update of one buffer.
+        tr.contribs[name] = tr.contribs.get(name, 0) + 1
+        if not isinstance(index, ast.Tuple) and ir.is_basic_scalar_index(index, tr.kind):
+            tr.element_contribs[name] = tr.element_contribs.get(name, 0) + 1
+        return [InPlace(name, copy.deepcopy(index), g)]
+    tr.read(base, value=False)
+    helper = tr.helper(scatter_add, "scatter_add") if not basic else \
+        tr.helper(buffer_like, "buffer_like")
+    tr.contribs[name] = tr.contribs.get(name, 0) + 1
+    if basic:
+        return [BufferUpdate(name, copy.deepcopy(index), g, helper)]
+    return [Scatter(name, copy.deepcopy(index), g, helper)]
+
+
+def call_adjoint(tr, s, e: ast.Call, g):
+    if s.method is not None:
+        fn = _method_function(s.method)
+        if fn is None:
+            if not any(tr.is_active(a) for a in [e.func.value] + e.args):
+                return []
+            raise tr.error(s, f"the method .{s.method}() on a differentiated value",
+                             "call the NumPy function instead, or register a rule",
+                             cls=MissingRuleError)
+        return rule_adjoint(tr, s, fn, [e.func.value] + e.args,
+                                 {k.arg: k.value for k in e.keywords}, g)
+    return rule_adjoint(tr, s, s.callee, e.args, {k.arg: k.value for k in e.keywords}, g)
+
+
+def rule_adjoint(tr, s, fn, args, kwargs, g):
+    active_args = [a for a in list(args) + list(kwargs.values()) if tr.is_active(a)]
+    if not active_args or fn in NON_DIFFERENTIABLE:
+        return []
+    array_result = tr.kinds.get(s.target, Kind(0, "f")).ndim not in (0,)
+    if fn in _ARRAY_OPS and (array_result or any(tr.kind(a).ndim != 0 for a in args)):
+        fn = _ARRAY_OPS[fn]
+    rule = registry.lookup(fn) if fn is not None else None
+    if rule is None and _is_user_function(fn):
+        return recursive_call_adjoint(tr, s, fn, args, kwargs, g)
+    if rule is None:
+        name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
+        mod = getattr(fn, "__module__", None)
+        full = f"{mod}.{name}" if mod and mod != "builtins" else name
+        raise tr.error(
+            s, f"pullback has no derivative rule for {full}",
+            f"Register one with @pullback.rule({name}) on a function "
+            f"`def {name.split('.')[-1]}_vjp(g, ans, *args)` that returns one cotangent per "
+            "argument, or call a function that has one.", cls=MissingRuleError)
+    where = f"\n  {tr.location(s.line)}"
+    bound = rule.bind(args, kwargs, where)
+    code = []
+    elementwise = rule.result == "like"
+    extra = {}
+    if rule.vjp_tuple is not None:
+        # A user VJP returns every cotangent at once: call it once.
+        name = tr.names.fresh("_cotangents")
+        code.append(assign(name, instantiate(tr, rule, rule.vjp_tuple, bound, g,
+                                                   ast.Name(s.target))))
+        extra["__cotangents__"] = ast.Name(name)
+    for pname, template in rule.adjoints.items():
+        arg = bound.get(pname)
+        if not tr.is_active(arg):
+            continue
+        contrib = instantiate(tr, rule, template, dict(bound, **extra), g,
+                                   ast.Name(s.target))
+        if elementwise and array_result:
+            contrib = ast.Call(ast.Name(tr.helper(_unbroadcast(), "unbroadcast")),
+                               [contrib, ast.Name(arg.id)], [])
+            tr.read(ast.Name(arg.id), value=False)
+        code.append(accum(tr, arg.id, contrib))
+    for pname, arg in bound.items():
+        if tr.is_active(arg) and pname not in rule.adjoints:
+            raise tr.error(s, f"the argument {pname!r} of {rule.name}, which has no "
+                             "derivative", "pass a constant there, or register a rule "
+                             "that differentiates it", cls=MissingRuleError)
+    return code
+
+
+def recursive_call_adjoint(tr, s, fn, args, kwargs, g):
+    """A recursive call: differentiate the callee at run time, one level at a time."""
+    if not tr.backend.runtime_recursion:
+        raise tr.error(s, f"a recursive call under the {tr.backend.name} backend",
+                         "use jit=False: recursion is differentiated on the Python backend",
+                         cls=NumbaCompileError)
+    name = tr.names.fresh("_cotangents")
+    helper = tr.helper(call_vjp, "call_vjp")
+    func = copy.deepcopy(s.expr.func)
+    tr.read(func)
+    vjp_call = call(helper, func, g, *[copy.deepcopy(a) for a in args])
+    tr.read(vjp_call)
+    code = [assign(name, vjp_call)]
+    for k, a in enumerate(args):
+        if tr.is_active(a):
+            code.append(accum(tr, a.id, ast.Subscript(ast.Name(name), ast.Constant(k),
+                                                       ast.Load())))
+    return code
+
+
+def instantiate(tr, rule, template, bound, g, ans) -> ast.expr:
+    """Substitute the call's atoms into a rule's template expression."""
+    mapping = {"g": g, "ans": ans}
+    mapping.update(bound)
+    helper_names = {name: tr.helper(obj, _identifier(getattr(obj, "__name__", ""), "vjp")
+                                      if name == "__vjp__" else name)
+                    for name, obj in rule.helpers.items()}
+
+    class Sub(ast.NodeTransformer):
+        def visit_Name(_, node):
+            if node.id in mapping:
+                return copy.deepcopy(mapping[node.id])
+            if node.id in helper_names:
+                return ast.Name(helper_names[node.id], ast.Load())
+            return node
+    out = Sub().visit(copy.deepcopy(template))
+    tr.read(out)
+    if ans.id in ir.atom_names(out):
+        tr.read(ans)
+    return out
+
+
+def setitem_adjoint(tr, s: ir.SetItem) -> list:
+    code = []
+    tr.read(s.index)
+    tr.updated_in_place.add(s.array)
+    if s.array in tr.active:
+        g = ast.Subscript(ast.Name(tr.d(s.array)), copy.deepcopy(s.index), ast.Load())
+        if tr.is_active(s.value):
+            contrib = g
+            if not all(ir.is_basic_scalar_index(i, tr.kind) for i in
+                       (s.index.elts if isinstance(s.index, ast.Tuple) else [s.index])):
+                # A slice of the adjoint is a view: copy it before zeroing the slice.
+                contrib = ast.Call(ast.Attribute(g, "copy", ast.Load()), [], [])
+            vk = tr.kind(s.value)
+            if vk.ndim == 0 and not all(ir.is_basic_scalar_index(i, tr.kind) for i in
+                                        (s.index.elts if isinstance(s.index, ast.Tuple)
+                                         else [s.index])):
+                contrib = ast.Call(ast.Name(tr.helper(_unbroadcast(), "unbroadcast")),
+                                   [contrib, ast.Name(s.value.id)], [])
+            code.append(accum(tr, s.value.id, contrib))
+        code.append(ZeroElement(s.array, copy.deepcopy(s.index)))
+    return code
+
+
+def _is_user_function(fn) -> bool:
+    return isinstance(fn, types.FunctionType) and not _is_library(fn)
+
+
+def _identifier(name, default):
+    return name if name.isidentifier() else default
+
+
+def _method_function(name):
+    return METHODS.get(name)
+
+
+def _unbroadcast():
+    return unbroadcast

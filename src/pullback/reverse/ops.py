@@ -1,0 +1,168 @@
+"""The reverse sweep's pseudo-statements and the small AST builders every stage uses.
+
+A statement's adjoint is first a list of pseudo-statements (``Accum``: add to an
+adjoint, ``Reset``: the variable gets an older value, ``Restore``: pop a saved
+value, ...).  Only lowering (:mod:`.lower`) decides how each becomes Python,
+once it is known which adjoints are locals, buffers or lists.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+from dataclasses import dataclass
+
+from ..core.ir import atom_names
+
+
+@dataclass
+class Accum:
+    """adjoint(name) += expr"""
+    name: str
+    expr: ast.expr
+
+
+@dataclass
+class Reset:
+    """adjoint(name) = 0 (the variable is about to get an older value)"""
+    name: str
+
+
+@dataclass
+class Restore:
+    """pop the value a statement overwrote"""
+    name: str
+    index: ast.expr | None = None     # for an array element
+
+
+@dataclass
+class LoopInfo:
+    lo: ast.expr
+    st: ast.expr
+    n: str
+
+
+@dataclass
+class Generated:
+    """What the emitter needs."""
+
+    name: str
+    params: list
+    wrt: list                     # differentiated parameters
+    adjoint_names: dict           # param -> its adjoint's name
+    forward: list                 # ast statements
+    reverse: list                 # ast statements
+    value: ast.expr               # the returned value
+    helpers: dict                 # name -> object used by the generated code
+    copied_params: set
+
+
+@dataclass
+class InPlace:
+    name: str
+    index: ast.expr
+    g: ast.expr
+
+
+@dataclass
+class BufferUpdate:
+    name: str
+    index: ast.expr
+    g: ast.expr
+    helper: str
+
+
+@dataclass
+class TupleItem:
+    name: str
+    k: int
+    g: ast.expr
+    helper: str
+
+
+@dataclass
+class Scatter:
+    name: str
+    index: ast.expr
+    g: ast.expr
+    helper: str
+
+
+@dataclass
+class ZeroElement:
+    name: str
+    index: ast.expr
+
+
+@dataclass
+class Branch:
+    test: str
+    body: list
+    orelse: list
+
+
+@dataclass
+class ReverseFor:
+    var: str | None
+    info: LoopInfo
+    body: list
+
+
+def assign(name, value):
+    return ast.Assign([ast.Name(name, ast.Store())], value)
+
+
+def aug_add(name, k):
+    return ast.AugAssign(ast.Name(name, ast.Store()), ast.Add(), ast.Constant(k))
+
+
+def call(fn, *args):
+    return ast.Call(ast.Name(fn) if isinstance(fn, str) else fn, list(args), [])
+
+
+def comment(text):
+    # ast.unparse prints a Name's id verbatim: a cheap way to carry a comment line.
+    return ast.Expr(ast.Name(text))
+
+
+def fold(e):
+    """Fold constant arithmetic in loop bounds so the generated code reads well."""
+    try:
+        value = eval(compile(ast.fix_missing_locations(ast.Expression(copy.deepcopy(e))),
+                             "<fold>", "eval"), {"__builtins__": {}})
+        return ast.Constant(value)
+    except Exception:
+        pass
+    if isinstance(e, ast.BinOp):
+        l, r = fold(e.left), fold(e.right)
+        if isinstance(l, ast.Constant) and l.value == 0 and isinstance(e.op, ast.Add):
+            return r
+        if isinstance(r, ast.Constant) and r.value == 0 and isinstance(e.op, (ast.Add, ast.Sub)):
+            return l
+        if isinstance(r, ast.Constant) and r.value == 1 and isinstance(e.op, ast.Mult):
+            return l
+        if isinstance(r, ast.Constant) and r.value == -1 and isinstance(e.op, ast.Mult):
+            return ast.UnaryOp(ast.USub(), l)
+        if isinstance(r, ast.Constant) and isinstance(r.value, (int, float)) and r.value < 0 \
+                and isinstance(e.op, (ast.Add, ast.Sub)):
+            op = ast.Sub() if isinstance(e.op, ast.Add) else ast.Add()
+            return ast.BinOp(l, op, ast.Constant(-r.value))
+        if isinstance(r, ast.UnaryOp) and isinstance(r.op, ast.USub) and isinstance(e.op, (ast.Add, ast.Sub)):
+            op = ast.Sub() if isinstance(e.op, ast.Add) else ast.Add()
+            return ast.BinOp(l, op, r.operand)
+        return ast.BinOp(l, e.op, r)
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+        inner = fold(e.operand)
+        if isinstance(inner, ast.UnaryOp) and isinstance(inner.op, ast.USub):
+            return inner.operand
+        return ast.UnaryOp(ast.USub(), inner)
+    return e
+
+
+def names_in(code) -> set:
+    """Primal names an adjoint's pseudo-statements read."""
+    out = set()
+    for c in code:
+        for value in vars(c).values() if not isinstance(c, ast.AST) else [c]:
+            if isinstance(value, ast.AST):
+                out |= atom_names(value)
+    return out

@@ -1,0 +1,194 @@
+"""The forward sweep (primal code plus saves) and the reverse sweep (adjoints backwards).
+
+The forward sweep is the primal program plus pushes of the values the reverse
+sweep will need and that the program overwrites.  The reverse sweep walks the
+program backwards: for each statement, its adjoint and then the pop of what it
+overwrote, so every adjoint sees the primal values of its own statement.
+Loops over ``range`` run backwards over the same indices; ``while`` loops
+replay their iteration count; branches replay the branch taken.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+
+from ..core import ir
+from .lower import zeros
+from .ops import (Accum, Branch, Reset, Restore, ReverseFor, assign, aug_add, call, comment,
+                  names_in)
+
+import numpy as np
+
+
+def init_saved(tr) -> list:
+    """Give every variable that is pushed before its first assignment a value
+    of its kind, so the first push has something to save."""
+    out = []
+    names = tr.plan.undefined - set(tr.fn.params)
+    if tr.backend.fixed_types:
+        # An array first assigned inside a loop or branch still has a value
+        # (of its type) when the reverse sweep allocates its adjoint.
+        names |= {n for n in tr.active - tr.top_level - set(tr.fn.params)
+                  - tr.local_temps if tr.buffer(n)}
+    out = [assign(name, placeholder(tr, name)) for name in sorted(names)]
+    return tr.tape.setup() + out
+
+
+def placeholder(tr, name) -> ast.expr:
+    """A value of ``name``'s kind, for before its first assignment (Numba needs
+    one type per variable): an empty float array of its rank, 0, False, 0.0."""
+    kind = tr.kinds.get(name)
+    if kind is None or kind.ndim is None:
+        return ast.Constant(None)
+    if kind.ndim == 0:
+        return ast.Constant({"i": 0, "b": False}.get(kind.dtype, 0.0))
+    if kind.ndim > 0 and kind.dtype == "f":
+        shape = ast.Tuple([ast.Constant(0)] * kind.ndim, ast.Load())
+        return call(ast.Attribute(ast.Name(tr.helper(np, "np")), "zeros", ast.Load()),
+                     shape)
+    return ast.Constant(None)
+
+
+def fwd_block(tr, stmts) -> list:
+    out = []
+    last_line = None
+    for s in stmts:
+        if s.line != last_line and s.line in tr.fn.source_lines and not isinstance(s, ir.Return):
+            out.append(comment(f"# from: {tr.fn.source_lines[s.line]}"))
+            last_line = s.line
+        if isinstance(s, ir.Assign):
+            if tr.needs_save(s.target, s):
+                out += tr.tape.push(s.target)
+            stmt = assign(s.target, copy.deepcopy(s.expr))
+            out.append(stmt)
+        elif isinstance(s, ir.SetItem):
+            if s.array in tr.value_reads:
+                out += tr.tape.push_element(s.array, s.index)
+            out.append(ast.Assign([ast.Subscript(ast.Name(s.array), copy.deepcopy(s.index),
+                                                 ast.Store())], copy.deepcopy(s.value)))
+        elif isinstance(s, ir.If):
+            out.append(ast.If(ast.Name(s.test), fwd_block(tr, s.body) or [ast.Pass()],
+                              fwd_block(tr, s.orelse)))
+        elif isinstance(s, ir.For):
+            info = tr.loops[id(s)]
+            if tr.needs_save(s.var, s):
+                out += tr.tape.push(s.var)
+            body = []
+            if s.exit_flag is not None:
+                body.append(aug_add(info.n, 1))
+            # The trip count is known before the loop: make room for every push
+            # the body makes, so the pushes inside need no capacity check.
+            counts = pushes_per_iteration(tr, s.body)
+            if s.exit_flag is None and counts:
+                out += tr.tape.reserve(counts, ast.Name(info.n))
+            saved, tr.tape.reserved = tr.tape.reserved, set(counts) \
+                if s.exit_flag is None else set()
+            body += fwd_block(tr, s.body)
+            tr.tape.reserved = saved
+            if s.exit_flag is not None:
+                body.append(ast.If(ast.Name(s.exit_flag), [ast.Break()], []))
+            out.append(ast.For(ast.Name(s.var, ast.Store()),
+                               call("range", s.start, s.stop, s.step), body or [ast.Pass()], []))
+        elif isinstance(s, ir.While):
+            info = tr.loops[id(s)]
+            saved, tr.tape.reserved = tr.tape.reserved, set()
+            body = [aug_add(info.n, 1)] + fwd_block(tr, s.body)
+            tr.tape.reserved = saved
+            if s.exit_flag is not None:
+                body.append(ast.If(ast.Name(s.exit_flag), [ast.Break()], []))
+            body += fwd_block(tr, s.cond)
+            out.append(ast.While(ast.Name(s.test), body, []))
+        elif isinstance(s, ir.Return):
+            pass
+    return out
+
+
+def pushes_per_iteration(tr, stmts) -> dict:
+    """How many values each tape receives per iteration, at most, from
+    statements outside nested loops."""
+    counts = {}
+    for s in stmts:
+        if isinstance(s, ir.Assign) and tr.needs_save(s.target, s):
+            counts[s.target] = counts.get(s.target, 0) + 1
+        elif isinstance(s, ir.SetItem) and s.array in tr.value_reads:
+            key = s.array + "[]"
+            counts[key] = counts.get(key, 0) + 1
+        elif isinstance(s, ir.For) and tr.needs_save(s.var, s):
+            counts[s.var] = counts.get(s.var, 0) + 1
+        elif isinstance(s, ir.If):
+            for sub in (s.body, s.orelse):
+                for k, v in pushes_per_iteration(tr, sub).items():
+                    counts[k] = counts.get(k, 0) + v
+    return counts
+
+
+def rev_block(tr, stmts) -> list:
+    out = []
+    last_line = None
+    for s in reversed(stmts):
+        if s.line != last_line and s.line in tr.fn.source_lines and not isinstance(s, ir.Return):
+            code = _rev_stmt(tr, s)
+            if code:
+                out.append(comment(f"# from: {tr.fn.source_lines[s.line]}"))
+                last_line = s.line
+            out += code
+        else:
+            out += _rev_stmt(tr, s)
+    return out
+
+
+def _rev_stmt(tr, s) -> list:
+    out = []
+    if isinstance(s, (ir.Assign, ir.SetItem)) and tr.adjoint_code[id(s)]:
+        # Read again what is cheaper to read than to save.
+        for t in sorted(set(tr.recompute) & names_in(tr.adjoint_code[id(s)])):
+            out.append(assign(t, copy.deepcopy(tr.recompute[t])))
+    if isinstance(s, ir.Assign):
+        out += tr.adjoint_code[id(s)]
+        if tr.needs_save(s.target, s):
+            out.append(Restore(s.target))
+    elif isinstance(s, ir.SetItem):
+        out += tr.adjoint_code[id(s)]
+        if s.array in tr.value_reads:
+            out.append(Restore(s.array, s.index))
+    elif isinstance(s, ir.If):
+        body, orelse = rev_block(tr, s.body), rev_block(tr, s.orelse)
+        if body or orelse:
+            out.append(Branch(s.test, body, orelse))
+    elif isinstance(s, ir.For):
+        info = tr.loops[id(s)]
+        body = rev_block(tr, s.body)
+        if body:
+            out.append(ReverseFor(s.var if tr._var_read_in(s) else None, info, body))
+        if tr.needs_save(s.var, s):
+            out.append(Restore(s.var))
+    elif isinstance(s, ir.While):
+        info = tr.loops[id(s)]
+        body = rev_block(tr, s.cond) + rev_block(tr, s.body)
+        if body:
+            out.append(ReverseFor(None, info, body))
+    elif isinstance(s, ir.Return):
+        if tr.is_active(s.value):
+            out.append(Accum(s.value.id, ast.Name("_seed")))
+    return out
+
+
+def init_adjoints(tr) -> list:
+    out = []
+    for name in sorted(tr.active):
+        if name in tr.local_temps:
+            continue
+        dn = tr.d(name)
+        if name in tr.list_buffers:
+            out.append(assign(dn, ast.BinOp(ast.List([ast.Constant(0.0)], ast.Load()),
+                                             ast.Mult(), call("len", ast.Name(name)))))
+        elif tr.buffer(name):
+            out.append(assign(dn, zeros(tr, name)))
+    return out
+
+
+def initial_resets(tr) -> list:
+    """Adjoints that start at zero, as resets the first contribution absorbs."""
+    return [Reset(n) for n in sorted(tr.active)
+            if n not in tr.local_temps and n not in tr.list_buffers
+            and not tr.buffer(n)]
