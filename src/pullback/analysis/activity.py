@@ -73,17 +73,25 @@ class KindInference:
 
     def block(self, stmts):
         for s in stmts:
-            if isinstance(s, ir.Assign):
-                self.set(s.target, self.expr(s.expr, s))
-            elif isinstance(s, ir.If):
-                self.block(s.body)
-                self.block(s.orelse)
-            elif isinstance(s, ir.For):
-                self.set(s.var, join(self.expr(s.start), self.expr(s.step)) or INT)
-                self.block(s.body)
-            elif isinstance(s, ir.While):
-                self.block(s.body)
-                self.block(s.cond)
+            ir.dispatch(_INFER, s)(self, s)
+
+    def _assign(self, s: ir.Assign):
+        self.set(s.target, self.expr(s.expr, s))
+
+    def _for(self, s: ir.For):
+        self.set(s.var, join(self.expr(s.start), self.expr(s.step)) or INT)
+        self.block(s.body)
+
+    def _if(self, s: ir.If):
+        self.block(s.body)
+        self.block(s.orelse)
+
+    def _while(self, s: ir.While):
+        self.block(s.body)
+        self.block(s.cond)
+
+    def _nothing(self, s):
+        """SetItem keeps its array's kind; Return binds nothing."""
 
     def value_kind(self, name):
         v = self.lookup_value(name)
@@ -282,6 +290,11 @@ class KindInference:
         if callable(fn) and args and all(a.ndim == 0 and a.dtype in "bif" for a in args):
             return FLOAT        # a (recursive) user function of scalars
         return OTHER
+
+
+_INFER = ir.table("kind inference", {
+    ir.Assign: KindInference._assign, ir.SetItem: KindInference._nothing, ir.If: KindInference._if,
+    ir.For: KindInference._for, ir.While: KindInference._while, ir.Return: KindInference._nothing})
 
 
 def _any_result(fn, args, kws, call):

@@ -40,23 +40,33 @@ def plan(body, params, names, reads_at, loop_reads) -> SavePlan:
     """``reads_at[id(stmt)]``: names an Assign/SetItem's adjoint reads (its own
     target meaning its result); ``loop_reads[id(stmt)]``: names read at an
     If/For/While (condition, bounds, trip count).  ``names``: every local."""
-    out = SavePlan()
+    planner = _Planner(reads_at, loop_reads)
+    planner.block(body, _State(frozenset(), frozenset(set(names) - set(params))))
+    return planner.out
 
-    def assign(state, name, site):
+
+class _Planner:
+    def __init__(self, reads_at, loop_reads):
+        self.reads_at, self.loop_reads = reads_at, loop_reads
+        self.out = SavePlan()
+
+    def assign(self, state, name, site):
         if name in state.read:
-            out.sites.add(site)
+            self.out.sites.add(site)
             if name in state.unset:
-                out.undefined.add(name)
+                self.out.undefined.add(name)
         return _State(state.read - {name}, state.unset - {name})
 
+    @staticmethod
     def read(state, names_read):
         return _State(state.read | frozenset(names_read), state.unset)
 
-    def block(stmts, state):
+    def block(self, stmts, state):
         for s in stmts:
-            state = stmt(s, state)
+            state = ir.dispatch(_STEP, s)(self, s, state)
         return state
 
+    @staticmethod
     def loop(state, body):
         """The state after a loop: iterate the body over its back edge to a fixed point."""
         head = state
@@ -68,37 +78,44 @@ def plan(body, params, names, reads_at, loop_reads) -> SavePlan:
             head = new
         return head
 
-    def stmt(s, state):
-        if isinstance(s, ir.Assign):
-            reads = reads_at.get(id(s), set())
-            state = read(state, reads - {s.target})
-            state = assign(state, s.target, id(s))
-            return read(state, reads & {s.target})
-        if isinstance(s, ir.SetItem):
-            return read(state, reads_at.get(id(s), set()))
-        if isinstance(s, ir.If):
-            state = read(state, loop_reads.get(id(s), set()))
-            return block(s.body, state).merge(block(s.orelse, state))
-        if isinstance(s, ir.For):
-            # Saving the loop variable once, before the loop, is enough: the
-            # reverse loop sets it afresh each iteration.
-            unset = s.var in state.unset
-            state = assign(state, s.var, id(s))
-            if unset:       # a loop that runs zero times leaves it unassigned
-                state = _State(state.read, state.unset | {s.var})
+    def step_assign(self, s, state):
+        reads = self.reads_at.get(id(s), set())
+        state = self.read(state, reads - {s.target})
+        state = self.assign(state, s.target, id(s))
+        return self.read(state, reads & {s.target})
 
-            def body(st):
-                st = _State(st.read - {s.var}, st.unset - {s.var})
-                return block(s.body, st)
-            state = loop(state, body)
-            # Reads of the loop variable in the body see values the reverse loop
-            # sets itself; after the loop only later reads count.
-            state = _State(state.read - {s.var}, state.unset)
-            return read(state, loop_reads.get(id(s), set()))
-        if isinstance(s, ir.While):
-            state = loop(state, lambda st: block(s.cond, block(s.body, st)))
-            return read(state, loop_reads.get(id(s), set()))
+    def step_setitem(self, s, state):
+        return self.read(state, self.reads_at.get(id(s), set()))
+
+    def step_if(self, s, state):
+        state = self.read(state, self.loop_reads.get(id(s), set()))
+        return self.block(s.body, state).merge(self.block(s.orelse, state))
+
+    def step_for(self, s, state):
+        # Saving the loop variable once, before the loop, is enough: the
+        # reverse loop sets it afresh each iteration.
+        unset = s.var in state.unset
+        state = self.assign(state, s.var, id(s))
+        if unset:       # a loop that runs zero times leaves it unassigned
+            state = _State(state.read, state.unset | {s.var})
+
+        def body(st):
+            st = _State(st.read - {s.var}, st.unset - {s.var})
+            return self.block(s.body, st)
+        state = self.loop(state, body)
+        # Reads of the loop variable in the body see values the reverse loop
+        # sets itself; after the loop only later reads count.
+        state = _State(state.read - {s.var}, state.unset)
+        return self.read(state, self.loop_reads.get(id(s), set()))
+
+    def step_while(self, s, state):
+        state = self.loop(state, lambda st: self.block(s.cond, self.block(s.body, st)))
+        return self.read(state, self.loop_reads.get(id(s), set()))
+
+    def step_return(self, s, state):
         return state
 
-    block(body, _State(frozenset(), frozenset(set(names) - set(params))))
-    return out
+
+_STEP = ir.table("saves", {
+    ir.Assign: _Planner.step_assign, ir.SetItem: _Planner.step_setitem, ir.If: _Planner.step_if,
+    ir.For: _Planner.step_for, ir.While: _Planner.step_while, ir.Return: _Planner.step_return})

@@ -34,39 +34,61 @@ _ARRAY_OPS = {
 
 
 def gen_adjoints(tr, stmts):
+    """Each statement's adjoint into ``tr.adjoint_code``, and what it reads into
+    ``tr.stmt_reads`` (statements) or ``tr.loop_reads`` (If/For/While headers)."""
     for s in stmts:
         tr._reads_now = set()
-        if isinstance(s, ir.Assign):
-            tr.adjoint_code[id(s)] = assign_adjoint(tr, s)
-            tr.stmt_reads[id(s)] = tr._reads_now
-        elif isinstance(s, ir.SetItem):
-            tr.adjoint_code[id(s)] = setitem_adjoint(tr, s)
-            tr.stmt_reads[id(s)] = tr._reads_now
-        elif isinstance(s, ir.If):
-            tr.read(ast.Name(s.test))
-            tr.loop_reads[id(s)] = tr._reads_now
-            tr._reads_now = None
-            gen_adjoints(tr, s.body)
-            gen_adjoints(tr, s.orelse)
-        elif isinstance(s, ir.For):
-            info = tr.loops[id(s)]
-            tr.read(ast.Name(info.n))
-            if tr._var_read_in(s):
-                tr.read(info.lo)
-                tr.read(info.st)
-            tr.loop_reads[id(s)] = tr._reads_now
-            tr._reads_now = None
-            gen_adjoints(tr, s.body)
-        elif isinstance(s, ir.While):
-            tr.read(ast.Name(tr.loops[id(s)].n))
-            tr.loop_reads[id(s)] = tr._reads_now
-            tr._reads_now = None
-            gen_adjoints(tr, s.cond)
-            gen_adjoints(tr, s.body)
-        elif isinstance(s, ir.Return):
-            if tr.is_active(s.value):
-                tr.contribs[s.value.id] = tr.contribs.get(s.value.id, 0) + 1
+        ir.dispatch(_ADJOINTS, s)(tr, s)
         tr._reads_now = None
+
+
+def _adjoint_assign(tr, s: ir.Assign):
+    tr.adjoint_code[id(s)] = assign_adjoint(tr, s)
+    tr.stmt_reads[id(s)] = tr._reads_now
+
+
+def _adjoint_setitem(tr, s: ir.SetItem):
+    tr.adjoint_code[id(s)] = setitem_adjoint(tr, s)
+    tr.stmt_reads[id(s)] = tr._reads_now
+
+
+def _adjoint_if(tr, s: ir.If):
+    tr.read(ast.Name(s.test))
+    _header_reads(tr, s)
+    gen_adjoints(tr, s.body)
+    gen_adjoints(tr, s.orelse)
+
+
+def _adjoint_for(tr, s: ir.For):
+    info = tr.loops[id(s)]
+    tr.read(ast.Name(info.n))
+    if tr._var_read_in(s):
+        tr.read(info.lo)
+        tr.read(info.st)
+    _header_reads(tr, s)
+    gen_adjoints(tr, s.body)
+
+
+def _adjoint_while(tr, s: ir.While):
+    tr.read(ast.Name(tr.loops[id(s)].n))
+    _header_reads(tr, s)
+    gen_adjoints(tr, s.cond)
+    gen_adjoints(tr, s.body)
+
+
+def _adjoint_return(tr, s: ir.Return):
+    if tr.is_active(s.value):
+        tr.contribs[s.value.id] = tr.contribs.get(s.value.id, 0) + 1
+
+
+def _header_reads(tr, s):
+    tr.loop_reads[id(s)] = tr._reads_now
+    tr._reads_now = None
+
+
+_ADJOINTS = ir.table("adjoints", {
+    ir.Assign: _adjoint_assign, ir.SetItem: _adjoint_setitem, ir.If: _adjoint_if,
+    ir.For: _adjoint_for, ir.While: _adjoint_while, ir.Return: _adjoint_return})
 
 
 def accum(tr, name, expr) -> Accum:

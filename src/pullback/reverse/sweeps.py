@@ -56,51 +56,66 @@ def fwd_block(tr, stmts) -> list:
         if s.line != last_line and s.line in tr.fn.source_lines and not isinstance(s, ir.Return):
             out.append(comment(f"# from: {tr.fn.source_lines[s.line]}"))
             last_line = s.line
-        if isinstance(s, ir.Assign):
-            if tr.needs_save(s.target, s):
-                out += tr.tape.push(s.target)
-            stmt = assign(s.target, copy.deepcopy(s.expr))
-            out.append(stmt)
-        elif isinstance(s, ir.SetItem):
-            if s.array in tr.value_reads:
-                out += tr.tape.push_element(s.array, s.index)
-            out.append(ast.Assign([ast.Subscript(ast.Name(s.array), copy.deepcopy(s.index),
-                                                 ast.Store())], copy.deepcopy(s.value)))
-        elif isinstance(s, ir.If):
-            out.append(ast.If(ast.Name(s.test), fwd_block(tr, s.body) or [ast.Pass()],
-                              fwd_block(tr, s.orelse)))
-        elif isinstance(s, ir.For):
-            info = tr.loops[id(s)]
-            if tr.needs_save(s.var, s):
-                out += tr.tape.push(s.var)
-            body = []
-            if s.exit_flag is not None:
-                body.append(aug_add(info.n, 1))
-            # The trip count is known before the loop: make room for every push
-            # the body makes, so the pushes inside need no capacity check.
-            counts = pushes_per_iteration(tr, s.body)
-            if s.exit_flag is None and counts:
-                out += tr.tape.reserve(counts, ast.Name(info.n))
-            saved, tr.tape.reserved = tr.tape.reserved, set(counts) \
-                if s.exit_flag is None else set()
-            body += fwd_block(tr, s.body)
-            tr.tape.reserved = saved
-            if s.exit_flag is not None:
-                body.append(ast.If(ast.Name(s.exit_flag), [ast.Break()], []))
-            out.append(ast.For(ast.Name(s.var, ast.Store()),
-                               call("range", s.start, s.stop, s.step), body or [ast.Pass()], []))
-        elif isinstance(s, ir.While):
-            info = tr.loops[id(s)]
-            saved, tr.tape.reserved = tr.tape.reserved, set()
-            body = [aug_add(info.n, 1)] + fwd_block(tr, s.body)
-            tr.tape.reserved = saved
-            if s.exit_flag is not None:
-                body.append(ast.If(ast.Name(s.exit_flag), [ast.Break()], []))
-            body += fwd_block(tr, s.cond)
-            out.append(ast.While(ast.Name(s.test), body, []))
-        elif isinstance(s, ir.Return):
-            pass
+        out += ir.dispatch(_FORWARD, s)(tr, s)
     return out
+
+
+def _fwd_assign(tr, s: ir.Assign) -> list:
+    out = tr.tape.push(s.target) if tr.needs_save(s.target, s) else []
+    return out + [assign(s.target, copy.deepcopy(s.expr))]
+
+
+def _fwd_setitem(tr, s: ir.SetItem) -> list:
+    out = tr.tape.push_element(s.array, s.index) if s.array in tr.value_reads else []
+    return out + [ast.Assign([ast.Subscript(ast.Name(s.array), copy.deepcopy(s.index),
+                                            ast.Store())], copy.deepcopy(s.value))]
+
+
+def _fwd_if(tr, s: ir.If) -> list:
+    return [ast.If(ast.Name(s.test), fwd_block(tr, s.body) or [ast.Pass()],
+                   fwd_block(tr, s.orelse))]
+
+
+def _fwd_for(tr, s: ir.For) -> list:
+    info = tr.loops[id(s)]
+    out = tr.tape.push(s.var) if tr.needs_save(s.var, s) else []
+    body = []
+    if s.exit_flag is not None:
+        body.append(aug_add(info.n, 1))
+    # The trip count is known before the loop: make room for every push
+    # the body makes, so the pushes inside need no capacity check.
+    counts = pushes_per_iteration(tr, s.body)
+    if s.exit_flag is None and counts:
+        out += tr.tape.reserve(counts, ast.Name(info.n))
+    saved, tr.tape.reserved = tr.tape.reserved, set(counts) \
+        if s.exit_flag is None else set()
+    body += fwd_block(tr, s.body)
+    tr.tape.reserved = saved
+    if s.exit_flag is not None:
+        body.append(ast.If(ast.Name(s.exit_flag), [ast.Break()], []))
+    out.append(ast.For(ast.Name(s.var, ast.Store()),
+                       call("range", s.start, s.stop, s.step), body or [ast.Pass()], []))
+    return out
+
+
+def _fwd_while(tr, s: ir.While) -> list:
+    info = tr.loops[id(s)]
+    saved, tr.tape.reserved = tr.tape.reserved, set()
+    body = [aug_add(info.n, 1)] + fwd_block(tr, s.body)
+    tr.tape.reserved = saved
+    if s.exit_flag is not None:
+        body.append(ast.If(ast.Name(s.exit_flag), [ast.Break()], []))
+    body += fwd_block(tr, s.cond)
+    return [ast.While(ast.Name(s.test), body, [])]
+
+
+def _fwd_return(tr, s: ir.Return) -> list:
+    return []       # the emitter returns the value after the reverse sweep
+
+
+_FORWARD = ir.table("forward sweep", {
+    ir.Assign: _fwd_assign, ir.SetItem: _fwd_setitem, ir.If: _fwd_if, ir.For: _fwd_for,
+    ir.While: _fwd_while, ir.Return: _fwd_return})
 
 
 def pushes_per_iteration(tr, stmts) -> dict:
@@ -108,69 +123,89 @@ def pushes_per_iteration(tr, stmts) -> dict:
     statements outside nested loops."""
     counts = {}
     for s in stmts:
-        if isinstance(s, ir.Assign) and tr.needs_save(s.target, s):
-            counts[s.target] = counts.get(s.target, 0) + 1
-        elif isinstance(s, ir.SetItem) and s.array in tr.value_reads:
-            key = s.array + "[]"
-            counts[key] = counts.get(key, 0) + 1
-        elif isinstance(s, ir.For) and tr.needs_save(s.var, s):
-            counts[s.var] = counts.get(s.var, 0) + 1
-        elif isinstance(s, ir.If):
-            for sub in (s.body, s.orelse):
-                for k, v in pushes_per_iteration(tr, sub).items():
-                    counts[k] = counts.get(k, 0) + v
+        for key, n in ir.dispatch(_PUSHES, s)(tr, s).items():
+            counts[key] = counts.get(key, 0) + n
     return counts
+
+
+def _pushes_if(tr, s: ir.If) -> dict:
+    counts = pushes_per_iteration(tr, s.body)
+    for key, n in pushes_per_iteration(tr, s.orelse).items():
+        counts[key] = counts.get(key, 0) + n
+    return counts
+
+
+_PUSHES = ir.table("pushes per iteration", {
+    ir.Assign: lambda tr, s: {s.target: 1} if tr.needs_save(s.target, s) else {},
+    ir.SetItem: lambda tr, s: {s.array + "[]": 1} if s.array in tr.value_reads else {},
+    ir.For: lambda tr, s: {s.var: 1} if tr.needs_save(s.var, s) else {},
+    ir.If: _pushes_if,
+    ir.While: lambda tr, s: {},       # nested loops reserve for themselves
+    ir.Return: lambda tr, s: {}})
 
 
 def rev_block(tr, stmts) -> list:
     out = []
     last_line = None
     for s in reversed(stmts):
+        code = ir.dispatch(_REVERSE, s)(tr, s)
         if s.line != last_line and s.line in tr.fn.source_lines and not isinstance(s, ir.Return):
-            code = _rev_stmt(tr, s)
             if code:
                 out.append(comment(f"# from: {tr.fn.source_lines[s.line]}"))
                 last_line = s.line
-            out += code
-        else:
-            out += _rev_stmt(tr, s)
+        out += code
     return out
 
 
-def _rev_stmt(tr, s) -> list:
-    out = []
-    if isinstance(s, (ir.Assign, ir.SetItem)) and tr.adjoint_code[id(s)]:
-        # Read again what is cheaper to read than to save.
-        for t in sorted(set(tr.recompute) & names_in(tr.adjoint_code[id(s)])):
-            out.append(assign(t, copy.deepcopy(tr.recompute[t])))
-    if isinstance(s, ir.Assign):
-        out += tr.adjoint_code[id(s)]
-        if tr.needs_save(s.target, s):
-            out.append(Restore(s.target))
-    elif isinstance(s, ir.SetItem):
-        out += tr.adjoint_code[id(s)]
-        if s.array in tr.value_reads:
-            out.append(Restore(s.array, s.index))
-    elif isinstance(s, ir.If):
-        body, orelse = rev_block(tr, s.body), rev_block(tr, s.orelse)
-        if body or orelse:
-            out.append(Branch(s.test, body, orelse))
-    elif isinstance(s, ir.For):
-        info = tr.loops[id(s)]
-        body = rev_block(tr, s.body)
-        if body:
-            out.append(ReverseFor(s.var if tr._var_read_in(s) else None, info, body))
-        if tr.needs_save(s.var, s):
-            out.append(Restore(s.var))
-    elif isinstance(s, ir.While):
-        info = tr.loops[id(s)]
-        body = rev_block(tr, s.cond) + rev_block(tr, s.body)
-        if body:
-            out.append(ReverseFor(None, info, body))
-    elif isinstance(s, ir.Return):
-        if tr.is_active(s.value):
-            out.append(Accum(s.value.id, ast.Name("_seed")))
+def _recomputed(tr, s) -> list:
+    """Read again, just before the adjoint, what is cheaper to read than to save."""
+    code = tr.adjoint_code[id(s)]
+    if not code:
+        return []
+    return [assign(t, copy.deepcopy(tr.recompute[t]))
+            for t in sorted(set(tr.recompute) & names_in(code))]
+
+
+def _rev_assign(tr, s: ir.Assign) -> list:
+    out = _recomputed(tr, s) + tr.adjoint_code[id(s)]
+    if tr.needs_save(s.target, s):
+        out.append(Restore(s.target))
     return out
+
+
+def _rev_setitem(tr, s: ir.SetItem) -> list:
+    out = _recomputed(tr, s) + tr.adjoint_code[id(s)]
+    if s.array in tr.value_reads:
+        out.append(Restore(s.array, s.index))
+    return out
+
+
+def _rev_if(tr, s: ir.If) -> list:
+    body, orelse = rev_block(tr, s.body), rev_block(tr, s.orelse)
+    return [Branch(s.test, body, orelse)] if body or orelse else []
+
+
+def _rev_for(tr, s: ir.For) -> list:
+    body = rev_block(tr, s.body)
+    out = [ReverseFor(s.var if tr._var_read_in(s) else None, tr.loops[id(s)], body)] \
+        if body else []
+    if tr.needs_save(s.var, s):
+        out.append(Restore(s.var))
+    return out
+
+
+def _rev_while(tr, s: ir.While) -> list:
+    body = rev_block(tr, s.cond) + rev_block(tr, s.body)
+    return [ReverseFor(None, tr.loops[id(s)], body)] if body else []
+
+
+def _rev_return(tr, s: ir.Return) -> list:
+    return [Accum(s.value.id, ast.Name("_seed"))] if tr.is_active(s.value) else []
+
+
+_REVERSE = ir.table("reverse sweep", {
+    ir.Assign: _rev_assign, ir.SetItem: _rev_setitem, ir.If: _rev_if, ir.For: _rev_for,
+    ir.While: _rev_while, ir.Return: _rev_return})
 
 
 def init_adjoints(tr) -> list:

@@ -138,49 +138,56 @@ class ReverseTransform:
         """Insert the assignments that record each loop's bounds and trip count."""
         out = []
         for s in stmts:
-            if isinstance(s, ir.If):
-                s = copy.copy(s)
-                s.body, s.orelse = self.prepare(s.body), self.prepare(s.orelse)
-                if any(isinstance(t, ir.Assign) and t.target == s.test
-                       for t in ir.walk(s.body + s.orelse)):
-                    # The branch rebinds its own condition (a lowered `a and b`):
-                    # replay the branch from a copy taken when it was tested.
-                    cond = self.names.fresh("_cond")
-                    out.append(ir.Assign(s.line, cond, ast.Name(s.test)))
-                    self.kinds[cond] = self.kinds.get(s.test, Kind(0, "b"))
-                    s.test = cond
-            elif isinstance(s, ir.For):
-                s = copy.copy(s)
-                s.body = self.prepare(s.body)
-                lo, st = s.start, s.step
-                if not isinstance(lo, ast.Constant):
-                    lo = ast.Name(self.names.fresh("_start"))
-                    out.append(ir.Assign(s.line, lo.id, s.start))
-                if not isinstance(st, ast.Constant):
-                    st = ast.Name(self.names.fresh("_step"))
-                    out.append(ir.Assign(s.line, st.id, s.step))
-                n = self.names.fresh("_n")
-                if s.exit_flag is None:
-                    out.append(ir.Assign(s.line, n, ast.Call(ast.Name(self.helper(trip_count, "trip_count")),
-                                                             [lo, s.stop, st], []), callee=trip_count))
-                else:
-                    out.append(ir.Assign(s.line, n, ast.Constant(0)))
-                s.start, s.step = lo, st
-                self.loops[id(s)] = LoopInfo(lo, st, n)
-                self.kinds[n] = Kind(0, "i")
-                for a in (lo, st):
-                    if isinstance(a, ast.Name):
-                        self.kinds[a.id] = Kind(0, "i")
-            elif isinstance(s, ir.While):
-                s = copy.copy(s)
-                s.body = self.prepare(s.body)
-                s.cond = self.prepare(s.cond)
-                n = self.names.fresh("_n")
-                out.append(ir.Assign(s.line, n, ast.Constant(0)))
-                self.loops[id(s)] = LoopInfo(None, None, n)
-                self.kinds[n] = Kind(0, "i")
-            out.append(s)
+            out += ir.dispatch(_PREPARE, s)(self, s)
         return out
+
+    def _prepare_if(self, s: ir.If) -> list:
+        out = []
+        s = copy.copy(s)
+        s.body, s.orelse = self.prepare(s.body), self.prepare(s.orelse)
+        if any(isinstance(t, ir.Assign) and t.target == s.test
+               for t in ir.walk(s.body + s.orelse)):
+            # The branch rebinds its own condition (a lowered `a and b`):
+            # replay the branch from a copy taken when it was tested.
+            cond = self.names.fresh("_cond")
+            out.append(ir.Assign(s.line, cond, ast.Name(s.test)))
+            self.kinds[cond] = self.kinds.get(s.test, Kind(0, "b"))
+            s.test = cond
+        return out + [s]
+
+    def _prepare_for(self, s: ir.For) -> list:
+        out = []
+        s = copy.copy(s)
+        s.body = self.prepare(s.body)
+        lo, st = s.start, s.step
+        if not isinstance(lo, ast.Constant):
+            lo = ast.Name(self.names.fresh("_start"))
+            out.append(ir.Assign(s.line, lo.id, s.start))
+        if not isinstance(st, ast.Constant):
+            st = ast.Name(self.names.fresh("_step"))
+            out.append(ir.Assign(s.line, st.id, s.step))
+        n = self.names.fresh("_n")
+        if s.exit_flag is None:
+            out.append(ir.Assign(s.line, n, ast.Call(ast.Name(self.helper(trip_count, "trip_count")),
+                                                     [lo, s.stop, st], []), callee=trip_count))
+        else:
+            out.append(ir.Assign(s.line, n, ast.Constant(0)))
+        s.start, s.step = lo, st
+        self.loops[id(s)] = LoopInfo(lo, st, n)
+        self.kinds[n] = Kind(0, "i")
+        for a in (lo, st):
+            if isinstance(a, ast.Name):
+                self.kinds[a.id] = Kind(0, "i")
+        return out + [s]
+
+    def _prepare_while(self, s: ir.While) -> list:
+        s = copy.copy(s)
+        s.body = self.prepare(s.body)
+        s.cond = self.prepare(s.cond)
+        n = self.names.fresh("_n")
+        self.loops[id(s)] = LoopInfo(None, None, n)
+        self.kinds[n] = Kind(0, "i")
+        return [ir.Assign(s.line, n, ast.Constant(0)), s]
 
     def count_sites(self, stmts, in_loop, top):
         for s in stmts:
@@ -188,13 +195,9 @@ class ReverseTransform:
                 self._site(s.target, in_loop, top)
             elif isinstance(s, ir.For):
                 self._site(s.var, True, False)
-                self.count_sites(s.body, True, False)
-            elif isinstance(s, ir.While):
-                self.count_sites(s.cond, True, False)
-                self.count_sites(s.body, True, False)
-            elif isinstance(s, ir.If):
-                self.count_sites(s.body, in_loop, False)
-                self.count_sites(s.orelse, in_loop, False)
+            nested_in_loop = in_loop or isinstance(s, (ir.For, ir.While))
+            for block in s.blocks():
+                self.count_sites(block, nested_in_loop, False)
 
     def _site(self, name, in_loop, top):
         self.sites[name] = self.sites.get(name, 0) + 1
@@ -278,3 +281,9 @@ class ReverseTransform:
                 for sub in s.blocks():
                     visit(sub)
         visit(stmts)
+
+
+_PREPARE = ir.table("loop bookkeeping", {
+    ir.Assign: lambda tr, s: [s], ir.SetItem: lambda tr, s: [s], ir.Return: lambda tr, s: [s],
+    ir.If: ReverseTransform._prepare_if, ir.For: ReverseTransform._prepare_for,
+    ir.While: ReverseTransform._prepare_while})
