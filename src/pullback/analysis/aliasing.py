@@ -13,18 +13,20 @@ _VIEW_FUNCTIONS = {np.reshape, np.ravel, np.transpose, np.squeeze, np.swapaxes, 
                    np.expand_dims, np.broadcast_to, np.asarray, np.moveaxis}
 
 
-def check_aliasing(tr, stmts):
+def check_aliasing(stmts, kind, location) -> None:
     """Refuse in-place writes into an array that may share memory with another
     name: the write would change the other array behind the transform's back
-    (or the caller's array, which we never mutate)."""
-    order, loops = {}, {}
+    (or the caller's array, which we never mutate).
+
+    ``stmts`` is numbered (sids in program order); ``kind(atom)`` gives an
+    atom's kind and ``location(line)`` the user's source location."""
+    loops = {}           # sid -> sids of the loops around it
 
     def visit(block, enclosing):
         for st in block:
-            order[id(st)] = len(order)
-            loops[id(st)] = enclosing
+            loops[st.sid] = enclosing
             for sub in st.blocks():
-                visit(sub, enclosing | ({id(st)} if isinstance(st, (ir.For, ir.While))
+                visit(sub, enclosing | ({st.sid} if isinstance(st, (ir.For, ir.While))
                                         else frozenset()))
     visit(stmts, frozenset())
     sets = [st for st in ir.walk(stmts) if isinstance(st, ir.SetItem)]
@@ -33,14 +35,14 @@ def check_aliasing(tr, stmts):
             continue
         # Writes into s.target that may run while it still aliases another array.
         later = [w for w in sets if w.array == s.target and (
-            order[id(w)] > order[id(s)] or loops[id(w)] & loops[id(s)])]
+            w.sid > s.sid or loops[w.sid] & loops[s.sid])]
         if not later:
             continue
         written = {s.target: later[0]}
         e, source = s.expr, None
-        if isinstance(e, ast.Name) and tr.kind(e).ndim != 0:
+        if isinstance(e, ast.Name) and kind(e).ndim != 0:
             source = f"{s.target} = {e.id} makes no copy"
-        elif isinstance(e, ast.Subscript) and tr.kind(ast.Name(s.target)).ndim != 0:
+        elif isinstance(e, ast.Subscript) and kind(ast.Name(s.target)).ndim != 0:
             source = f"{s.target} = {ast.unparse(e)} is a view"
         elif isinstance(e, ast.Attribute) and e.attr in ("T", "mT", "real", "imag"):
             source = f"{s.target} = {ast.unparse(e)} is a view"
@@ -51,6 +53,6 @@ def check_aliasing(tr, stmts):
             w = written[s.target]
             raise UnsupportedSyntaxError(
                 f"a write into {w.array!r}, which shares memory with another array "
-                f"({source})", tr.location(w.line),
+                f"({source})", location(w.line),
                 f"write `{s.target} = {ast.unparse(e)}.copy()` to work on a copy, or "
                 "write through the original array")

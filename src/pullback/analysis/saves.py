@@ -16,15 +16,15 @@ the assignment that resets ``yi`` before the next inner loop saves one value.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..core import ir
 
 
-@dataclass
+@dataclass(frozen=True)
 class SavePlan:
-    sites: set = field(default_factory=set)        # id(stmt) of assignments that must save
-    undefined: set = field(default_factory=set)    # names saved where they may be unassigned
+    sites: frozenset         # sids of the assignments (and For loops) that must save
+    undefined: frozenset     # names saved where they may be unassigned
 
 
 @dataclass(frozen=True)
@@ -37,24 +37,24 @@ class _State:
 
 
 def plan(body, params, names, reads_at, loop_reads) -> SavePlan:
-    """``reads_at[id(stmt)]``: names an Assign/SetItem's adjoint reads (its own
-    target meaning its result); ``loop_reads[id(stmt)]``: names read at an
+    """``reads_at[sid]``: names an Assign/SetItem's adjoint reads (its own
+    target meaning its result); ``loop_reads[sid]``: names read at an
     If/For/While (condition, bounds, trip count).  ``names``: every local."""
     planner = _Planner(reads_at, loop_reads)
     planner.block(body, _State(frozenset(), frozenset(set(names) - set(params))))
-    return planner.out
+    return SavePlan(frozenset(planner.sites), frozenset(planner.undefined))
 
 
 class _Planner:
     def __init__(self, reads_at, loop_reads):
         self.reads_at, self.loop_reads = reads_at, loop_reads
-        self.out = SavePlan()
+        self.sites, self.undefined = set(), set()
 
     def assign(self, state, name, site):
         if name in state.read:
-            self.out.sites.add(site)
+            self.sites.add(site)
             if name in state.unset:
-                self.out.undefined.add(name)
+                self.undefined.add(name)
         return _State(state.read - {name}, state.unset - {name})
 
     @staticmethod
@@ -79,23 +79,23 @@ class _Planner:
         return head
 
     def step_assign(self, s, state):
-        reads = self.reads_at.get(id(s), set())
+        reads = self.reads_at.get(s.sid, set())
         state = self.read(state, reads - {s.target})
-        state = self.assign(state, s.target, id(s))
+        state = self.assign(state, s.target, s.sid)
         return self.read(state, reads & {s.target})
 
     def step_setitem(self, s, state):
-        return self.read(state, self.reads_at.get(id(s), set()))
+        return self.read(state, self.reads_at.get(s.sid, set()))
 
     def step_if(self, s, state):
-        state = self.read(state, self.loop_reads.get(id(s), set()))
+        state = self.read(state, self.loop_reads.get(s.sid, set()))
         return self.block(s.body, state).merge(self.block(s.orelse, state))
 
     def step_for(self, s, state):
         # Saving the loop variable once, before the loop, is enough: the
         # reverse loop sets it afresh each iteration.
         unset = s.var in state.unset
-        state = self.assign(state, s.var, id(s))
+        state = self.assign(state, s.var, s.sid)
         if unset:       # a loop that runs zero times leaves it unassigned
             state = _State(state.read, state.unset | {s.var})
 
@@ -106,11 +106,11 @@ class _Planner:
         # Reads of the loop variable in the body see values the reverse loop
         # sets itself; after the loop only later reads count.
         state = _State(state.read - {s.var}, state.unset)
-        return self.read(state, self.loop_reads.get(id(s), set()))
+        return self.read(state, self.loop_reads.get(s.sid, set()))
 
     def step_while(self, s, state):
         state = self.loop(state, lambda st: self.block(s.cond, self.block(s.body, st)))
-        return self.read(state, self.loop_reads.get(id(s), set()))
+        return self.read(state, self.loop_reads.get(s.sid, set()))
 
     def step_return(self, s, state):
         return state

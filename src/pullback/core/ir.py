@@ -20,6 +20,9 @@ def atom_names(expr: ast.AST) -> set[str]:
 @dataclass
 class Stmt:
     line: int                    # source line in the user's file (for comments and errors)
+    #: Stable id, unique within one transform, given in program order by :func:`number`
+    #: once the program's statements are final.  Analyses key their results on it.
+    sid: int = field(default=0, kw_only=True, compare=False)
 
     def blocks(self) -> list:
         """The statement lists nested in this one, in program order."""
@@ -86,6 +89,7 @@ class For(Stmt):
     step: ast.expr
     body: list = field(default_factory=list)
     exit_flag: str | None = None
+    trips: str | None = None     # the name that holds the iteration count (loop bookkeeping)
 
     def blocks(self):
         return [self.body]
@@ -105,6 +109,7 @@ class While(Stmt):
     cond: list = field(default_factory=list)
     body: list = field(default_factory=list)
     exit_flag: str | None = None
+    trips: str | None = None     # the name that counts the iterations (loop bookkeeping)
 
     def blocks(self):
         return [self.cond, self.body]
@@ -170,6 +175,12 @@ def operands(s: Stmt) -> set[str]:
 def mentions(s: Stmt) -> set[str]:
     """Names a statement reads, and the variable an Assign rebinds."""
     return s.reads() | ({s.target} if isinstance(s, Assign) else set())
+
+
+def number(stmts) -> None:
+    """Give every statement its ``sid``, 1, 2, ... in program order."""
+    for k, s in enumerate(walk(stmts), start=1):
+        s.sid = k
 
 
 def walk(stmts):

@@ -43,13 +43,13 @@ def gen_adjoints(tr, stmts):
 
 
 def _adjoint_assign(tr, s: ir.Assign):
-    tr.adjoint_code[id(s)] = assign_adjoint(tr, s)
-    tr.stmt_reads[id(s)] = tr._reads_now
+    tr.adjoint_code[s.sid] = assign_adjoint(tr, s)
+    tr.stmt_reads[s.sid] = tr._reads_now
 
 
 def _adjoint_setitem(tr, s: ir.SetItem):
-    tr.adjoint_code[id(s)] = setitem_adjoint(tr, s)
-    tr.stmt_reads[id(s)] = tr._reads_now
+    tr.adjoint_code[s.sid] = setitem_adjoint(tr, s)
+    tr.stmt_reads[s.sid] = tr._reads_now
 
 
 def _adjoint_if(tr, s: ir.If):
@@ -60,17 +60,16 @@ def _adjoint_if(tr, s: ir.If):
 
 
 def _adjoint_for(tr, s: ir.For):
-    info = tr.loops[id(s)]
-    tr.read(ast.Name(info.n))
+    tr.read(ast.Name(s.trips))
     if tr._var_read_in(s):
-        tr.read(info.lo)
-        tr.read(info.st)
+        tr.read(s.start)
+        tr.read(s.step)
     _header_reads(tr, s)
     gen_adjoints(tr, s.body)
 
 
 def _adjoint_while(tr, s: ir.While):
-    tr.read(ast.Name(tr.loops[id(s)].n))
+    tr.read(ast.Name(s.trips))
     _header_reads(tr, s)
     gen_adjoints(tr, s.cond)
     gen_adjoints(tr, s.body)
@@ -82,7 +81,7 @@ def _adjoint_return(tr, s: ir.Return):
 
 
 def _header_reads(tr, s):
-    tr.loop_reads[id(s)] = tr._reads_now
+    tr.loop_reads[s.sid] = tr._reads_now
     tr._reads_now = None
 
 

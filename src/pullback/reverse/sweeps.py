@@ -14,7 +14,7 @@ import copy
 
 from ..core import ir
 from .lower import zeros
-from .ops import (Accum, Branch, Reset, Restore, ReverseFor, assign, aug_add, call, comment,
+from .ops import (Accum, Branch, LoopInfo, Reset, Restore, ReverseFor, assign, aug_add, call, comment,
                   names_in)
 
 import numpy as np
@@ -77,16 +77,15 @@ def _fwd_if(tr, s: ir.If) -> list:
 
 
 def _fwd_for(tr, s: ir.For) -> list:
-    info = tr.loops[id(s)]
     out = tr.tape.push(s.var) if tr.needs_save(s.var, s) else []
     body = []
     if s.exit_flag is not None:
-        body.append(aug_add(info.n, 1))
+        body.append(aug_add(s.trips, 1))
     # The trip count is known before the loop: make room for every push
     # the body makes, so the pushes inside need no capacity check.
     counts = pushes_per_iteration(tr, s.body)
     if s.exit_flag is None and counts:
-        out += tr.tape.reserve(counts, ast.Name(info.n))
+        out += tr.tape.reserve(counts, ast.Name(s.trips))
     saved, tr.tape.reserved = tr.tape.reserved, set(counts) \
         if s.exit_flag is None else set()
     body += fwd_block(tr, s.body)
@@ -99,9 +98,8 @@ def _fwd_for(tr, s: ir.For) -> list:
 
 
 def _fwd_while(tr, s: ir.While) -> list:
-    info = tr.loops[id(s)]
     saved, tr.tape.reserved = tr.tape.reserved, set()
-    body = [aug_add(info.n, 1)] + fwd_block(tr, s.body)
+    body = [aug_add(s.trips, 1)] + fwd_block(tr, s.body)
     tr.tape.reserved = saved
     if s.exit_flag is not None:
         body.append(ast.If(ast.Name(s.exit_flag), [ast.Break()], []))
@@ -159,7 +157,7 @@ def rev_block(tr, stmts) -> list:
 
 def _recomputed(tr, s) -> list:
     """Read again, just before the adjoint, what is cheaper to read than to save."""
-    code = tr.adjoint_code[id(s)]
+    code = tr.adjoint_code[s.sid]
     if not code:
         return []
     return [assign(t, copy.deepcopy(tr.recompute[t]))
@@ -167,14 +165,14 @@ def _recomputed(tr, s) -> list:
 
 
 def _rev_assign(tr, s: ir.Assign) -> list:
-    out = _recomputed(tr, s) + tr.adjoint_code[id(s)]
+    out = _recomputed(tr, s) + tr.adjoint_code[s.sid]
     if tr.needs_save(s.target, s):
         out.append(Restore(s.target))
     return out
 
 
 def _rev_setitem(tr, s: ir.SetItem) -> list:
-    out = _recomputed(tr, s) + tr.adjoint_code[id(s)]
+    out = _recomputed(tr, s) + tr.adjoint_code[s.sid]
     if s.array in tr.value_reads:
         out.append(Restore(s.array, s.index))
     return out
@@ -187,7 +185,7 @@ def _rev_if(tr, s: ir.If) -> list:
 
 def _rev_for(tr, s: ir.For) -> list:
     body = rev_block(tr, s.body)
-    out = [ReverseFor(s.var if tr._var_read_in(s) else None, tr.loops[id(s)], body)] \
+    out = [ReverseFor(s.var if tr._var_read_in(s) else None, LoopInfo(s.start, s.step, s.trips), body)] \
         if body else []
     if tr.needs_save(s.var, s):
         out.append(Restore(s.var))
@@ -196,7 +194,7 @@ def _rev_for(tr, s: ir.For) -> list:
 
 def _rev_while(tr, s: ir.While) -> list:
     body = rev_block(tr, s.cond) + rev_block(tr, s.body)
-    return [ReverseFor(None, tr.loops[id(s)], body)] if body else []
+    return [ReverseFor(None, LoopInfo(None, None, s.trips), body)] if body else []
 
 
 def _rev_return(tr, s: ir.Return) -> list:

@@ -24,7 +24,7 @@ from ..core.kinds import Kind, kind_of_value
 from ..core.names import Names
 from ..core.runtime import trip_count
 from . import adjoints, cleanup, lower, sweeps
-from .ops import Generated, LoopInfo, Reset, assign, call
+from .ops import Generated, Reset, assign, call
 
 
 class ReverseTransform:
@@ -41,7 +41,6 @@ class ReverseTransform:
         self.helpers: dict[str, object] = {}
         self._helper_alias: dict[int, str] = {}
         self.adj: dict[str, str] = {}
-        self.loops: dict[int, LoopInfo] = {}
         self.value_reads: set = set()           # ... whose contents (not just shape) it reads
         self.contribs: dict[str, int] = {}      # adjoint contributions per variable
         self.element_contribs: dict[str, int] = {}   # ... of them, `dp[i] += g` with int i
@@ -54,8 +53,8 @@ class ReverseTransform:
         self.local_temps: set = set()
         self.tape = backend.tape(self)
         self._reads_now: set | None = None
-        self.stmt_reads: dict = {}             # id(Assign/SetItem) -> names its adjoint reads
-        self.loop_reads: dict = {}             # id(If/For/While) -> names read at it
+        self.stmt_reads: dict = {}             # sid of an Assign/SetItem -> names its adjoint reads
+        self.loop_reads: dict = {}             # sid of an If/For/While -> names read at it
         self.recompute: dict = {}              # temp -> expression read again in reverse
 
     def d(self, name: str) -> str:
@@ -96,8 +95,9 @@ class ReverseTransform:
                 self.value_reads.add(n)
 
     def run(self) -> Generated:
-        aliasing.check_aliasing(self, self.fn.body)
         body = self.prepare(self.fn.body)
+        ir.number(body)
+        aliasing.check_aliasing(body, self.kind, self.location)
         self.count_sites(body, in_loop=False, top=True)
         for p in self.fn.params:
             self.sites[p] = self.sites.get(p, 0) + 1
@@ -173,7 +173,7 @@ class ReverseTransform:
         else:
             out.append(ir.Assign(s.line, n, ast.Constant(0)))
         s.start, s.step = lo, st
-        self.loops[id(s)] = LoopInfo(lo, st, n)
+        s.trips = n
         self.kinds[n] = Kind(0, "i")
         for a in (lo, st):
             if isinstance(a, ast.Name):
@@ -185,7 +185,7 @@ class ReverseTransform:
         s.body = self.prepare(s.body)
         s.cond = self.prepare(s.cond)
         n = self.names.fresh("_n")
-        self.loops[id(s)] = LoopInfo(None, None, n)
+        s.trips = n
         self.kinds[n] = Kind(0, "i")
         return [ir.Assign(s.line, n, ast.Constant(0)), s]
 
@@ -207,7 +207,7 @@ class ReverseTransform:
             self.top_level.add(name)
 
     def needs_save(self, name, stmt) -> bool:
-        return id(stmt) in self.plan.sites
+        return stmt.sid in self.plan.sites
 
     def stable(self, name) -> bool:
         """An array whose adjoint can be one buffer updated in place: defined once,
@@ -247,7 +247,7 @@ class ReverseTransform:
         whole (``q = p`` gives ``dp += dq``), which a list buffer cannot take."""
         for st in ir.walk(body):
             if isinstance(st, ir.Assign) and st.target == name:
-                return any(not isinstance(c, Reset) for c in self.adjoint_code.get(id(st), []))
+                return any(not isinstance(c, Reset) for c in self.adjoint_code.get(st.sid, []))
         return False
 
     def _var_read_in(self, loop) -> bool:
