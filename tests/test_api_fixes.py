@@ -6,6 +6,7 @@ Every expected gradient is analytic or from central finite differences (helpers.
 never pullback's own output."""
 import ast
 import math
+import types
 
 import numpy as np
 import pytest
@@ -71,3 +72,112 @@ def test_printed_source_keeps_the_sign_of_every_constant(v):
         assert got == want or (got != got and want != want), (text, got, want)
         if not isinstance(v, complex):
             assert math.copysign(1.0, got) == math.copysign(1.0, want), text   # -0.0 stays -0.0
+
+
+# ---------------------------------------------------------------- closures
+
+def make_scaled(c):
+    def scaled(x):
+        return x * c
+    return scaled
+
+
+def make_weighted(w):
+    def weighted(x):
+        return np.sum(x * w) * x
+    return weighted
+
+
+def square(t):
+    return t * t
+
+
+def cube(t):
+    return t * t * t
+
+
+def make_calling(h):
+    def calling(x):
+        return h(x) + x
+    return calling
+
+
+def test_closures_of_one_code_get_their_own_cells(jit):
+    assert pullback.grad(make_scaled(3.0), jit=jit)(1.0) == pytest.approx(3.0)
+    assert pullback.value_and_grad(make_scaled(5.0), jit=jit)(2.0) == pytest.approx((10.0, 5.0))
+    value, back = pullback.vjp(make_scaled(7.0), 2.0, jit=jit)
+    assert value == pytest.approx(14.0)
+    assert back(1.0)[0] == pytest.approx(7.0)
+    assert back(2.0)[0] == pytest.approx(14.0)
+    # The first closure still reads its own cell.
+    assert pullback.grad(make_scaled(3.0), jit=jit)(4.0) == pytest.approx(3.0)
+
+
+def test_closures_share_one_transform():
+    from pullback import api
+    pullback.grad(make_scaled(2.0))(1.0)
+    n = len(api._CACHE)
+    for c in (3.0, 4.0, -1.0):
+        assert pullback.grad(make_scaled(c))(1.0) == pytest.approx(c)
+        assert pullback.vjp(make_scaled(c), 1.0)[1](1.0)[0] == pytest.approx(c)
+    assert len(api._CACHE) == n
+
+
+def test_closures_over_arrays_of_other_shapes():
+    for w in (np.array([1.0, 2.0]), np.array([[0.5, -1.0], [3.0, 2.0]]), 4.0):
+        f = make_weighted(w)
+        x = 0.7
+        assert pullback.grad(f)(x) == pytest.approx(2 * np.sum(w) * x)
+        assert pullback.grad(f)(x) == pytest.approx(fd_grad(f, (x,)))
+
+
+def test_closures_over_different_functions_are_not_confused(jit):
+    assert pullback.grad(make_calling(square), jit=jit)(2.0) == pytest.approx(5.0)
+    assert pullback.grad(make_calling(cube), jit=jit)(2.0) == pytest.approx(13.0)
+    value, back = pullback.vjp(make_calling(square), 3.0, jit=jit)
+    assert value == pytest.approx(12.0) and back(1.0)[0] == pytest.approx(7.0)
+
+
+def make_settable():
+    c = 2.0
+    box = [1.0]
+
+    def f(x):
+        return x * c + x * x * box[0]
+
+    def set_c(v):
+        nonlocal c
+        c = v
+    return f, set_c, box
+
+
+def test_gradient_follows_a_closure_cell_changed_after_the_first_call():
+    f, set_c, box = make_settable()
+    g = pullback.grad(f)
+    vg = pullback.value_and_grad(f)
+    x = 1.5
+    assert g(x) == pytest.approx(2.0 + 2 * x)
+    set_c(-3.0)
+    assert g(x) == pytest.approx(-3.0 + 2 * x)
+    box[0] = 10.0
+    assert g(x) == pytest.approx(-3.0 + 20 * x)
+    value, slope = vg(x)
+    assert value == pytest.approx(f(x)) and slope == pytest.approx(fd_grad(f, (x,)))
+    value, back = pullback.vjp(f, x)
+    set_c(0.5)
+    assert back(1.0)[0] == pytest.approx(0.5 + 20 * x)
+
+
+def test_functions_sharing_code_but_not_globals():
+    ns = {"k": 2.0}
+    twin = types.FunctionType(uses_global_k.__code__, ns, "uses_global_k")
+    assert pullback.grad(uses_global_k)(1.0) == pytest.approx(K * 2.0)
+    assert pullback.grad(twin)(1.0) == pytest.approx(2.0 * 2.0)
+
+
+K = 7.0
+k = K
+
+
+def uses_global_k(x):
+    return k * x * x

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import numbers
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from .emit import build
+from .emit import build, rebind
 from .frontend import activity as act
 from .frontend.errors import Location
 from .frontend.normalize import normalize
@@ -21,6 +21,9 @@ class Compiled:
     source: str
     dependencies: list        # (namespace, key, object) that must not have changed
     wrt: tuple
+    closure: dict = field(default_factory=dict)   # the user's free variable -> the cell fn reads
+    pins: tuple = ()          # what the cache key names by id(): closure values, globals
+    rebound: dict = field(default_factory=dict)   # Numba: cell ids -> this derivative rebound
 
 
 _CACHE: dict = {}
@@ -49,13 +52,62 @@ def _valid(compiled: Compiled) -> bool:
 _MISSING = object()
 
 
+def _closure_key(cells) -> tuple[tuple, tuple]:
+    """What a derivative assumes about the closure cells it was generated for.  Numbers
+    and arrays are read live, so only their kind matters; anything else (a function that
+    was inlined, an object whose attributes were read) by identity, pinned so that its
+    id() cannot be reused while the cache entry exists."""
+    key, pins = [], []
+    for cell in cells:
+        try:
+            v = cell.cell_contents
+        except ValueError:
+            key.append(None)
+            continue
+        k = act.kind_of_value(v)
+        if k.dtype in "bifct":
+            key.append(k)
+        else:
+            key.append(id(v))
+            pins.append(v)
+    return tuple(key), tuple(pins)
+
+
+def _rebound(c: Compiled, py) -> Compiled:
+    """The cached derivative ``c`` of another closure of ``py``'s code, reading ``py``'s cells."""
+    cells = py.__closure__ or ()
+    if all(a is b for a, b in zip(c.closure.values(), cells)):
+        return c
+    ids = tuple(map(id, cells))
+    out = c.rebound.get(ids)
+    if out is None:
+        closure = dict(zip(py.__code__.co_freevars, cells))
+        by_cell = {id(cell): closure[name] for name, cell in c.closure.items()}
+        deps = [(by_cell.get(id(ns), ns) if key is None else ns, key, obj)
+                for ns, key, obj in c.dependencies]
+        out = Compiled(rebind(c.fn, c.source, c.closure, closure), c.source, deps, c.wrt,
+                       closure, c.pins)
+        if not isinstance(out.fn, types.FunctionType):
+            c.rebound[ids] = out        # keeps the cells alive, so their ids stay theirs
+    return out
+
+
 def transform(f, wrt_index: tuple, kinds: tuple, backend: str) -> Compiled:
-    """Generate (or fetch from the cache) the derivative of f for these argument kinds."""
+    """Generate (or fetch from the cache) the derivative of f for these argument kinds.
+
+    Closures of one code object share a derivative: it is rebound to each closure's
+    cells, which it reads when it runs, as the primal does."""
     py, _ = unwrap(f)
-    key = (getattr(py, "__code__", py), wrt_index, kinds, backend)
+    cells = getattr(py, "__closure__", None) or ()
+    closure_key, pins = _closure_key(cells)
+    namespace = getattr(py, "__globals__", None)    # the derivative reads these globals
+    pins += (namespace,)
+    key = (getattr(py, "__code__", py), wrt_index, kinds, backend, closure_key, id(namespace))
     hit = _CACHE.get(key)
-    if hit is not None and _valid(hit):
-        return hit
+    if hit is not None and all(a is b for a, b in zip(hit.pins, pins)):
+        hit = _rebound(hit, py)
+        if _valid(hit):
+            return hit
     parsed = parse_function(py)
     fn_ir, norm = normalize(parsed)
     params = fn_ir.params
@@ -89,7 +141,8 @@ def transform(f, wrt_index: tuple, kinds: tuple, backend: str) -> Compiled:
     gen = ReverseTransform(fn_ir, kinds_env, active, wrt, backend, location, resolve).run()
     fname = f"{fn_ir.name}_grad".replace("<", "").replace(">", "")
     compiled_fn, src = build(gen, fname, parsed.globals, parsed.closure, norm.externals, backend)
-    compiled = Compiled(compiled_fn, src, list(norm.dependencies), tuple(wrt))
+    compiled = Compiled(compiled_fn, src, list(norm.dependencies), tuple(wrt),
+                        dict(parsed.closure), pins)
     _CACHE[key] = compiled
     return compiled
 

@@ -107,6 +107,21 @@ def build(gen: Generated, fname: str, user_globals: dict, user_closure: dict,
     return fn, src
 
 
+def rebind(fn, src: str, old_closure: dict, new_closure: dict):
+    """The derivative ``fn`` that ``build`` made for one closure, reading the cells of
+    another closure of the same code instead (matched by free variable name).  Nothing is
+    regenerated; on the Numba backend the new function is compiled again on first call."""
+    lazy = not isinstance(fn, types.FunctionType)       # a _LazyNumba or its dispatcher
+    py = fn.py_func if lazy else fn
+    cells = tuple(new_closure[n] if n in old_closure and c is old_closure[n] else c
+                  for n, c in zip(py.__code__.co_freevars, py.__closure__ or ()))
+    out = types.FunctionType(py.__code__, py.__globals__, py.__name__, py.__defaults__, cells)
+    if lazy:
+        filename = py.__code__.co_filename
+        out = _LazyNumba(out, src, filename, "".join(linecache.getlines(filename)))
+    return out
+
+
 _JITTED: dict = {}
 
 
