@@ -181,3 +181,52 @@ k = K
 
 def uses_global_k(x):
     return k * x * x
+
+
+# ---------------------------------------------------------------- arguments written in place
+
+def writes_into_argument(p, x):
+    p[0] = p[0] * x
+    return np.sum(p)
+
+
+def scales_argument_in_a_loop(p, x):
+    for i in range(len(p)):
+        p[i] = p[i] * x
+    return np.sum(p * p)
+
+
+def test_vjp_does_not_mutate_an_argument_the_function_writes_into():
+    p = np.array([1.0, 2.0, 3.0])
+    x = 2.0
+    value, back = pullback.vjp(writes_into_argument, p, x)
+    assert value == pytest.approx(1.0 * 2.0 + 2.0 + 3.0)
+    assert_close(p, [1.0, 2.0, 3.0])
+    for ct in (1.0, 2.0):
+        dp, dx = back(ct)
+        assert_close(dp, ct * np.array([x, 1.0, 1.0]))      # d/dp (p0 x + p1 + p2)
+        assert dx == pytest.approx(ct * 1.0)                  # d/dx = p0
+        assert_close(p, [1.0, 2.0, 3.0])
+
+
+def test_vjp_differentiates_at_the_arguments_it_was_given():
+    p = np.array([1.0, 2.0, 3.0])
+    value, back = pullback.vjp(scales_argument_in_a_loop, p, 0.5)
+    p[:] = 100.0        # the caller reuses its array: back() still answers for the old values
+    dp, dx = back(1.0)
+    p0 = np.array([1.0, 2.0, 3.0])
+    assert value == pytest.approx(0.25 * np.sum(p0 * p0))
+    assert_close(dp, 2 * 0.25 * p0)                           # d/dp sum((x p)^2) = 2 x^2 p
+    assert dx == pytest.approx(2 * 0.5 * np.sum(p0 * p0))     # d/dx = 2 x sum(p^2)
+
+
+def test_value_and_grad_does_not_mutate_an_argument_the_function_writes_into():
+    p = np.array([1.0, 2.0, 3.0])
+    for _ in range(2):
+        value, (dp, dx) = pullback.value_and_grad(scales_argument_in_a_loop, argnums=(0, 1))(p, 3.0)
+        assert value == pytest.approx(9.0 * 14.0)
+        assert_close(dp, 2 * 9.0 * np.array([1.0, 2.0, 3.0]))
+        assert dx == pytest.approx(2 * 3.0 * 14.0)
+        assert_close(p, [1.0, 2.0, 3.0])
+    assert pullback.grad(writes_into_argument, argnums=1)(p, 3.0) == pytest.approx(1.0)
+    assert_close(p, [1.0, 2.0, 3.0])

@@ -360,12 +360,16 @@ def vjp(f, *args, jit=None, **kwargs):
     ints).
 
     ``back`` reruns the forward sweep together with the reverse sweep, so each
-    call costs one gradient evaluation.
+    call costs one gradient evaluation.  The caller's arrays are never mutated,
+    even if ``f`` writes into its arguments, and ``back`` differentiates at the
+    arguments as they were when ``vjp`` was called.
     """
     args = _full_args(f, args, kwargs)
     nums = tuple(i for i, a in enumerate(args) if act.kind_of_value(a).dtype in "fc")
     backend = _backend(f, jit)
-    value = unwrap(f)[0](*args) if backend == "python" else f(*args)
+    args = _copy_arrays(args)           # a snapshot: the point back() differentiates at
+    primal = unwrap(f)[0] if backend == "python" else f
+    value = primal(*_copy_arrays(args))     # f may write into its arguments
     if not nums:
         return value, lambda ct: tuple(None for _ in args)
     kinds = tuple(act.kind_of_value(a) for a in args)
@@ -379,6 +383,10 @@ def vjp(f, *args, jit=None, **kwargs):
         return tuple(out)
     back.source = c.source
     return value, back
+
+
+def _copy_arrays(args):
+    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
 
 
 def show(g, *args) -> None:
