@@ -230,3 +230,51 @@ def test_value_and_grad_does_not_mutate_an_argument_the_function_writes_into():
         assert_close(p, [1.0, 2.0, 3.0])
     assert pullback.grad(writes_into_argument, argnums=1)(p, 3.0) == pytest.approx(1.0)
     assert_close(p, [1.0, 2.0, 3.0])
+
+
+# ---------------------------------------------------------------- complex values
+
+def abs_square_plus_one(z):
+    return np.abs(z * z + 1.0) ** 2
+
+
+def abs_square_plus_one_real(a, b):
+    """abs_square_plus_one(a + 1j b), written with real arithmetic."""
+    re = a * a - b * b + 1.0
+    im = 2.0 * a * b
+    return re * re + im * im
+
+
+def rotates(x):
+    return abs(np.exp(1j * x) * x)
+
+
+@pytest.mark.parametrize("z", [1 + 2j, np.complex128(1 + 2j), np.complex64(1 + 2j),
+                               np.array([1 + 2j, 0.5 - 1j])],
+                         ids=["complex", "complex128", "complex64", "array"])
+def test_complex_arguments_are_refused(z):
+    f = abs_square_plus_one if np.ndim(z) == 0 else (lambda z: np.sum(abs_square_plus_one(z)))
+    for call in (lambda: pullback.grad(f)(z), lambda: pullback.value_and_grad(f)(z),
+                 lambda: pullback.vjp(f, z)):
+        with pytest.raises(TypeError, match="complex differentiation is not supported yet") as e:
+            call()
+        assert "real and imaginary parts" in str(e.value)
+
+
+def test_a_complex_argument_that_is_not_differentiated_is_refused_too():
+    def f(x, z):
+        return x * abs(z)
+    with pytest.raises(TypeError, match="argument 1 .* complex differentiation is not supported"):
+        pullback.grad(f)(1.0, 1 + 1j)
+
+
+def test_complex_values_computed_inside_are_refused():
+    with pytest.raises(TypeError, match="complex differentiation is not supported yet"):
+        pullback.grad(rotates)(0.7)
+
+
+def test_the_suggested_split_into_real_parts_works(jit):
+    da, db = pullback.grad(abs_square_plus_one_real, argnums=(0, 1), jit=jit)(1.0, 2.0)
+    assert abs_square_plus_one_real(1.0, 2.0) == pytest.approx(abs_square_plus_one(1 + 2j))
+    assert (da, db) == pytest.approx((24.0, 32.0))       # analytic, at z = 1 + 2i
+    assert da == pytest.approx(fd_grad(abs_square_plus_one_real, (1.0, 2.0), 0), rel=1e-7)

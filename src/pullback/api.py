@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import ir
 from .emit import build, rebind
 from .frontend import activity as act
 from .frontend.errors import Location
@@ -134,6 +135,14 @@ def transform(f, wrt_index: tuple, kinds: tuple, backend: str) -> Compiled:
         text = parsed.lines[line - 1].rstrip("\n") if 0 < line <= len(parsed.lines) else ""
         return Location(parsed.filename, line, text, parsed.fn.__qualname__)
 
+    for s in ir.walk(fn_ir.body):
+        if isinstance(s, ir.Assign) and s.target in active \
+                and getattr(kinds_env.get(s.target), "dtype", None) == "c":
+            raise TypeError(f"{parsed.fn.__qualname__} computes a complex value from the arguments "
+                            f"it is differentiated with respect to, and {_COMPLEX}. "
+                            f"Write this step with real floats (the real and imaginary parts "
+                            f"as separate values).\n{location(s.line)}")
+
     def resolve(name):
         v = lookup_value(name)
         return None if v is act._MISSING else v
@@ -162,6 +171,21 @@ def _check_argnums(argnums, nargs, fname):
     if len(set(out)) != len(out):
         raise ValueError(f"argnums {argnums!r} names an argument twice")
     return tuple(out), single
+
+
+_COMPLEX = "complex differentiation is not supported yet"
+
+
+def _refuse_complex(args, fname):
+    """Complex arguments are refused: the rules are written for real inputs, and a
+    complex gradient would need conjugation conventions they do not follow."""
+    for i, v in enumerate(args):
+        if act.kind_of_value(v).dtype == "c":
+            what = f"an array of dtype {v.dtype}" if np.ndim(v) else f"a {type(v).__name__}"
+            raise TypeError(f"{fname}: argument {i} is {what}, and {_COMPLEX}. "
+                            "Split it into its real and imaginary parts, passed as float "
+                            "arguments (x.real, x.imag), and write the function with real "
+                            "arithmetic on them")
 
 
 def _check_differentiable(args, nums, fname):
@@ -228,6 +252,7 @@ class GradientFunction:
 
     def compiled(self, *args) -> tuple[Compiled, tuple, bool]:
         nums, single = _check_argnums(self.argnums, len(args), _name(self.f))
+        _refuse_complex(args, _name(self.f))
         _check_differentiable(args, nums, _name(self.f))
         kinds = tuple(act.kind_of_value(a) for a in args)
         c = transform(self.f, nums, kinds, self.backend)
@@ -365,7 +390,8 @@ def vjp(f, *args, jit=None, **kwargs):
     arguments as they were when ``vjp`` was called.
     """
     args = _full_args(f, args, kwargs)
-    nums = tuple(i for i, a in enumerate(args) if act.kind_of_value(a).dtype in "fc")
+    _refuse_complex(args, _name(f))
+    nums = tuple(i for i, a in enumerate(args) if act.kind_of_value(a).dtype == "f")
     backend = _backend(f, jit)
     args = _copy_arrays(args)           # a snapshot: the point back() differentiates at
     primal = unwrap(f)[0] if backend == "python" else f
