@@ -278,3 +278,41 @@ def test_the_suggested_split_into_real_parts_works(jit):
     assert abs_square_plus_one_real(1.0, 2.0) == pytest.approx(abs_square_plus_one(1 + 2j))
     assert (da, db) == pytest.approx((24.0, 32.0))       # analytic, at z = 1 + 2i
     assert da == pytest.approx(fd_grad(abs_square_plus_one_real, (1.0, 2.0), 0), rel=1e-7)
+
+
+# ---------------------------------------------------------------- check_grad's truth value
+
+def cubic_with_array(x, p):
+    return np.sum(np.sin(p) * x) + x ** 3
+
+
+def test_check_grad_result_can_be_asserted():
+    # |x| > 1: the finite-difference step is then a NumPy float (it was numpy.bool_ that
+    # __bool__ returned, which `assert` refuses).
+    res = pullback.check_grad(cubic_with_array, 2.5, np.array([1.5, 2.5, -3.0]), argnums=(0, 1))
+    assert res
+    assert bool(res) is True and res.ok is True
+    assert type(res.max_rel_error) is float and type(res.numeric) is float
+    assert res.max_rel_error < 1e-7
+
+
+def test_check_grad_result_is_false_for_a_wrong_gradient():
+    def bump(x):
+        return x * x
+
+    pullback.rule(bump)(lambda g, ans, x: g * 3.0 * x)      # wrong: d(x^2)/dx is 2x
+    try:
+        def f(x):
+            return bump(x) + x
+        res = pullback.check_grad(f, 1.5)
+        assert not res
+        assert bool(res) is False and res.ok is False
+        assert res.numeric == pytest.approx(2 * 1.5 + 1, rel=1e-6)   # analytic 2x + 1
+    finally:
+        from pullback.rules import registry
+        registry.unregister(bump)
+
+
+def test_check_grad_of_an_empty_array():
+    res = pullback.check_grad(lambda x, p: x * np.sum(p), 2.0, np.zeros(0), argnums=1)
+    assert res and res.max_rel_error == 0.0
