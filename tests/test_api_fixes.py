@@ -316,3 +316,111 @@ def test_check_grad_result_is_false_for_a_wrong_gradient():
 def test_check_grad_of_an_empty_array():
     res = pullback.check_grad(lambda x, p: x * np.sum(p), 2.0, np.zeros(0), argnums=1)
     assert res and res.max_rel_error == 0.0
+
+
+# ---------------------------------------------------------------- bound methods, keyword-only
+
+class Quadratic:
+    def __init__(self, scale=2.0, target=(1.0, -1.0, 0.5)):
+        self.scale = scale
+        self.target = np.array(target)
+
+    def loss(self, w):
+        return np.sum(w ** 2)
+
+    def fit(self, w, b):
+        r = w - self.target
+        s = 0.0
+        for i in range(len(r)):
+            s += self.scale * r[i] * r[i] * b
+        return s
+
+    def regularized(self, w, *, reg=0.1):
+        return np.sum((w - self.target) ** 2) + reg * np.sum(w * w)
+
+    @classmethod
+    def tripled(cls, w):
+        return 3.0 * np.sum(w)
+
+
+W = np.array([0.3, 0.2, -0.4])
+
+
+def test_grad_of_a_bound_method():
+    m = Quadratic()
+    assert_close(pullback.grad(m.loss)(W), 2 * W)                       # analytic
+    value, g = pullback.value_and_grad(m.loss)(W)
+    assert value == pytest.approx(np.sum(W ** 2))
+    assert_close(g, 2 * W)
+    value, back = pullback.vjp(m.loss, W)
+    (dw,) = back(2.0)
+    assert_close(dw, 4 * W)
+    assert_close(pullback.grad(Quadratic.tripled)(W), [3.0, 3.0, 3.0])
+    assert pullback.check_grad(m.fit, W, 1.5, argnums=(0, 1))
+
+
+def test_bound_method_argnums_count_the_callers_arguments():
+    m = Quadratic(scale=2.0)
+    dw, db = pullback.grad(m.fit, argnums=(0, 1))(W, 1.5)
+    r = W - m.target
+    assert_close(dw, 2 * 2.0 * 1.5 * r)                  # d/dw scale b |w - t|^2
+    assert db == pytest.approx(2.0 * np.sum(r * r))      # d/db
+    assert pullback.grad(m.fit, argnums=-1)(W, 1.5) == pytest.approx(db)
+    with pytest.raises(ValueError, match="out of range.*2 positional arguments"):
+        pullback.grad(m.fit, argnums=2)(W, 1.5)
+    value, back = pullback.vjp(m.fit, W, 1.5)
+    cts = back(1.0)
+    assert len(cts) == 2
+    assert_close(cts[0], dw)
+    assert cts[1] == pytest.approx(db)
+
+
+def test_bound_method_reads_the_objects_attributes_when_it_runs():
+    a, b = Quadratic(scale=2.0), Quadratic(scale=5.0, target=(0.0, 0.0, 0.0))
+    ga, gb = pullback.grad(a.fit), pullback.grad(b.fit)
+    assert_close(ga(W, 1.0), fd_grad(a.fit, (W, 1.0)))
+    assert_close(gb(W, 1.0), 2 * 5.0 * W)
+    a.scale = 10.0
+    assert_close(ga(W, 1.0), 2 * 10.0 * (W - a.target))
+    assert_close(pullback.grad(a.fit)(W, 1.0), 2 * 10.0 * (W - a.target))
+
+
+def scaled_square(x, *, scale=2.0):
+    return scale * x * x
+
+
+def weighted_square(x, *, w):
+    return np.sum(w * x * x)
+
+
+def test_keyword_only_parameters_are_passed_through(jit):
+    g = pullback.grad(scaled_square, jit=jit)
+    assert g(1.5, scale=3.0) == pytest.approx(2 * 3.0 * 1.5)
+    assert g(1.5) == pytest.approx(2 * 2.0 * 1.5)                   # the default
+    assert pullback.value_and_grad(scaled_square, jit=jit)(1.5, scale=-1.0) == \
+        pytest.approx((-2.25, -3.0))
+    w = np.array([1.0, 2.0, 0.5])
+    assert pullback.grad(weighted_square, jit=jit)(0.5, w=w) == pytest.approx(2 * 0.5 * 3.5)
+    value, back = pullback.vjp(scaled_square, 1.5, scale=3.0, jit=jit)
+    assert value == pytest.approx(6.75)
+    assert back(1.0) == pytest.approx((9.0,))                       # positional arguments only
+
+
+def test_keyword_only_parameters_are_not_differentiated_or_passed_by_position():
+    with pytest.raises(ValueError, match="out of range"):
+        pullback.grad(scaled_square, argnums=1)(1.0, scale=3.0)
+    with pytest.raises(TypeError, match="takes 1 positional argument"):
+        pullback.grad(scaled_square)(1.0, 3.0)
+    with pytest.raises(TypeError, match="keyword-only argument 'w'"):
+        pullback.grad(weighted_square)(1.0)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'scal'"):
+        pullback.grad(scaled_square)(1.0, scal=3.0)
+
+
+def test_keyword_only_parameter_of_a_bound_method():
+    m = Quadratic()
+    g = pullback.grad(m.regularized)
+    assert_close(g(W, reg=0.5), 2 * (W - m.target) + 2 * 0.5 * W)
+    assert_close(g(W), 2 * (W - m.target) + 2 * 0.1 * W)
+    assert "def regularized_grad(self, w, reg" in pullback.grad(m.regularized).source
+    assert "def scaled_square_grad(x, scale" in pullback.grad(scaled_square).source

@@ -1,6 +1,9 @@
 """The public functions: grad, value_and_grad, vjp, show; argument handling and caching."""
 from __future__ import annotations
 
+import ast
+import copy
+import dataclasses
 import numbers
 import types
 from dataclasses import dataclass, field
@@ -110,6 +113,8 @@ def transform(f, wrt_index: tuple, kinds: tuple, backend: str) -> Compiled:
         if _valid(hit):
             return hit
     parsed = parse_function(py)
+    if parsed.node.args.kwonlyargs:
+        parsed = _keyword_only_as_positional(parsed)
     fn_ir, norm = normalize(parsed)
     params = fn_ir.params
     arg_kinds = dict(zip(params, kinds))
@@ -154,6 +159,35 @@ def transform(f, wrt_index: tuple, kinds: tuple, backend: str) -> Compiled:
                         dict(parsed.closure), pins)
     _CACHE[key] = compiled
     return compiled
+
+
+def _keyword_only_as_positional(parsed):
+    """The derivative takes every parameter by position (``_full_args`` fills keyword-only
+    ones from keywords and defaults), so keyword-only parameters follow the others."""
+    a = parsed.node.args
+    node = copy.copy(parsed.node)       # the parsed tree is shared: never edit it in place
+    node.args = ast.arguments(posonlyargs=a.posonlyargs, args=a.args + a.kwonlyargs,
+                              vararg=a.vararg, kwonlyargs=[], kw_defaults=[], kwarg=a.kwarg,
+                              defaults=[])     # every value is passed
+    return dataclasses.replace(parsed, node=node)
+
+
+def _split_method(f):
+    """A bound method is its function with the object it is bound to as a leading
+    argument that is never differentiated: ``(function, (obj,))``; anything else
+    ``(f, ())``.  ``argnums`` and the cotangents count the caller's arguments only."""
+    if isinstance(f, types.MethodType):
+        return f.__func__, (f.__self__,)
+    return f, ()
+
+
+def _signature(f):
+    """(number of positional parameters, names of the keyword-only ones) of f."""
+    code = getattr(unwrap(f)[0], "__code__", None)
+    if code is None:
+        return -1, ()
+    n = code.co_argcount
+    return n, code.co_varnames[n:n + code.co_kwonlyargcount]
 
 
 def _check_argnums(argnums, nargs, fname):
@@ -238,28 +272,36 @@ class GradientFunction:
     def __init__(self, f, argnums=0, jit=None, with_value=False):
         if not callable(f):
             raise TypeError(f"grad expects a function, got {type(f).__name__}")
-        self.f = f
+        self.f, self._bound = _split_method(f)      # _bound: (self,) for a bound method
         self.argnums = argnums
         self.jit = jit
         self.with_value = with_value
-        self.backend = _backend(f, jit)
+        self.backend = _backend(self.f, jit)
         self._last: Compiled | None = None
         self._fast: dict = {}
-        code = getattr(unwrap(f)[0], "__code__", None)
-        self._nparams = code.co_argcount if code is not None else -1
-        self.__name__ = f"grad({_name(f)})"
+        self._npos, kwonly = _signature(self.f)
+        # With keyword-only parameters every call goes through _full_args.
+        self._nparams = -1 if kwonly else self._npos
+        self.__name__ = f"grad({_name(self.f)})"
         self.__doc__ = getattr(f, "__doc__", None)
 
     def compiled(self, *args) -> tuple[Compiled, tuple, bool]:
-        nums, single = _check_argnums(self.argnums, len(args), _name(self.f))
-        _refuse_complex(args, _name(self.f))
-        _check_differentiable(args, nums, _name(self.f))
+        """``args``: every parameter by position (the bound object first, keyword-only
+        parameters last)."""
+        nb, name = len(self._bound), _name(self.f)
+        npos = self._npos if self._npos >= 0 else len(args)
+        nums, single = _check_argnums(self.argnums, npos - nb, name)
+        _refuse_complex(args[nb:], name)
+        _check_differentiable(args[nb:], nums, name)
+        nums = tuple(i + nb for i in nums)
         kinds = tuple(act.kind_of_value(a) for a in args)
         c = transform(self.f, nums, kinds, self.backend)
         self._last = c
         return c, nums, single
 
     def __call__(self, *args, **kwargs):
+        if self._bound:
+            args = self._bound + args
         if kwargs or len(args) != self._nparams:
             args = _full_args(self.f, args, kwargs)
         # Fast path: the same argument types as a previous call.
@@ -285,7 +327,7 @@ class GradientFunction:
         the first call, for float scalars and 1-D float arrays guessed from use)."""
         if self._last is None:
             args = _example_args(self.f)
-            self.compiled(*args)
+            self.compiled(*(self._bound + args[len(self._bound):]))
         return self._last.source
 
     def __repr__(self):
@@ -300,7 +342,8 @@ def _full_args(f, args, kwargs):
     if code is None:
         return args
     n = code.co_argcount
-    if len(args) == n and not kwargs:
+    kwonly = code.co_varnames[n:n + code.co_kwonlyargcount]
+    if len(args) == n and not kwargs and not kwonly:
         return args
     if len(args) > n:
         raise TypeError(f"{py.__qualname__}() takes {n} positional arguments but "
@@ -317,6 +360,15 @@ def _full_args(f, args, kwargs):
             out.append(defaults[k - first_default])
         else:
             raise TypeError(f"{py.__qualname__}() missing required argument {names[k]!r}")
+    kwdefaults = py.__kwdefaults__ or {}
+    for name in kwonly:
+        if name in kwargs:
+            out.append(kwargs.pop(name))
+        elif name in kwdefaults:
+            out.append(kwdefaults[name])
+        else:
+            raise TypeError(f"{py.__qualname__}() missing required keyword-only argument "
+                            f"{name!r}")
     if kwargs:
         raise TypeError(f"{py.__qualname__}() got an unexpected keyword argument "
                         f"{next(iter(kwargs))!r}")
@@ -343,7 +395,8 @@ def _example_args(f):
     py, _ = unwrap(f)
     parsed = parse_function(py)
     node = parsed.node
-    params = [a.arg for a in node.args.posonlyargs + node.args.args]
+    params = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+    kwdefaults = py.__kwdefaults__ or {}
     dims = {p: 0 for p in params}
     for n in _ast.walk(node):
         if isinstance(n, _ast.Subscript) and isinstance(n.value, _ast.Name) and n.value.id in dims:
@@ -355,7 +408,8 @@ def _example_args(f):
                     dims[a.id] = max(dims[a.id], 1)
         if isinstance(n, _ast.For) and isinstance(n.iter, _ast.Name) and n.iter.id in dims:
             dims[n.iter.id] = max(dims[n.iter.id], 1)
-    return tuple(0.5 if dims[p] == 0 else np.full((3,) * dims[p], 0.5) for p in params)
+    return tuple(kwdefaults[p] if p in kwdefaults else 0.5 if dims[p] == 0
+                 else np.full((3,) * dims[p], 0.5) for p in params)
 
 
 def grad(f, argnums=0, jit=None):
@@ -389,24 +443,30 @@ def vjp(f, *args, jit=None, **kwargs):
     even if ``f`` writes into its arguments, and ``back`` differentiates at the
     arguments as they were when ``vjp`` was called.
     """
-    args = _full_args(f, args, kwargs)
-    _refuse_complex(args, _name(f))
-    nums = tuple(i for i, a in enumerate(args) if act.kind_of_value(a).dtype == "f")
+    f, bound = _split_method(f)
+    args = _full_args(f, bound + args, kwargs)
+    nb = len(bound)
+    npos, kwonly = _signature(f)
+    if npos < 0:
+        npos = len(args)
+    _refuse_complex(args[nb:], _name(f))
+    nums = tuple(i for i in range(nb, npos) if act.kind_of_value(args[i]).dtype == "f")
     backend = _backend(f, jit)
     args = _copy_arrays(args)           # a snapshot: the point back() differentiates at
     primal = unwrap(f)[0] if backend == "python" else f
-    value = primal(*_copy_arrays(args))     # f may write into its arguments
+    call = _copy_arrays(args)           # f may write into its arguments
+    value = primal(*call[:npos], **dict(zip(kwonly, call[npos:])))
     if not nums:
-        return value, lambda ct: tuple(None for _ in args)
+        return value, lambda ct: tuple(None for _ in range(npos - nb))
     kinds = tuple(act.kind_of_value(a) for a in args)
     c = transform(f, nums, kinds, backend)
 
     def back(cotangent):
         _, grads = c.fn(*args, cotangent)
-        out = [None] * len(args)
+        out = [None] * npos
         for g, i in zip(grads, nums):
             out[i] = _to_user(g, args[i])
-        return tuple(out)
+        return tuple(out[nb:])
     back.source = c.source
     return value, back
 
@@ -418,7 +478,8 @@ def _copy_arrays(args):
 def show(g, *args) -> None:
     """Print the derivative source of ``g = grad(f)`` (for ``args`` if given)."""
     if args:
-        g.compiled(*args)
+        full = g._bound + args
+        g.compiled(*(full if len(full) == g._nparams else _full_args(g.f, full, {})))
         print(g._last.source)
     else:
         print(g.source)
