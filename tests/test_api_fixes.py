@@ -69,7 +69,7 @@ def test_printed_source_keeps_the_sign_of_every_constant(v):
         text = _unparse(node)
         got = eval(text)
         want = expected()
-        assert got == want or (got != got and want != want), (text, got, want)
+        assert got == want, (text, got, want)
         if not isinstance(v, complex):
             assert math.copysign(1.0, got) == math.copysign(1.0, want), text   # -0.0 stays -0.0
 
@@ -368,7 +368,7 @@ def test_bound_method_argnums_count_the_callers_arguments():
     assert pullback.grad(m.fit, argnums=-1)(W, 1.5) == pytest.approx(db)
     with pytest.raises(ValueError, match="out of range.*2 positional arguments"):
         pullback.grad(m.fit, argnums=2)(W, 1.5)
-    value, back = pullback.vjp(m.fit, W, 1.5)
+    _, back = pullback.vjp(m.fit, W, 1.5)
     cts = back(1.0)
     assert len(cts) == 2
     assert_close(cts[0], dw)
