@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import itertools
 import linecache
+import math
 import types
 
 from .backends.base import Deferred
@@ -20,13 +21,42 @@ from .reverse.transform import Generated
 _counter = itertools.count(1)
 
 
+def _negative(v) -> bool:
+    """Whether ``ast.unparse`` prints the constant ``v`` with a leading minus sign."""
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int):
+        return v < 0
+    if isinstance(v, float):
+        return math.copysign(1.0, v) < 0 and not math.isnan(v)
+    if isinstance(v, complex):
+        return repr(complex(v)).startswith("-")      # (-1-2j) has parentheses, -2j has none
+    return False
+
+
+class _SignedConstants(ast.NodeTransformer):
+    """``ast.unparse`` prints ``Constant(-1.5)`` as ``-1.5``, so ``Constant(-1.5) ** 2``
+    would read ``-1.5 ** 2``, which is ``-(1.5 ** 2)``.  Spelled as a unary minus of its
+    magnitude, a negative constant gets the parentheses its precedence needs."""
+
+    def visit_Constant(self, node):
+        if _negative(node.value):
+            return ast.copy_location(ast.UnaryOp(ast.USub(), ast.Constant(-node.value)), node)
+        return node
+
+
+def _unparse(node) -> str:
+    """Source text of a generated node; every printed statement and expression goes here."""
+    return ast.unparse(ast.fix_missing_locations(_SignedConstants().visit(node)))
+
+
 def _lines(stmts, indent: str) -> list[str]:
     out = []
     for s in stmts:
         if isinstance(s, Deferred):
             out += _lines(s.make(), indent)
             continue
-        text = ast.unparse(ast.fix_missing_locations(s))
+        text = _unparse(s)
         out += [indent + line for line in text.splitlines()]
     return out
 
@@ -37,7 +67,7 @@ def source_of(gen: Generated, fname: str) -> str:
     for p in sorted(gen.copied_params):
         body.append(f"{p} = {p}.copy()  # written in place below: never touch the caller's array")
     fwd = _lines(gen.forward, "    ")
-    value = ast.unparse(gen.value)
+    value = _unparse(gen.value)
     rev = _lines(gen.reverse, "    ")
     grads = [gen.adjoint_names[p] for p in gen.wrt]
     ret = "(" + ", ".join(grads) + ("," if len(grads) == 1 else "") + ")"
@@ -71,3 +101,16 @@ def build(gen: Generated, fname: str, user_globals: dict, user_closure: dict,
     fn = types.FunctionType(fn_code, user_globals, fname, (1.0,), cells)
     linecache.cache[filename] = (len(maker_src), None, maker_src.splitlines(True), filename)
     return backend.finish(fn, src, filename, maker_src), src
+
+
+def rebind(fn, src: str, old_closure: dict, new_closure: dict, backend):
+    """The derivative ``fn`` that ``build`` made for one closure, reading the cells of
+    another closure of the same code instead (matched by free variable name).  Nothing is
+    regenerated; the backend finishes the new function as it did the first (Numba
+    compiles it again on first call)."""
+    py = getattr(fn, "py_func", fn)          # a Numba wrapper or dispatcher keeps it there
+    cells = tuple(new_closure[n] if n in old_closure and c is old_closure[n] else c
+                  for n, c in zip(py.__code__.co_freevars, py.__closure__ or ()))
+    out = types.FunctionType(py.__code__, py.__globals__, py.__name__, py.__defaults__, cells)
+    filename = py.__code__.co_filename
+    return backend.finish(out, src, filename, "".join(linecache.getlines(filename)))
