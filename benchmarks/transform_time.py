@@ -84,7 +84,7 @@ def main() -> int:
     times = []
     for _ in range(15):
         f = fresh_copy(simulate)
-        pullback.api._CACHE.clear()
+        pullback.pipeline.clear_cache()
         t0 = time.perf_counter()
         pullback.grad(f)(theta, 0.1, obs)
         times.append(time.perf_counter() - t0)

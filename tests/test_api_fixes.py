@@ -114,13 +114,13 @@ def test_closures_of_one_code_get_their_own_cells(jit):
 
 
 def test_closures_share_one_transform():
-    from pullback import api
+    from pullback import pipeline
     pullback.grad(make_scaled(2.0))(1.0)
-    n = len(api._CACHE)
+    n = len(pipeline._CACHE)
     for c in (3.0, 4.0, -1.0):
         assert pullback.grad(make_scaled(c))(1.0) == pytest.approx(c)
         assert pullback.vjp(make_scaled(c), 1.0)[1](1.0)[0] == pytest.approx(c)
-    assert len(api._CACHE) == n
+    assert len(pipeline._CACHE) == n
 
 
 def test_closures_over_arrays_of_other_shapes():

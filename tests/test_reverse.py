@@ -252,13 +252,13 @@ def test_show_prints_the_source(capsys):
 
 
 def test_transform_is_cached():
-    from pullback import api
+    from pullback import pipeline
     p = np.ones(4)
     pullback.grad(horner)(0.1, p)
-    n = len(api._CACHE)
+    n = len(pipeline._CACHE)
     pullback.grad(horner)(0.2, p)
     pullback.grad(horner)(0.3, p * 2)
-    assert len(api._CACHE) == n
+    assert len(pipeline._CACHE) == n
 
 
 def test_closure_variables_are_read_when_the_gradient_runs():

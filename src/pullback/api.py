@@ -1,179 +1,19 @@
-"""The public functions: grad, value_and_grad, vjp, show; argument handling and caching."""
+"""The public functions: grad, value_and_grad, vjp, show, rule; argument handling.
+
+The transform itself, and its cache, live in :mod:`pullback.pipeline`.
+"""
 from __future__ import annotations
 
-import ast
-import copy
-import dataclasses
 import numbers
 import types
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from .analysis import activity as act
-from .backends.numba import NUMBA
-from .backends.python import PYTHON
-from .core import ir
-from .core.errors import Location
+from .core.kinds import kind_of_value
 from .core.runtime import install_recursive_vjp
-from .emit import build, rebind
-from .frontend.normalize import normalize
 from .frontend.parse import parse_function, unwrap
-from .reverse.transform import ReverseTransform
+from .pipeline import COMPLEX_UNSUPPORTED, Compiled, choose_backend, clear_cache, derivative, still_valid
 from .rules import registry
-
-
-@dataclass
-class Compiled:
-    fn: object                # the generated callable (value, grads) = fn(*args, _seed)
-    source: str
-    dependencies: list        # (namespace, key, object) that must not have changed
-    wrt: tuple
-    closure: dict = field(default_factory=dict)   # the user's free variable -> the cell fn reads
-    pins: tuple = ()          # what the cache key names by id(): closure values, globals
-    rebound: dict = field(default_factory=dict)   # Numba: cell ids -> this derivative rebound
-
-
-_CACHE: dict = {}
-
-
-def _backend(fn, jit):
-    _, is_numba = unwrap(fn)
-    if jit is None:
-        return NUMBA if is_numba else PYTHON
-    return NUMBA if jit else PYTHON
-
-
-def _valid(compiled: Compiled) -> bool:
-    for ns, key, obj in compiled.dependencies:
-        if key is None:
-            try:
-                if ns.cell_contents is not obj:
-                    return False
-            except ValueError:
-                return False
-        elif ns.get(key, _MISSING) is not obj:
-            return False
-    return True
-
-
-_MISSING = object()
-
-
-def _closure_key(cells) -> tuple[tuple, tuple]:
-    """What a derivative assumes about the closure cells it was generated for.  Numbers
-    and arrays are read live, so only their kind matters; anything else (a function that
-    was inlined, an object whose attributes were read) by identity, pinned so that its
-    id() cannot be reused while the cache entry exists."""
-    key, pins = [], []
-    for cell in cells:
-        try:
-            v = cell.cell_contents
-        except ValueError:
-            key.append(None)
-            continue
-        k = act.kind_of_value(v)
-        if k.dtype in "bifct":
-            key.append(k)
-        else:
-            key.append(id(v))
-            pins.append(v)
-    return tuple(key), tuple(pins)
-
-
-def _rebound(c: Compiled, py, backend) -> Compiled:
-    """The cached derivative ``c`` of another closure of ``py``'s code, reading ``py``'s cells."""
-    cells = py.__closure__ or ()
-    if all(a is b for a, b in zip(c.closure.values(), cells)):
-        return c
-    ids = tuple(map(id, cells))
-    out = c.rebound.get(ids)
-    if out is None:
-        closure = dict(zip(py.__code__.co_freevars, cells))
-        by_cell = {id(cell): closure[name] for name, cell in c.closure.items()}
-        deps = [(by_cell.get(id(ns), ns) if key is None else ns, key, obj)
-                for ns, key, obj in c.dependencies]
-        out = Compiled(rebind(c.fn, c.source, c.closure, closure, backend), c.source, deps, c.wrt,
-                       closure, c.pins)
-        if not isinstance(out.fn, types.FunctionType):
-            c.rebound[ids] = out        # keeps the cells alive, so their ids stay theirs
-    return out
-
-
-def transform(f, wrt_index: tuple, kinds: tuple, backend) -> Compiled:
-    """Generate (or fetch from the cache) the derivative of f for these argument kinds.
-
-    Closures of one code object share a derivative: it is rebound to each closure's
-    cells, which it reads when it runs, as the primal does."""
-    py, _ = unwrap(f)
-    cells = getattr(py, "__closure__", None) or ()
-    closure_key, pins = _closure_key(cells)
-    namespace = getattr(py, "__globals__", None)    # the derivative reads these globals
-    pins += (namespace,)
-    key = (getattr(py, "__code__", py), wrt_index, kinds, backend, closure_key, id(namespace))
-    hit = _CACHE.get(key)
-    if hit is not None and all(a is b for a, b in zip(hit.pins, pins)):
-        hit = _rebound(hit, py, backend)
-        if _valid(hit):
-            return hit
-    parsed = parse_function(py)
-    if parsed.node.args.kwonlyargs:
-        parsed = _keyword_only_as_positional(parsed)
-    fn_ir, norm = normalize(parsed)
-    params = fn_ir.params
-    arg_kinds = dict(zip(params, kinds))
-
-    def lookup_value(name):
-        if name in norm.externals:
-            return norm.externals[name]
-        if name in parsed.closure:
-            try:
-                return parsed.closure[name].cell_contents
-            except ValueError:
-                return act._MISSING
-        if name in parsed.globals:
-            return parsed.globals[name]
-        import builtins
-        return getattr(builtins, name, act._MISSING)
-
-    kinds_env = act.KindInference(fn_ir, arg_kinds, lookup_value).run()
-    wrt = [params[i] for i in wrt_index]
-    active = act.activity(fn_ir, kinds_env, set(wrt))
-
-    def location(line):
-        text = parsed.lines[line - 1].rstrip("\n") if 0 < line <= len(parsed.lines) else ""
-        return Location(parsed.filename, line, text, parsed.fn.__qualname__)
-
-    for s in ir.walk(fn_ir.body):
-        if isinstance(s, ir.Assign) and s.target in active \
-                and getattr(kinds_env.get(s.target), "dtype", None) == "c":
-            raise TypeError(f"{parsed.fn.__qualname__} computes a complex value from the arguments "
-                            f"it is differentiated with respect to, and {_COMPLEX}. "
-                            f"Write this step with real floats (the real and imaginary parts "
-                            f"as separate values).\n{location(s.line)}")
-
-    def resolve(name):
-        v = lookup_value(name)
-        return None if v is act._MISSING else v
-
-    gen = ReverseTransform(fn_ir, kinds_env, active, wrt, backend, location, resolve).run()
-    fname = f"{fn_ir.name}_grad".replace("<", "").replace(">", "")
-    compiled_fn, src = build(gen, fname, parsed.globals, parsed.closure, norm.externals, backend)
-    compiled = Compiled(compiled_fn, src, list(norm.dependencies), tuple(wrt),
-                        dict(parsed.closure), pins)
-    _CACHE[key] = compiled
-    return compiled
-
-
-def _keyword_only_as_positional(parsed):
-    """The derivative takes every parameter by position (``_full_args`` fills keyword-only
-    ones from keywords and defaults), so keyword-only parameters follow the others."""
-    a = parsed.node.args
-    node = copy.copy(parsed.node)       # the parsed tree is shared: never edit it in place
-    node.args = ast.arguments(posonlyargs=a.posonlyargs, args=a.args + a.kwonlyargs,
-                              vararg=a.vararg, kwonlyargs=[], kw_defaults=[], kwarg=a.kwarg,
-                              defaults=[])     # every value is passed
-    return dataclasses.replace(parsed, node=node)
 
 
 def _split_method(f):
@@ -211,16 +51,15 @@ def _check_argnums(argnums, nargs, fname):
     return tuple(out), single
 
 
-_COMPLEX = "complex differentiation is not supported yet"
 
 
 def _refuse_complex(args, fname):
     """Complex arguments are refused: the rules are written for real inputs, and a
     complex gradient would need conjugation conventions they do not follow."""
     for i, v in enumerate(args):
-        if act.kind_of_value(v).dtype == "c":
+        if kind_of_value(v).dtype == "c":
             what = f"an array of dtype {v.dtype}" if np.ndim(v) else f"a {type(v).__name__}"
-            raise TypeError(f"{fname}: argument {i} is {what}, and {_COMPLEX}. "
+            raise TypeError(f"{fname}: argument {i} is {what}, and {COMPLEX_UNSUPPORTED}. "
                             "Split it into its real and imaginary parts, passed as float "
                             "arguments (x.real, x.imag), and write the function with real "
                             "arithmetic on them")
@@ -229,7 +68,7 @@ def _refuse_complex(args, fname):
 def _check_differentiable(args, nums, fname):
     for i in nums:
         v = args[i]
-        k = act.kind_of_value(v)
+        k = kind_of_value(v)
         if k.dtype not in "fc":
             what = type(v).__name__
             if k.dtype in "bi":
@@ -280,7 +119,7 @@ class GradientFunction:
         self.argnums = argnums
         self.jit = jit
         self.with_value = with_value
-        self.backend = _backend(self.f, jit)
+        self.backend = choose_backend(self.f, jit)
         self._last: Compiled | None = None
         self._fast: dict = {}
         self._npos, kwonly = _signature(self.f)
@@ -298,8 +137,8 @@ class GradientFunction:
         _refuse_complex(args[nb:], name)
         _check_differentiable(args[nb:], nums, name)
         nums = tuple(i + nb for i in nums)
-        kinds = tuple(act.kind_of_value(a) for a in args)
-        c = transform(self.f, nums, kinds, self.backend)
+        kinds = tuple(kind_of_value(a) for a in args)
+        c = derivative(self.f, nums, kinds, self.backend)
         self._last = c
         return c, nums, single
 
@@ -311,7 +150,7 @@ class GradientFunction:
         # Fast path: the same argument types as a previous call.
         key = tuple(map(_type_key, args))
         entry = self._fast.get(key)
-        if entry is None or (entry[0].dependencies and not _valid(entry[0])):
+        if entry is None or (entry[0].dependencies and not still_valid(entry[0])):
             entry = self._fast[key] = self.compiled(*args)
         c, nums, single = entry
         value, grads = c.fn(*args, 1.0)
@@ -454,16 +293,16 @@ def vjp(f, *args, jit=None, **kwargs):
     if npos < 0:
         npos = len(args)
     _refuse_complex(args[nb:], _name(f))
-    nums = tuple(i for i in range(nb, npos) if act.kind_of_value(args[i]).dtype == "f")
-    backend = _backend(f, jit)
+    nums = tuple(i for i in range(nb, npos) if kind_of_value(args[i]).dtype == "f")
+    backend = choose_backend(f, jit)
     args = _copy_arrays(args)           # a snapshot: the point back() differentiates at
     primal = backend.primal(f, unwrap(f)[0])
     call = _copy_arrays(args)           # f may write into its arguments
     value = primal(*call[:npos], **dict(zip(kwonly, call[npos:])))
     if not nums:
         return value, lambda ct: tuple(None for _ in range(npos - nb))
-    kinds = tuple(act.kind_of_value(a) for a in args)
-    c = transform(f, nums, kinds, backend)
+    kinds = tuple(kind_of_value(a) for a in args)
+    c = derivative(f, nums, kinds, backend)
 
     def back(cotangent):
         _, grads = c.fn(*args, cotangent)
@@ -510,6 +349,6 @@ def rule(fn, *, argnums=None):
     """
     def register(vjp):
         registry.defvjp(fn, vjp, argnums=argnums)
-        _CACHE.clear()      # derivatives built before now may have inlined fn
+        clear_cache()      # derivatives built before now may have inlined fn
         return vjp
     return register

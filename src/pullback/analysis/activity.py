@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from ..core import ir
-from ..core.kinds import (BOOL, FLOAT, INT, OTHER, SHAPE, _DTYPE_ORDER, _MISSING, Kind,  # noqa: F401
+from ..core.kinds import (BOOL, FLOAT, INT, OTHER, SHAPE, _DTYPE_ORDER, MISSING, Kind,  # noqa: F401
                           join, kind_of_value)
 from ..core.runtime import trip_count
 from ..rules import registry
@@ -95,7 +95,7 @@ class KindInference:
 
     def value_kind(self, name):
         v = self.lookup_value(name)
-        return None if v is _MISSING else kind_of_value(v)
+        return None if v is MISSING else kind_of_value(v)
 
     def expr(self, e, stmt=None) -> Kind:
         if isinstance(e, ast.Constant):

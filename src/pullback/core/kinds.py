@@ -84,7 +84,10 @@ def join(a: Kind | None, b: Kind | None) -> Kind | None:
 
 
 class _Missing:
-    pass
+    """The value of a name that is bound nowhere (not a local, global, closure or builtin)."""
+
+    def __repr__(self):
+        return "MISSING"
 
 
-_MISSING = _Missing()
+MISSING = _Missing()

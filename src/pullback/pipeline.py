@@ -1,0 +1,190 @@
+"""The pipeline: the transform's stages in order, and the cache of their results.
+
+    parse -> fence -> normalize -> kinds -> activity -> (reverse transform: aliasing,
+    adjoints, recompute, saves, sweeps, lowering, cleanup) -> emit -> backend
+
+``derivative`` runs them for one function, set of differentiated arguments,
+argument kinds and backend, and caches the result; a cached derivative is
+dropped when a global or closure value it inlined changes.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+import dataclasses
+import types
+from dataclasses import dataclass, field
+
+from .analysis.activity import KindInference, activity
+from .backends.numba import NUMBA
+from .backends.python import PYTHON
+from .core import ir
+from .core.errors import Location
+from .core.kinds import MISSING, kind_of_value
+from .emit import build, rebind
+from .frontend.normalize import normalize
+from .frontend.parse import parse_function, unwrap
+from .reverse.transform import ReverseTransform
+
+COMPLEX_UNSUPPORTED = "complex differentiation is not supported yet"
+
+
+@dataclass
+class Compiled:
+    fn: object                # the generated callable (value, grads) = fn(*args, _seed)
+    source: str
+    dependencies: list        # (namespace, key, object) that must not have changed
+    wrt: tuple
+    closure: dict = field(default_factory=dict)   # the user's free variable -> the cell fn reads
+    pins: tuple = ()          # what the cache key names by id(): closure values, globals
+    rebound: dict = field(default_factory=dict)   # Numba: cell ids -> this derivative rebound
+
+
+_CACHE: dict = {}
+
+
+def clear_cache() -> None:
+    """Forget every derivative (a new rule may change what a call inlines to)."""
+    _CACHE.clear()
+
+
+def choose_backend(fn, jit):
+    """Numba for a ``numba.njit`` function or ``jit=True``; plain Python otherwise."""
+    _, is_numba = unwrap(fn)
+    if jit is None:
+        return NUMBA if is_numba else PYTHON
+    return NUMBA if jit else PYTHON
+
+
+def still_valid(compiled: Compiled) -> bool:
+    """Whether every global and closure value the derivative inlined is unchanged."""
+    for ns, key, obj in compiled.dependencies:
+        if key is None:
+            try:
+                if ns.cell_contents is not obj:
+                    return False
+            except ValueError:
+                return False
+        elif ns.get(key, MISSING) is not obj:
+            return False
+    return True
+
+
+
+
+def _closure_key(cells) -> tuple[tuple, tuple]:
+    """What a derivative assumes about the closure cells it was generated for.  Numbers
+    and arrays are read live, so only their kind matters; anything else (a function that
+    was inlined, an object whose attributes were read) by identity, pinned so that its
+    id() cannot be reused while the cache entry exists."""
+    key, pins = [], []
+    for cell in cells:
+        try:
+            v = cell.cell_contents
+        except ValueError:
+            key.append(None)
+            continue
+        k = kind_of_value(v)
+        if k.dtype in "bifct":
+            key.append(k)
+        else:
+            key.append(id(v))
+            pins.append(v)
+    return tuple(key), tuple(pins)
+
+
+def _rebound(c: Compiled, py, backend) -> Compiled:
+    """The cached derivative ``c`` of another closure of ``py``'s code, reading ``py``'s cells."""
+    cells = py.__closure__ or ()
+    if all(a is b for a, b in zip(c.closure.values(), cells)):
+        return c
+    ids = tuple(map(id, cells))
+    out = c.rebound.get(ids)
+    if out is None:
+        closure = dict(zip(py.__code__.co_freevars, cells))
+        by_cell = {id(cell): closure[name] for name, cell in c.closure.items()}
+        deps = [(by_cell.get(id(ns), ns) if key is None else ns, key, obj)
+                for ns, key, obj in c.dependencies]
+        out = Compiled(rebind(c.fn, c.source, c.closure, closure, backend), c.source, deps, c.wrt,
+                       closure, c.pins)
+        if not isinstance(out.fn, types.FunctionType):
+            c.rebound[ids] = out        # keeps the cells alive, so their ids stay theirs
+    return out
+
+
+def derivative(f, wrt_index: tuple, kinds: tuple, backend) -> Compiled:
+    """Generate (or fetch from the cache) the derivative of f for these argument kinds.
+
+    Closures of one code object share a derivative: it is rebound to each closure's
+    cells, which it reads when it runs, as the primal does."""
+    py, _ = unwrap(f)
+    cells = getattr(py, "__closure__", None) or ()
+    closure_key, pins = _closure_key(cells)
+    namespace = getattr(py, "__globals__", None)    # the derivative reads these globals
+    pins += (namespace,)
+    key = (getattr(py, "__code__", py), wrt_index, kinds, backend, closure_key, id(namespace))
+    hit = _CACHE.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit.pins, pins)):
+        hit = _rebound(hit, py, backend)
+        if still_valid(hit):
+            return hit
+    parsed = parse_function(py)
+    if parsed.node.args.kwonlyargs:
+        parsed = _keyword_only_as_positional(parsed)
+    fn_ir, norm = normalize(parsed)
+    params = fn_ir.params
+    arg_kinds = dict(zip(params, kinds))
+
+    def lookup_value(name):
+        if name in norm.externals:
+            return norm.externals[name]
+        if name in parsed.closure:
+            try:
+                return parsed.closure[name].cell_contents
+            except ValueError:
+                return MISSING
+        if name in parsed.globals:
+            return parsed.globals[name]
+        return getattr(builtins, name, MISSING)
+
+    kinds_env = KindInference(fn_ir, arg_kinds, lookup_value).run()
+    wrt = [params[i] for i in wrt_index]
+    active = activity(fn_ir, kinds_env, set(wrt))
+
+    def location(line):
+        text = parsed.lines[line - 1].rstrip("\n") if 0 < line <= len(parsed.lines) else ""
+        return Location(parsed.filename, line, text, parsed.fn.__qualname__)
+
+    for s in ir.walk(fn_ir.body):
+        if isinstance(s, ir.Assign) and s.target in active \
+                and getattr(kinds_env.get(s.target), "dtype", None) == "c":
+            raise TypeError(f"{parsed.fn.__qualname__} computes a complex value from the arguments "
+                            f"it is differentiated with respect to, and {COMPLEX_UNSUPPORTED}. "
+                            f"Write this step with real floats (the real and imaginary parts "
+                            f"as separate values).\n{location(s.line)}")
+
+    def resolve(name):
+        v = lookup_value(name)
+        return None if v is MISSING else v
+
+    gen = ReverseTransform(fn_ir, kinds_env, active, wrt, backend, location, resolve).run()
+    fname = f"{fn_ir.name}_grad".replace("<", "").replace(">", "")
+    compiled_fn, src = build(gen, fname, parsed.globals, parsed.closure, norm.externals, backend)
+    compiled = Compiled(compiled_fn, src, list(norm.dependencies), tuple(wrt),
+                        dict(parsed.closure), pins)
+    _CACHE[key] = compiled
+    return compiled
+
+
+def _keyword_only_as_positional(parsed):
+    """The derivative takes every parameter by position (``_full_args`` fills keyword-only
+    ones from keywords and defaults), so keyword-only parameters follow the others."""
+    a = parsed.node.args
+    node = copy.copy(parsed.node)       # the parsed tree is shared: never edit it in place
+    node.args = ast.arguments(posonlyargs=a.posonlyargs, args=a.args + a.kwonlyargs,
+                              vararg=a.vararg, kwonlyargs=[], kw_defaults=[], kwarg=a.kwarg,
+                              defaults=[])     # every value is passed
+    return dataclasses.replace(parsed, node=node)
+
+
