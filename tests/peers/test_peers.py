@@ -403,8 +403,6 @@ def _scaled_by(c):
     return scaled
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the derivative is cached by code object and keeps "
-                   "the closure cells of the first closure it was built for")
 def test_closures_of_one_factory_keep_their_own_values():
     three, two = _scaled_by(3.0), _scaled_by(2.0)
     assert pullback.value_and_grad(three)(1.0) == (3.0, 3.0)
