@@ -18,7 +18,7 @@ from ..core import ir
 from ..core.errors import MissingRuleError, NumbaCompileError
 from ..core.kinds import Kind
 from ..core.runtime import add_item, buffer_like, call_vjp, item_cotangent, scatter_add
-from ..frontend.normalize import _is_library
+from ..frontend.resolve import is_library
 from ..rules import registry
 from ..rules.elementwise import unbroadcast
 from ..rules.methods import METHODS
@@ -296,7 +296,7 @@ def setitem_adjoint(tr, s: ir.SetItem) -> list:
 
 
 def _is_user_function(fn) -> bool:
-    return isinstance(fn, types.FunctionType) and not _is_library(fn)
+    return isinstance(fn, types.FunctionType) and not is_library(fn)
 
 
 def _identifier(name, default):

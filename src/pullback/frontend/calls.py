@@ -1,0 +1,179 @@
+"""Calls: to library functions (primitives with rules), methods of local values,
+and user functions, which are inlined with their locals renamed."""
+from __future__ import annotations
+
+import ast
+import copy
+import math
+import types
+
+from ..core import ir
+from ..rules import registry
+from . import fence
+from .expressions import Primitive
+from .parse import ParsedFunction, parse_function, unwrap
+from .resolve import copy_expr, is_library, root_name
+from .scope import UNRESOLVED, Scope, local_names, walk_same_scope
+
+# Builtins that the normalizer lowers itself, never inlines.
+_ITER_BUILTINS = (range, enumerate, zip, reversed)
+MAX_INLINE_DEPTH = 32
+
+
+class Calls:
+    """Mixin of the Normalizer: lowering calls and inlining user functions."""
+
+    def lower_call(self, e: ast.Call, scope):
+        for a in e.args:
+            if isinstance(a, ast.Starred):
+                raise self.error("a starred argument", a, scope, "pass arguments one by one")
+        # A local def or lambda: inline it.
+        if isinstance(e.func, ast.Name):
+            local_def = scope.lookup_def(e.func.id)
+            if local_def is not None:
+                node, def_scope = local_def
+                return self.inline(node, def_scope.parsed, e, scope, enclosing=def_scope)
+        fn = self.resolve(e.func, scope)
+        if fn is UNRESOLVED:
+            if isinstance(e.func, ast.Attribute):
+                # A method of a local value: x.sum(axis=0), A.dot(v), x.copy().
+                recv = self.lower_expr(e.func.value, scope)
+                args = [self.lower_expr(a, scope) for a in e.args]
+                kws = [ast.keyword(k.arg, self.lower_expr(k.value, scope)) for k in e.keywords]
+                call = ast.Call(ast.Attribute(recv, e.func.attr, ast.Load()), args, kws)
+                return Primitive(call, method=e.func.attr)
+            raise self.error(f"a call to {ast.unparse(e.func)}, which is not a known function",
+                             e, scope)
+        if fn in (min, max) and len(e.args) > 2 and not e.keywords:
+            # max(a, b, c) == max(max(a, b), c): the two-argument rule applies.
+            acc = self.lower_expr(e.args[0], scope)
+            for a in e.args[1:]:
+                b = self.lower_expr(a, scope)
+                call = ast.Call(copy_expr(e.func), [acc, b], [])
+                acc = self.temp(e, call, scope, callee=fn)
+            return acc
+        if fn in _ITER_BUILTINS:
+            raise self.error(f"{fn.__name__}() outside a for statement", e, scope,
+                             f"use {fn.__name__}() directly in `for ... in {fn.__name__}(...)`")
+        if fn in (sum, math.fsum) and len(e.args) == 1 and not e.keywords \
+                and isinstance(e.args[0], (ast.GeneratorExp, ast.ListComp)):
+            return self.lower_sum(e, fn, scope)
+        target, is_numba = unwrap(fn)
+        if registry.lookup(fn) is None and registry.lookup(target) is None \
+                and isinstance(target, types.FunctionType) and not is_library(target):
+            self._depend_on(scope, root_name(e.func))
+            if target.__code__ not in self.inline_stack:
+                return self.inline(None, None, e, scope, fn=target)
+            # A recursive call: its depth is not known here, so it stays a call, and
+            # the reverse sweep takes its vector-Jacobian product at run time.
+            if e.keywords:
+                raise self.error("a recursive call with keyword arguments", e, scope,
+                                 "pass the arguments by position")
+        func = self.external_ref(e.func, fn, scope)
+        args = [self.lower_expr(a, scope) for a in e.args]
+        kws = [ast.keyword(k.arg, self.lower_expr(k.value, scope)) for k in e.keywords]
+        return Primitive(ast.Call(func, args, kws), callee=fn)
+
+    def lower_sum(self, e, fn, scope):
+        """sum(f(v) for v in xs if c) as the loop it is: acc = 0; for v in xs: if c: acc += f(v)."""
+        gen = e.args[0]
+        rename = {}
+        for comp in gen.generators:
+            for n in ast.walk(comp.target):
+                if isinstance(n, ast.Name):
+                    rename.setdefault(n.id, self.names.fresh(f"_{n.id}_"))
+
+        class Rename(ast.NodeTransformer):
+            def visit_Name(_, node):
+                return ast.copy_location(ast.Name(rename.get(node.id, node.id), node.ctx), node)
+        acc = self.names.fresh("_sum")
+        for new in list(rename.values()) + [acc]:
+            scope.rename[new] = new
+        line = self._line(e, scope)
+        body = [ast.copy_location(ast.Assign([ast.Name(acc, ast.Store())], ast.BinOp(
+            ast.Name(acc, ast.Load()), ast.Add(), Rename().visit(copy.deepcopy(gen.elt)))), e)]
+        for comp in reversed(gen.generators):
+            for cond in reversed(comp.ifs):
+                body = [ast.copy_location(ast.If(Rename().visit(copy.deepcopy(cond)), body, []), e)]
+            iter_ = comp.iter if comp is gen.generators[0] else Rename().visit(copy.deepcopy(comp.iter))
+            body = [ast.copy_location(ast.For(Rename().visit(copy.deepcopy(comp.target)), iter_,
+                                              body, []), e)]
+        self.emit(ir.Assign(line, acc, ast.Constant(0.0 if fn is math.fsum else 0)))
+        for st in body:
+            self.lower_stmt(st, scope)
+        return ast.Name(acc)
+
+    def inline(self, node, parsed, call: ast.Call, scope, enclosing=None, fn=None):
+        """Inline a call to a Python function; return an atom holding its result."""
+        if scope.depth >= MAX_INLINE_DEPTH:
+            raise self.error("recursion (or calls nested too deeply to inline)", call, scope,
+                             "give the recursive function a rule with @pullback.rule")
+        if fn is not None:
+            parsed = parse_function(fn)
+            fence.check(parsed)
+            node = parsed.node
+        if isinstance(node, ast.Lambda):
+            fdef = ast.FunctionDef(name="_lambda", args=node.args,
+                                   body=[ast.copy_location(ast.Return(node.body), node.body)],
+                                   decorator_list=[], returns=None, type_params=[])
+            node = ast.copy_location(fdef, node)
+        else:
+            fence.check(ParsedFunction(parsed.fn, node, parsed.filename, parsed.lines,
+                                       parsed.globals, parsed.closure))
+        a = node.args
+        if a.vararg or a.kwarg:
+            raise self.error(f"a call to {node.name}, which takes *args or **kwargs", call, scope)
+        # Evaluate arguments in the caller's scope first.
+        args = [self.lower_expr(x, scope) for x in call.args]
+        kwargs = {k.arg: self.lower_expr(k.value, scope) for k in call.keywords}
+        prefix = (node.name if node.name != "_lambda" else "lam").lstrip("_")
+        rename = {}
+        for local in sorted(local_names(node)):
+            rename[local] = self.names.fresh(f"_{prefix}_{local}_")
+        callee = Scope(parsed, rename=rename, parent=enclosing, depth=scope.depth + 1)
+        params = a.posonlyargs + a.args
+        defaults = [None] * (len(params) - len(a.defaults)) + list(a.defaults)
+        line = self._line(call, scope)
+        if len(args) > len(params):
+            raise self.error(f"a call to {node.name} with too many arguments", call, scope)
+        for p, d, k in zip(params, defaults, range(len(params))):
+            if k < len(args):
+                value = args[k]
+            elif p.arg in kwargs:
+                value = kwargs.pop(p.arg)
+            elif d is not None:
+                value = self.lower_expr(d, enclosing or Scope(parsed, rename={}))
+            else:
+                raise self.error(f"a call to {node.name} missing the argument {p.arg!r}",
+                                 call, scope)
+            self.emit(ir.Assign(line, rename[p.arg], value))
+        for p, d in zip(a.kwonlyargs, a.kw_defaults):
+            value = kwargs.pop(p.arg, None)
+            if value is None:
+                if d is None:
+                    raise self.error(f"a call to {node.name} missing the argument {p.arg!r}",
+                                     call, scope)
+                value = self.lower_expr(d, enclosing or Scope(parsed, rename={}))
+            self.emit(ir.Assign(line, rename[p.arg], value))
+        if kwargs:
+            raise self.error(f"a call to {node.name} with unknown keyword {next(iter(kwargs))!r}",
+                             call, scope)
+        callee.ret_value = self.names.fresh(f"_{prefix}_result")
+        body = node.body
+        returns = [n for st in body for n in walk_same_scope(st) if isinstance(n, ast.Return)]
+        if not (len(returns) == 1 and body and body[-1] is returns[0]):
+            callee.ret_flag = self.names.fresh(f"_{prefix}_returned")
+            self.emit(ir.Assign(line, callee.ret_flag, ast.Constant(False)))
+        saved_loops, self.loops = self.loops, []
+        saved_exits = self.exits
+        code = getattr(parsed.fn, "__code__", None) if fn is not None else None
+        if code is not None:
+            self.inline_stack.append(code)
+        try:
+            self.lower_block(body, callee)
+        finally:
+            self.loops = saved_loops
+            self.exits = saved_exits
+            if code is not None:
+                self.inline_stack.pop()
+        return ast.Name(callee.ret_value)

@@ -1,0 +1,138 @@
+"""Expressions: one primitive operation per statement, over atoms (names and constants)."""
+from __future__ import annotations
+
+import ast
+
+from dataclasses import dataclass
+
+from ..core import ir
+from .scope import UNRESOLVED
+
+
+@dataclass(frozen=True)
+class Primitive:
+    """One lowered operation over atoms.  For a call, what it calls: ``callee`` is the
+    resolved function, ``method`` the name in ``x.name(...)`` on a local value."""
+
+    expr: ast.expr
+    callee: object = None
+    method: str | None = None
+
+
+class Expressions:
+    """Mixin of the Normalizer: lowering expressions to atoms and primitives."""
+
+    def as_name(self, atom, node, scope) -> ast.Name:
+        if isinstance(atom, ast.Name):
+            return atom
+        return self.temp(node, atom, scope)
+
+    def lower_expr(self, e, scope) -> ast.expr:
+        """Lower e and return an atom (Name or Constant) holding its value."""
+        prim = self.lower_primitive(e, scope)
+        if is_atom(prim.expr):
+            return prim.expr
+        return self.temp(e, prim.expr, scope, callee=prim.callee, method=prim.method)
+
+    def lower_primitive(self, e, scope) -> Primitive:
+        """Lower e to one primitive operation over atoms (or an atom)."""
+        value = self.lower_value(e, scope)
+        return value if isinstance(value, Primitive) else Primitive(value)
+
+    def lower_value(self, e, scope):
+        """Lower e to one primitive expression over atoms (or an atom); a call comes
+        back as the :class:`Primitive` that also says what it calls."""
+        if isinstance(e, ast.Constant):
+            return ast.Constant(e.value)
+        if isinstance(e, ast.Name):
+            return self.name_ref(e, scope)
+        if isinstance(e, ast.Attribute):
+            obj = self.resolve(e, scope)
+            if obj is not UNRESOLVED:
+                return self.external_ref(e, obj, scope)
+            base = self.lower_expr(e.value, scope)
+            return ast.Attribute(base, e.attr, ast.Load())
+        if isinstance(e, ast.Subscript):
+            base = self.lower_expr(e.value, scope)
+            return ast.Subscript(base, self.lower_index(e.slice, scope), ast.Load())
+        if isinstance(e, ast.BinOp):
+            a = self.lower_expr(e.left, scope)
+            b = self.lower_expr(e.right, scope)
+            return ast.BinOp(a, e.op, b)
+        if isinstance(e, ast.UnaryOp):
+            a = self.lower_expr(e.operand, scope)
+            if isinstance(e.op, ast.UAdd):
+                return a
+            if isinstance(e.op, ast.USub) and isinstance(a, ast.Constant) \
+                    and isinstance(a.value, (int, float, complex)) and not isinstance(a.value, bool):
+                return ast.Constant(-a.value)
+            return ast.UnaryOp(e.op, a)
+        if isinstance(e, ast.Compare):
+            return self.lower_compare(e, scope)
+        if isinstance(e, ast.BoolOp):
+            return self.lower_boolop(e, scope)
+        if isinstance(e, ast.IfExp):
+            test = self.as_name(self.lower_expr(e.test, scope), e, scope)
+            result = self.names.fresh("_t")
+            line = self._line(e, scope)
+            body = self.sub_exprs(lambda: self.lower_expr(e.body, scope))
+            orelse = self.sub_exprs(lambda: self.lower_expr(e.orelse, scope))
+            self.emit(ir.If(line, test.id,
+                            body[1] + [ir.Assign(line, result, body[0])],
+                            orelse[1] + [ir.Assign(line, result, orelse[0])]))
+            return ast.Name(result)
+        if isinstance(e, (ast.Tuple, ast.List)):
+            return ast.Tuple([self.lower_expr(x, scope) for x in e.elts], ast.Load())
+        if isinstance(e, ast.Call):
+            return self.lower_call(e, scope)
+        if isinstance(e, ast.Lambda):
+            raise self.error("a lambda used as a value", e, scope,
+                             "assign it to a name and call it, or define a def")
+        raise self.error(f"the expression {type(e).__name__}", e, scope)
+
+    def lower_index(self, s, scope):
+        if isinstance(s, ast.Slice):
+            parts = [None if p is None else self.lower_expr(p, scope)
+                     for p in (s.lower, s.upper, s.step)]
+            return ast.Slice(*parts)
+        if isinstance(s, ast.Tuple):
+            return ast.Tuple([self.lower_index(x, scope) for x in s.elts], ast.Load())
+        return self.lower_expr(s, scope)
+
+    def lower_compare(self, e, scope):
+        left = self.lower_expr(e.left, scope)
+        if len(e.ops) == 1:
+            return ast.Compare(left, e.ops, [self.lower_expr(e.comparators[0], scope)])
+        # a < b < c: each operand once, later comparisons only if earlier ones hold.
+        result = self.names.fresh("_t")
+        line = self._line(e, scope)
+
+        def chain(left, ops, comps):
+            right = self.lower_expr(comps[0], scope)
+            self.emit(ir.Assign(line, result, ast.Compare(left, [ops[0]], [right])))
+            if len(ops) > 1:
+                _, rest = self.sub_exprs(lambda: chain(right, ops[1:], comps[1:]))
+                self.emit(ir.If(line, result, rest, []))
+        chain(left, e.ops, e.comparators)
+        return ast.Name(result)
+
+    def lower_boolop(self, e, scope):
+        result = self.names.fresh("_t")
+        line = self._line(e, scope)
+        is_and = isinstance(e.op, ast.And)
+
+        def chain(values):
+            v = self.lower_expr(values[0], scope)
+            self.emit(ir.Assign(line, result, v))
+            if len(values) > 1:
+                test = result
+                if not is_and:
+                    test = self.temp(e, ast.UnaryOp(ast.Not(), ast.Name(result)), scope).id
+                _, rest = self.sub_exprs(lambda: chain(values[1:]))
+                self.emit(ir.If(line, test, rest, []))
+        chain(e.values)
+        return ast.Name(result)
+
+
+def is_atom(e) -> bool:
+    return isinstance(e, (ast.Name, ast.Constant))

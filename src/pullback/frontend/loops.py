@@ -1,0 +1,170 @@
+"""Loops: ``for`` over range, arrays, enumerate, zip and reversed; ``while``.
+
+Every ``for`` becomes a loop over a range with a loop variable; ``break``,
+``continue`` and ``return`` inside become flags that guard the rest of the body
+and leave the loop after the iteration that set them.
+"""
+from __future__ import annotations
+
+import ast
+
+from ..core import ir
+from ..core.runtime import trip_count
+from .scope import UNRESOLVED, Loop
+
+
+class Loops:
+    """Mixin of the Normalizer: lowering for and while loops."""
+
+    def _new_loop(self):
+        return Loop(stop=self.names.fresh("_skip"), exit=self.names.fresh("_leave"))
+
+    def _loop_body(self, s, scope, loop, prologue):
+        """Lower a loop body with flags for break/continue/return."""
+        self.loops.append(loop)
+        scope.loop_depth += 1
+        before = self.exits
+        try:
+            saved, self.out = self.out, list(prologue)
+            self.lower_block(s.body, scope)
+            body = self.out
+            self.out = saved
+        finally:
+            self.loops.pop()
+            scope.loop_depth -= 1
+        used_flags = self.exits != before
+        # break/continue end at this loop; a return is re-counted by _finish_loop.
+        self.exits = before
+        return body, used_flags
+
+    def _finish_loop(self, s, scope, loop, node, body, used_flags):
+        line = self._line(s, scope)
+        if used_flags:
+            reset = ir.Assign(line, loop.stop, ast.Constant(False))
+            body.insert(0, reset)
+            node.exit_flag = loop.exit
+            self.emit(ir.Assign(line, loop.exit, ast.Constant(False)))
+            self.emit(ir.Assign(line, loop.stop, ast.Constant(False)))
+        node.body = body
+        self.emit(node)
+        returned_inside = used_flags and scope.ret_flag is not None and any(
+            isinstance(st, ir.Assign) and st.target == scope.ret_flag for st in ir.walk(body))
+        if returned_inside:
+            # A return inside the loop leaves the enclosing loop too.
+            if self._in_current_fn_loop(scope):
+                outer = self.loops[-1]
+                self.emit(ir.If(line, scope.ret_flag, [
+                    ir.Assign(line, outer.stop, ast.Constant(True)),
+                    ir.Assign(line, outer.exit, ast.Constant(True))], []))
+            self.exits += 1
+
+    def lower_for(self, s, scope):
+        line = self._line(s, scope)
+        it = s.iter
+        target = s.target
+        loop = self._new_loop()
+        prologue = []
+        fn = self.resolve_callee(it.func, scope) if isinstance(it, ast.Call) else UNRESOLVED
+
+        def bind(t, value):
+            saved, self.out = self.out, prologue
+            try:
+                self.assign(t, value, scope, s, lowered=True)
+            finally:
+                self.out = saved
+
+        if fn is range or (fn is reversed and isinstance(it.args[0], ast.Call)
+                           and self.resolve_callee(it.args[0].func, scope) is range):
+            rng = it if fn is range else it.args[0]
+            if rng.keywords or not 1 <= len(rng.args) <= 3:
+                raise self.error("range() with these arguments", it, scope)
+            args = [self.lower_expr(a, scope) for a in rng.args]
+            if len(args) == 1:
+                start, stop, step = ast.Constant(0), args[0], ast.Constant(1)
+            elif len(args) == 2:
+                (start, stop), step = args, ast.Constant(1)
+            else:
+                start, stop, step = args
+            if isinstance(step, ast.Constant) and step.value == 0:
+                raise self.error("range() with step 0", it, scope)
+            if fn is reversed:
+                start, stop, step = self.reversed_range(s, scope, start, stop, step)
+            if isinstance(target, ast.Name):
+                var = self.local_name(target.id, scope)
+            else:
+                raise self.error("a tuple loop target over range()", target, scope)
+        else:
+            # An index loop over one or more sequences.
+            var = self.names.fresh("_i")
+            index = ast.Name(var)
+            if fn is enumerate:
+                seqs = [self.as_name(self.lower_expr(it.args[0], scope), s, scope)]
+                offset = self.lower_expr(it.args[1], scope) if len(it.args) > 1 else ast.Constant(0)
+                if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
+                    raise self.error("enumerate() without an `i, x` target", target, scope)
+                counter, item_t = target.elts
+                count = index if isinstance(offset, ast.Constant) and offset.value == 0 else \
+                    self._temp_in(prologue, s, ast.BinOp(index, ast.Add(), offset))
+                bind(counter, count)
+                items = [(item_t, seqs[0])]
+            elif fn is zip:
+                seqs = [self.as_name(self.lower_expr(a, scope), s, scope) for a in it.args]
+                if not (isinstance(target, ast.Tuple) and len(target.elts) == len(seqs)):
+                    raise self.error("zip() whose target does not unpack every sequence",
+                                     target, scope)
+                items = list(zip(target.elts, seqs))
+            elif fn is reversed:
+                seqs = [self.as_name(self.lower_expr(it.args[0], scope), s, scope)]
+                items = [(target, seqs[0])]
+            elif isinstance(it, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
+                seqs = [self.as_name(self.lower_expr(it, scope), s, scope)]
+                items = [(target, seqs[0])]
+            else:
+                raise self.error("a for loop over this iterable", it, scope,
+                                 "iterate over range(...), an array, enumerate(...) or zip(...)")
+            lengths = [self.temp(s, ast.Call(ast.Name("len"), [q], []), scope, callee=len)
+                       for q in seqs]
+            n = lengths[0]
+            for other in lengths[1:]:
+                n = self.temp(s, ast.Call(ast.Name("min"), [n, other], []), scope, callee=min)
+            start, stop, step = ast.Constant(0), n, ast.Constant(1)
+            if fn is reversed:
+                start, stop, step = self.reversed_range(s, scope, start, stop, step)
+            for t, q in items:
+                item = self._temp_in(prologue, s, ast.Subscript(q, index))
+                bind(t, item)
+        node = ir.For(line, var, start, stop, step)
+        body, used_flags = self._loop_body(s, scope, loop, prologue)
+        self._finish_loop(s, scope, loop, node, body, used_flags)
+
+    def _temp_in(self, stmts, s, expr):
+        name = self.names.fresh("_t")
+        stmts.append(ir.Assign(s.lineno, name, expr))
+        return ast.Name(name)
+
+    def reversed_range(self, s, scope, start, stop, step):
+        n = self.temp(s, ast.Call(ast.Name("trip_count"), [start, stop, step], []), scope,
+                      callee=trip_count)
+        last = self.temp(s, ast.BinOp(n, ast.Sub(), ast.Constant(1)), scope)
+        off = self.temp(s, ast.BinOp(last, ast.Mult(), step), scope)
+        new_start = self.temp(s, ast.BinOp(start, ast.Add(), off), scope)
+        new_stop = self.temp(s, ast.BinOp(start, ast.Sub(), step), scope)
+        new_step = self.temp(s, ast.UnaryOp(ast.USub(), step), scope)
+        return new_start, new_stop, new_step
+
+    def lower_while(self, s, scope):
+        line = self._line(s, scope)
+        loop = self._new_loop()
+        test, cond = self.sub_exprs(lambda: self.as_name(self.lower_expr(s.test, scope), s, scope))
+        for st in cond:
+            self.emit(st)
+        body, used_flags = self._loop_body(s, scope, loop, [])
+        # Re-evaluate the condition at the end of each iteration into the same name.
+        _, cond2 = self.sub_exprs(lambda: self._retest(s, scope, test.id))
+        node = ir.While(line, test.id, cond2, [])
+        self._finish_loop(s, scope, loop, node, body, used_flags)
+
+    def _retest(self, s, scope, name):
+        prim = self.lower_primitive(s.test, scope)
+        self.emit(ir.Assign(self._line(s, scope), name, prim.expr, callee=prim.callee,
+                            method=prim.method))

@@ -1,0 +1,78 @@
+"""What the normalizer knows while it lowers one function: scopes, loops, local names."""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from .parse import ParsedFunction
+
+
+@dataclass
+class Scope:
+    """One function being lowered (the top function or an inlined callee)."""
+
+    parsed: ParsedFunction
+    rename: dict                    # local name -> name in the output
+    local_defs: dict = field(default_factory=dict)   # name -> (ast node, Scope)
+    parent: "Scope | None" = None   # lexically enclosing scope (for nested defs)
+    ret_flag: str | None = None     # set by a return that is not the last statement
+    ret_value: str | None = None
+    depth: int = 0
+    loop_depth: int = 0             # loops of this function around the statement being lowered
+
+    def lookup_local(self, name):
+        s = self
+        while s is not None:
+            if name in s.rename:
+                return s.rename[name], s
+            s = s.parent
+        return None, None
+
+    def lookup_def(self, name):
+        s = self
+        while s is not None:
+            if name in s.local_defs:
+                return s.local_defs[name]
+            if name in s.rename:          # shadowed by a plain local
+                return None
+            s = s.parent
+        return None
+
+
+@dataclass
+class Loop:
+    stop: str           # skip the rest of this iteration
+    exit: str           # leave the loop after this iteration
+
+
+class _Unresolved:
+    pass
+
+
+UNRESOLVED = _Unresolved()
+
+
+def local_names(fn: ast.FunctionDef) -> set[str]:
+    """Names bound in fn's own scope (params, assignment targets, loop targets, defs)."""
+    out = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+
+    def visit(nodes):
+        for node in nodes:
+            for n in walk_same_scope(node):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                    out.add(n.id)
+                elif isinstance(n, ast.FunctionDef):
+                    out.add(n.name)
+    visit(fn.body)
+    return out
+
+
+def walk_same_scope(node):
+    """ast.walk that does not enter nested functions or lambdas (but yields them)."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        if isinstance(n, (ast.FunctionDef, ast.Lambda)):
+            continue
+        todo.extend(ast.iter_child_nodes(n))
