@@ -20,6 +20,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from pullback.rules.elementwise import unbroadcast
+from pullback.rules import results
 from pullback.rules.registry import lookup
 
 SETTINGS = settings(max_examples=30, deadline=None)
@@ -83,7 +84,7 @@ def rule_vjp(fn, param):
         env.update(rule.helpers)
         env.update(g=g, ans=ans)
         ct = eval(code, env)
-        return unbroadcast(ct, x) if rule.result == "like" else ct
+        return unbroadcast(ct, x) if rule.result is results.like else ct
     return vjp
 
 

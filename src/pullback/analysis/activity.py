@@ -15,41 +15,11 @@ shapes and booleans are never active.
 from __future__ import annotations
 
 import ast
-import math
-
-import numpy as np
 
 from ..core import ir
-from ..core.kinds import (BOOL, FLOAT, INT, OTHER, SHAPE, _DTYPE_ORDER, MISSING, Kind,  # noqa: F401
-                          join, kind_of_value)
-from ..core.runtime import trip_count
-from ..rules import registry
-
-
-def _broadcast(kinds, dtype=None) -> Kind:
-    ndims = [k.ndim for k in kinds]
-    if any(n is None for n in ndims):
-        return OTHER
-    if any(n == -1 for n in ndims):
-        ndim = -1
-    else:
-        ndim = max(ndims) if ndims else 0
-    if dtype is None:
-        dtypes = [k.dtype for k in kinds]
-        dtype = max(dtypes, key=lambda d: _DTYPE_ORDER.index(d) if d in _DTYPE_ORDER else 5)
-        if dtype not in _DTYPE_ORDER:
-            dtype = "o"
-    return Kind(ndim, dtype)
-
-
-# Functions whose result kind is known without a derivative rule.
-_INT_FUNCS = {len, int, round, math.floor, math.ceil, math.trunc, math.factorial, math.comb,
-              np.argmax, np.argmin, np.count_nonzero, np.searchsorted}
-_BOOL_FUNCS = {bool, math.isnan, math.isinf, math.isfinite, isinstance, np.isnan, np.isinf,
-               np.isfinite, np.any, np.all}
-_ARRAY_FACTORIES = {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like,
-                    np.empty_like, np.full_like, np.array, np.asarray, np.copy, np.linspace,
-                    np.arange, np.eye, np.identity}
+from ..core.kinds import (BOOL, INT, MISSING, OTHER, SHAPE, Kind, broadcast, join,
+                          kind_of_value)
+from ..rules import registry, results
 
 
 class KindInference:
@@ -117,10 +87,10 @@ class KindInference:
             if a.dtype in "ot" or b.dtype in "ot":
                 if a.dtype == "t" and b.dtype == "t":
                     return SHAPE
-                return OTHER if (a.ndim is None or b.ndim is None) else _broadcast([a, b], "o")
+                return OTHER if (a.ndim is None or b.ndim is None) else broadcast([a, b], "o")
             if isinstance(e.op, ast.MatMult):
                 return self._matmul(a, b)
-            k = _broadcast([a, b])
+            k = broadcast([a, b])
             if isinstance(e.op, ast.Div):
                 return Kind(k.ndim, "f" if k.dtype in "bi" else k.dtype)
             if isinstance(e.op, ast.Pow) and k.dtype in "bi":
@@ -142,7 +112,7 @@ class KindInference:
             if a.ndim == 0 and b.ndim == 0 or isinstance(e.ops[0], (ast.Is, ast.IsNot, ast.In,
                                                                      ast.NotIn)):
                 return BOOL
-            return Kind(_broadcast([a, b]).ndim, "b")
+            return Kind(broadcast([a, b]).ndim, "b")
         if isinstance(e, ast.Tuple):
             kinds = [self.expr(x) for x in e.elts]
             # A tuple of ints (a shape) keeps its length in ndim.
@@ -154,9 +124,9 @@ class KindInference:
 
     def _matmul(self, a, b):
         if a.ndim in (None, -1) or b.ndim in (None, -1):
-            return Kind(-1, _broadcast([a, b]).dtype)
+            return Kind(-1, broadcast([a, b]).dtype)
         nd = {(1, 1): 0, (2, 1): 1, (1, 2): 1}.get((a.ndim, b.ndim), max(a.ndim, b.ndim))
-        return Kind(nd, _broadcast([a, b]).dtype)
+        return Kind(nd, broadcast([a, b]).dtype)
 
     def attribute(self, e):
         base = self.expr(e.value)
@@ -208,122 +178,25 @@ class KindInference:
         return Kind(max(base.ndim - removed, 0) + added, base.dtype)
 
     def call(self, e, stmt):
+        """The result kind of a call: its primitive's abstract evaluation (a method
+        is its primitive with the receiver as the first argument)."""
         fn = getattr(stmt, "callee", None) if stmt is not None else None
         method = getattr(stmt, "method", None) if stmt is not None else None
         args = [self.expr(a) for a in e.args]
         kws = {k.arg: self.expr(k.value) for k in e.keywords}
         if method is not None:
-            recv = self.expr(e.func.value)
-            if method in ("copy", "conj", "conjugate", "flatten", "ravel", "reshape",
-                          "transpose", "astype", "squeeze", "cumsum", "cumprod", "clip"):
-                nd = recv.ndim if method in ("copy", "conj", "conjugate", "clip", "astype") \
-                    else (1 if method in ("flatten", "ravel") else -1)
-                return Kind(nd, recv.dtype if method != "astype" else "o")
-            if method in ("sum", "prod", "mean", "max", "min", "var", "std", "dot", "trace"):
-                no_axis = not e.args and "axis" not in kws
-                return Kind(0 if no_axis and method != "dot" else -1,
-                            "f" if method in ("mean", "var", "std") else recv.dtype)
-            if method in ("argmax", "argmin"):
-                return INT if not e.args else Kind(-1, "i")
-            if method in ("item",):
-                return Kind(0, recv.dtype)
-            if method in ("any", "all"):
-                return BOOL
-            return OTHER
+            fn = registry.method(method)
+            args = [self.expr(e.func.value)] + args
+            e = ast.Call(e.func, [e.func.value] + e.args, e.keywords)
         if fn is None:
             return OTHER
-        if fn in _INT_FUNCS:
-            return INT
-        if fn is float:
-            return FLOAT
-        if fn in _BOOL_FUNCS:
-            return BOOL
-        if fn in (abs, min, max):
-            k = None
-            for a in args:
-                k = join(k, a)
-            return k or OTHER
-        if fn in _ARRAY_FACTORIES:
-            dtype = "f"
-            shape_arg = e.args[0] if e.args else None
-            if fn in (np.zeros, np.ones, np.empty, np.full) and shape_arg is not None:
-                k0 = args[0]
-                dt = "o" if "dtype" in kws else "f"
-                if k0 == INT:
-                    return Kind(1, dt)
-                if isinstance(shape_arg, ast.Tuple):
-                    return Kind(len(shape_arg.elts), dt)
-                if k0.dtype == "t":
-                    return Kind(k0.ndim if k0.ndim is not None else -1, dt)
-            if fn in (np.linspace, np.arange) and "dtype" not in kws:
-                return Kind(1, "i" if fn is np.arange and all(a.dtype == "i" for a in args)
-                            else "f")
-            if fn in (np.eye, np.identity) and "dtype" not in kws:
-                return Kind(2, "f")
-            if fn in (np.arange,) and all(a.dtype == "i" for a in args):
-                dtype = "i"
-            if "dtype" in kws or fn in (np.array, np.asarray, np.copy, np.zeros_like, np.ones_like,
-                                        np.empty_like, np.full_like):
-                src = args[0] if args else OTHER
-                if fn in (np.array, np.asarray, np.copy, np.zeros_like, np.ones_like,
-                          np.empty_like, np.full_like) and src.ndim is not None:
-                    return Kind(src.ndim if src.ndim != 0 or fn in (np.array, np.asarray)
-                                else 0, src.dtype)
-                return Kind(-1, "o")
-            return Kind(-1, dtype)
-        if fn is trip_count:
-            return INT
         rule = registry.lookup(fn)
-        if rule is not None:
-            res = rule.result
-            if res == "like":
-                numeric = [a for a in args if a.dtype in _DTYPE_ORDER]
-                k = _broadcast(numeric) if numeric else FLOAT
-                return Kind(k.ndim, "f" if k.dtype in "bi" else k.dtype)
-            return {"scalar": FLOAT, "array": Kind(-1, "f"), "int": INT, "bool": BOOL}.get(
-                res, _any_result(fn, args, kws, e))
-        if isinstance(fn, np.ufunc):
-            k = _broadcast([a for a in args if a.dtype in _DTYPE_ORDER] or [FLOAT])
-            return k
-        if getattr(fn, "__module__", "") == "math" or fn in vars(math).values():
-            return FLOAT
-        if callable(fn) and args and all(a.ndim == 0 and a.dtype in "bif" for a in args):
-            return FLOAT        # a (recursive) user function of scalars
-        return OTHER
+        return (rule.result if rule is not None else results.generic)(fn, args, kws, e)
 
 
 _INFER = ir.table("kind inference", {
     ir.Assign: KindInference._assign, ir.SetItem: KindInference._nothing, ir.If: KindInference._if,
     ir.For: KindInference._for, ir.While: KindInference._while, ir.Return: KindInference._nothing})
-
-
-def _any_result(fn, args, kws, call):
-    """The kind of a rule's result when the rule does not fix it."""
-    if fn in _TUPLE_RESULTS:
-        return OTHER
-    first = args[0] if args else OTHER
-    if fn in _REDUCTIONS:
-        axis_given = len(call.args) > 1 or any(k.arg in ("axis", "ord") for k in call.keywords)
-        if first.ndim == 0 or (not axis_given and not kws.get("keepdims")):
-            return FLOAT
-        return Kind(-1, "f")
-    if fn in _MATRIX_SCALARS:
-        return FLOAT if first.ndim == 2 else Kind(-1, "f")
-    if fn in _SAME_SHAPE:
-        return Kind(first.ndim, "f") if first.ndim is not None else Kind(-1, "f")
-    if args and all(a.ndim == 0 for a in args):
-        return FLOAT        # a function of scalars (a user rule, say) gives a scalar
-    return Kind(-1, "f")
-
-
-_TUPLE_RESULTS = {np.linalg.slogdet, np.linalg.eigh, np.linalg.svd, np.linalg.qr}
-_REDUCTIONS = {np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.var, np.std,
-               np.linalg.norm, np.nansum, np.average}
-_MATRIX_SCALARS = {np.linalg.det, np.trace}
-_SAME_SHAPE = {np.linalg.inv, np.cumsum, np.cumprod, np.copy, np.sort}
-
-
-
 
 
 # ---------------------------------------------------------------- activity
@@ -347,7 +220,9 @@ def _differentiable_operands(s, kinds) -> set[str]:
     if isinstance(e, ast.Attribute):
         return ir.atom_names(e.value) if e.attr in ("T", "mT", "real", "imag") else set()
     if isinstance(e, ast.Call):
-        if getattr(s, "callee", None) in NON_DIFFERENTIABLE:
+        fn = registry.method(s.method) if s.method is not None else s.callee
+        rule = registry.lookup(fn) if fn is not None else None
+        if rule is not None and not rule.differentiable:
             return set()
         names = set()
         for a in e.args:
@@ -358,17 +233,6 @@ def _differentiable_operands(s, kinds) -> set[str]:
             names |= ir.atom_names(e.func.value)
         return names
     return ir.atom_names(e)
-
-
-# Functions whose result carries no derivative from their arguments: shapes,
-# counts, indices, fresh arrays.
-NON_DIFFERENTIABLE = {len, int, round, bool, isinstance, range, math.floor, math.ceil,
-                      math.trunc, math.isnan, math.isinf, math.isfinite,
-                      np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like,
-                      np.arange, np.linspace, np.eye, np.identity, np.shape, np.size, np.ndim,
-                      np.argmax, np.argmin, np.argsort, np.searchsorted, np.count_nonzero,
-                      np.isnan, np.isinf, np.isfinite, np.sign, np.floor, np.ceil, np.round,
-                      np.any, np.all}
 
 
 def _float_like(kind: Kind | None) -> bool:

@@ -3,14 +3,11 @@ from __future__ import annotations
 
 import ast
 
-import numpy as np
-
 from ..core import ir
 from ..core.errors import UnsupportedSyntaxError
+from ..rules import registry
 
-_VIEW_METHODS = {"reshape", "ravel", "transpose", "view", "squeeze", "swapaxes", "diagonal"}
-_VIEW_FUNCTIONS = {np.reshape, np.ravel, np.transpose, np.squeeze, np.swapaxes, np.diagonal,
-                   np.expand_dims, np.broadcast_to, np.asarray, np.moveaxis}
+
 
 
 def check_aliasing(stmts, kind, location) -> None:
@@ -46,8 +43,7 @@ def check_aliasing(stmts, kind, location) -> None:
             source = f"{s.target} = {ast.unparse(e)} is a view"
         elif isinstance(e, ast.Attribute) and e.attr in ("T", "mT", "real", "imag"):
             source = f"{s.target} = {ast.unparse(e)} is a view"
-        elif isinstance(e, ast.Call) and (s.method in _VIEW_METHODS
-                                          or s.callee in _VIEW_FUNCTIONS):
+        elif isinstance(e, ast.Call) and _may_be_view(s):
             source = f"{s.target} = {ast.unparse(e)} may be a view"
         if source is not None:
             w = written[s.target]
@@ -56,3 +52,10 @@ def check_aliasing(stmts, kind, location) -> None:
                 f"({source})", location(w.line),
                 f"write `{s.target} = {ast.unparse(e)}.copy()` to work on a copy, or "
                 "write through the original array")
+
+
+def _may_be_view(s: ir.Assign) -> bool:
+    """The call's primitive (or method) is registered as possibly returning a view."""
+    fn = registry.method(s.method) if s.method is not None else s.callee
+    rule = registry.lookup(fn) if fn is not None else None
+    return rule is not None and rule.view

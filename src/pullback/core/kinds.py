@@ -38,7 +38,7 @@ BOOL = Kind(0, "b")
 FLOAT = Kind(0, "f")
 SHAPE = Kind(None, "t")
 OTHER = Kind(None, "o")
-_DTYPE_ORDER = "bifc"
+DTYPE_ORDER = "bifc"
 
 
 def kind_of_value(v) -> Kind:
@@ -73,13 +73,30 @@ def join(a: Kind | None, b: Kind | None) -> Kind | None:
     if a.dtype in "ot" or b.dtype in "ot":
         dtype = a.dtype if a.dtype == b.dtype else "o"
     else:
-        dtype = max(a.dtype, b.dtype, key=_DTYPE_ORDER.index)
+        dtype = max(a.dtype, b.dtype, key=DTYPE_ORDER.index)
     if a.ndim == b.ndim:
         ndim = a.ndim
     elif a.ndim is None or b.ndim is None:
         ndim = None
     else:
         ndim = -1
+    return Kind(ndim, dtype)
+
+
+def broadcast(kinds, dtype=None) -> Kind:
+    """The kind of an elementwise result of values of these kinds (NumPy broadcasting)."""
+    ndims = [k.ndim for k in kinds]
+    if any(n is None for n in ndims):
+        return OTHER
+    if any(n == -1 for n in ndims):
+        ndim = -1
+    else:
+        ndim = max(ndims) if ndims else 0
+    if dtype is None:
+        dtypes = [k.dtype for k in kinds]
+        dtype = max(dtypes, key=lambda d: DTYPE_ORDER.index(d) if d in DTYPE_ORDER else 5)
+        if dtype not in DTYPE_ORDER:
+            dtype = "o"
     return Kind(ndim, dtype)
 
 

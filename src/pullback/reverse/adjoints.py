@@ -13,15 +13,13 @@ import types
 
 import numpy as np
 
-from ..analysis.activity import NON_DIFFERENTIABLE
 from ..core import ir
 from ..core.errors import MissingRuleError, NumbaCompileError
 from ..core.kinds import Kind
 from ..core.runtime import add_item, buffer_like, call_vjp, item_cotangent, scatter_add
 from ..frontend.resolve import is_library
-from ..rules import registry
+from ..rules import registry, results
 from ..rules.elementwise import unbroadcast
-from ..rules.methods import METHODS
 from ..rules.scalar import OPERATORS
 from .ops import Accum, BufferUpdate, InPlace, Reset, Scatter, TupleItem, ZeroElement, assign, call
 
@@ -183,12 +181,15 @@ def call_adjoint(tr, s, e: ast.Call, g):
 
 def rule_adjoint(tr, s, fn, args, kwargs, g):
     active_args = [a for a in list(args) + list(kwargs.values()) if tr.is_active(a)]
-    if not active_args or fn in NON_DIFFERENTIABLE:
+    rule = registry.lookup(fn) if fn is not None else None
+    if not active_args or (rule is not None and not rule.differentiable):
         return []
     array_result = tr.kinds.get(s.target, Kind(0, "f")).ndim not in (0,)
     if fn in _ARRAY_OPS and (array_result or any(tr.kind(a).ndim != 0 for a in args)):
         fn = _ARRAY_OPS[fn]
     rule = registry.lookup(fn) if fn is not None else None
+    if rule is not None and not rule.has_derivative:
+        rule = None         # known only for its kind: no derivative yet
     if rule is None and _is_user_function(fn):
         return recursive_call_adjoint(tr, s, fn, args, kwargs, g)
     if rule is None:
@@ -203,7 +204,7 @@ def rule_adjoint(tr, s, fn, args, kwargs, g):
     where = f"\n  {tr.location(s.line)}"
     bound = rule.bind(args, kwargs, where)
     code = []
-    elementwise = rule.result == "like"
+    elementwise = rule.result is results.like
     extra = {}
     if rule.vjp_tuple is not None:
         # A user VJP returns every cotangent at once: call it once.
@@ -304,7 +305,7 @@ def _identifier(name, default):
 
 
 def _method_function(name):
-    return METHODS.get(name)
+    return registry.method(name)
 
 
 def _unbroadcast():

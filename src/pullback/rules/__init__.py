@@ -1,4 +1,3 @@
 """Derivative rules, grouped by domain; importing this package registers them all."""
-from . import registry, scalar  # noqa: F401
-from . import elementwise, reductions, linalg, shapes, indexing, prod  # noqa: F401
-from . import methods  # noqa: F401
+from . import registry, results  # noqa: F401
+from . import scalar, elementwise, reductions, linalg, shapes, indexing, prod, nondiff  # noqa: F401

@@ -277,7 +277,7 @@ def clip_vjp_max(g, a, a_min=None, a_max=None, min=None, max=None):
     return xp.where(above, g, xp.zeros_like(g))
 
 
-defrule(np.clip, "a, a_min=None, a_max=None, out=None, *, min=None, max=None",
+defrule(np.clip, "a, a_min=None, a_max=None, out=None, *, min=None, max=None", methods=("clip",),
         a="clip_vjp_a(g, a, a_min, a_max, min, max)",
         a_min="clip_vjp_min(g, a, a_min, a_max, min, max)",
         a_max="clip_vjp_max(g, a, a_min, a_max, min, max)",

@@ -40,6 +40,7 @@ import array_api_compat
 import numpy as np
 
 from .elementwise import as_array, float_dtype, like_arg, namespace, shape_of, unbroadcast
+from . import results
 from .registry import defrule
 
 __all__ = ["dot_vjp_a", "dot_vjp_b", "matmul_vjp_a", "matmul_vjp_b", "outer_vjp_a",
@@ -352,25 +353,26 @@ def einsum_vjp(g, k, subscripts, *operands):
 # ---------------------------------------------------------------------------
 # Registrations
 
-defrule(np.dot, "a, b, out=None", result="any",
+defrule(np.dot, "a, b, out=None", result=results.unknown, methods=("dot",),
         a="dot_vjp_a(g, a, b)", b="dot_vjp_b(g, a, b)")
-defrule(np.matmul, "x1, x2, /, out=None", result="any",
+defrule(np.matmul, "x1, x2, /, out=None", result=results.unknown,
         x1="matmul_vjp_a(g, x1, x2)", x2="matmul_vjp_b(g, x1, x2)")
-defrule(operator.matmul, "a, b, /", result="any",
+defrule(operator.matmul, "a, b, /", result=results.unknown,
         a="matmul_vjp_a(g, a, b)", b="matmul_vjp_b(g, a, b)")
-defrule(np.outer, "a, b, out=None", result="any",
+defrule(np.outer, "a, b, out=None", result=results.unknown,
         a="outer_vjp_a(g, a, b)", b="outer_vjp_b(g, a, b)")
-defrule(np.inner, "a, b, /", result="any",
+defrule(np.inner, "a, b, /", result=results.unknown,
         a="inner_vjp_a(g, a, b)", b="inner_vjp_b(g, a, b)")
-defrule(np.linalg.solve, "a, b", result="any",
+defrule(np.linalg.solve, "a, b", result=results.unknown,
         a="solve_vjp_a(g, ans, a, b)", b="solve_vjp_b(g, ans, a, b)")
-defrule(np.linalg.inv, "a", result="any", a="inv_vjp(g, ans, a)")
-defrule(np.linalg.det, "a", result="any", a="det_vjp(g, ans, a)")
-defrule(np.linalg.slogdet, "a", result="any", a="slogdet_vjp(g, ans, a)")
-defrule(np.trace, "a, offset=0, axis1=0, axis2=1, dtype=None, out=None", result="any",
+defrule(np.linalg.inv, "a", result=results.same_shape, a="inv_vjp(g, ans, a)")
+defrule(np.linalg.det, "a", result=results.matrix_scalar, a="det_vjp(g, ans, a)")
+defrule(np.linalg.slogdet, "a", result=results.tuple_of_arrays, a="slogdet_vjp(g, ans, a)")
+defrule(np.trace, "a, offset=0, axis1=0, axis2=1, dtype=None, out=None",
+        result=results.matrix_scalar, methods=("trace",),
         a="trace_vjp(g, a, offset, axis1, axis2)")
 defrule(np.einsum, "subscripts, op0, op1=None, op2=None, op3=None, /, *, out=None, "
-        "optimize=False", result="any",
+        "optimize=False", result=results.unknown,
         op0="einsum_vjp(g, 0, subscripts, op0, op1, op2, op3)",
         op1="einsum_vjp(g, 1, subscripts, op0, op1, op2, op3)",
         op2="einsum_vjp(g, 2, subscripts, op0, op1, op2, op3)",

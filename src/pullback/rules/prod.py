@@ -59,6 +59,7 @@ import array_api_compat
 import numpy as np
 
 from .elementwise import as_array, is_scalar, like_arg, namespace, normalize_axes
+from . import results
 from .registry import defrule
 
 __all__ = ["prod_vjp", "prod_vjp_exact", "cumprod_vjp", "cumprod_vjp_exact"]
@@ -430,6 +431,7 @@ def cumprod_vjp(g, ans, x, axis=None, *, exact=None):
 # ---------------------------------------------------------------------------
 
 defrule(np.prod, "a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True",
-        a="prod_vjp(g, ans, a, axis, keepdims, initial=initial, where=where)", result="any")
+        a="prod_vjp(g, ans, a, axis, keepdims, initial=initial, where=where)",
+        result=results.reduction, methods=("prod",))
 defrule(np.cumprod, "a, axis=None, dtype=None, out=None",
-        a="cumprod_vjp(g, ans, a, axis)", result="any")
+        a="cumprod_vjp(g, ans, a, axis)", result=results.same_shape, methods=("cumprod",))

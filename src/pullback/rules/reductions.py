@@ -22,21 +22,20 @@ Choices where the derivative is not defined:
 not enter the derivative.  ``var``/``std`` with ``where=`` raise
 NotImplementedError.
 
-:data:`METHODS` maps ndarray method names to the NumPy function whose rule
-applies (``x.sum(axis=0)`` is ``np.sum(x, axis=0)``); it includes the shape
-methods of :data:`pullback.rules.shapes.METHODS`.
+Each registration names the ndarray methods that mean it (``x.sum(axis=0)``
+is ``np.sum(x, axis=0)``).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import linalg, shapes  # noqa: F401  (their rules must be registered for METHODS)
+from . import results
 from .elementwise import (as_array, expand_reduced, float_dtype, like_arg, namespace,
                           normalize_axes, shape_of)
 from .registry import defrule
 
 __all__ = ["sum_vjp", "mean_vjp", "max_vjp", "cumsum_vjp", "var_vjp", "var_vjp_mean",
-           "std_vjp", "std_vjp_mean", "norm_vjp", "METHODS"]
+           "std_vjp", "std_vjp_mean", "norm_vjp"]
 
 
 def _no_mask(where) -> bool:
@@ -272,29 +271,23 @@ def norm_vjp(g, ans, x, ord=None, axis=None, keepdims=False):
 # Registrations, with NumPy's parameter names.
 
 defrule(np.sum, "a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True",
-        result="any", a="sum_vjp(g, a, axis, keepdims, where)")
+        result=results.reduction, methods=("sum",), a="sum_vjp(g, a, axis, keepdims, where)")
 defrule(np.mean, "a, axis=None, dtype=None, out=None, keepdims=False, *, where=True",
-        result="any", a="mean_vjp(g, a, axis, keepdims, where)")
-for _f in (np.max, np.amax, np.min, np.amin):
+        result=results.reduction, methods=("mean",), a="mean_vjp(g, a, axis, keepdims, where)")
+for _f, _methods in ((np.max, ("max",)), (np.amax, ()), (np.min, ("min",)), (np.amin, ())):
     defrule(_f, "a, axis=None, out=None, keepdims=False, initial=None, where=True",
-            result="any", a="max_vjp(g, ans, a, axis, keepdims, where)")
-defrule(np.cumsum, "a, axis=None, dtype=None, out=None", result="any", a="cumsum_vjp(g, a, axis)")
+            result=results.reduction, methods=_methods,
+            a="max_vjp(g, ans, a, axis, keepdims, where)")
+defrule(np.cumsum, "a, axis=None, dtype=None, out=None", result=results.same_shape,
+        methods=("cumsum",), a="cumsum_vjp(g, a, axis)")
 _VAR_SIG = ("a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, "
             "mean=None, correction=None")
-defrule(np.var, _VAR_SIG, result="any",
+defrule(np.var, _VAR_SIG, result=results.reduction, methods=("var",),
         a="var_vjp(g, a, axis, ddof, keepdims, where, mean, correction)",
         mean="var_vjp_mean(g, a, axis, ddof, keepdims, where, mean, correction)")
-defrule(np.std, _VAR_SIG, result="any",
+defrule(np.std, _VAR_SIG, result=results.reduction, methods=("std",),
         a="std_vjp(g, ans, a, axis, ddof, keepdims, where, mean, correction)",
         mean="std_vjp_mean(g, ans, a, axis, ddof, keepdims, where, mean, correction)")
-defrule(np.linalg.norm, "x, ord=None, axis=None, keepdims=False", result="any",
+defrule(np.linalg.norm, "x, ord=None, axis=None, keepdims=False", result=results.reduction,
         x="norm_vjp(g, ans, x, ord, axis, keepdims)")
 
-
-# ndarray methods whose signature (after self) is the NumPy function's (after a).
-METHODS = {
-    "sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min": np.min,
-    "cumsum": np.cumsum, "cumprod": np.cumprod, "var": np.var, "std": np.std,
-    "dot": np.dot, "trace": np.trace, "clip": np.clip,
-    **shapes.METHODS,
-}

@@ -18,6 +18,13 @@ helper function in the template (``x="prod_vjp(g, ans, x, axis, keepdims)"``).
 
 A user gives a rule for their own function with :func:`pullback.rule`, which
 registers a VJP function through :func:`defvjp`.
+
+Everything the transform knows about a primitive is in its record here, so a
+new primitive is one registration: its derivative, its result kind (an
+abstract-evaluation function from :mod:`.results`), whether it is
+differentiable at all (:func:`defnondiff`: comparisons, ``len``, ``floor``,
+array factories), whether it may return a view of its argument, and the
+ndarray method names that mean it (``x.sum()`` is ``np.sum(x)``).
 """
 from __future__ import annotations
 
@@ -26,6 +33,8 @@ import builtins
 import inspect
 import sys
 from dataclasses import dataclass
+
+from . import results
 
 # Names every template may use without defining them.
 _TEMPLATE_INPUTS = ("g", "ans")
@@ -51,10 +60,16 @@ class Rule:
     params: tuple[Param, ...]       # signature of the primal, as the rule sees it
     adjoints: dict                  # param name -> ast.expr template
     helpers: dict                   # free name in a template -> object
-    # Result kind: "like" (elementwise: same kind as the broadcast inputs),
-    # "scalar", "array", "int", "bool" or "any".
-    result: str = "like"
+    result: object = results.like   # the result's kind: a function of :mod:`.results`
     vjp_tuple: ast.expr | None = None   # a template returning all cotangents at once
+    differentiable: bool = True     # False: no derivative flows through (zero cotangent)
+    view: bool = False              # the result may share memory with the first argument
+    methods: tuple = ()             # ndarray method names that call this primitive
+
+    @property
+    def has_derivative(self) -> bool:
+        """A derivative rule is known (a primitive registered only for its kind has none)."""
+        return bool(self.adjoints) or self.vjp_tuple is not None
 
     def bind(self, args, kwargs, where=""):
         """Map call arguments (AST nodes) to parameter names; fill defaults.
@@ -85,6 +100,24 @@ class Rule:
 
 
 _RULES: dict[int, Rule] = {}
+_METHODS: dict[str, object] = {}     # ndarray method name -> the primitive it calls
+
+
+def _register(rule: Rule, replace: bool = False) -> Rule:
+    """Record ``rule``.  Built-in registrations never replace one another, so two
+    modules cannot silently disagree about a primitive; a user's rule may."""
+    old = lookup(rule.fn)
+    if old is not None and not replace:
+        raise ValueError(f"{rule.name} is registered twice; register each primitive once, "
+                         "with everything about it")
+    _RULES[id(rule.fn)] = rule
+    for name in rule.methods:
+        _METHODS[name] = rule.fn
+    return rule
+
+
+def _result(result):
+    return results.BY_NAME[result] if isinstance(result, str) else result
 
 
 def _parse_params(signature: str) -> tuple[Param, ...]:
@@ -126,14 +159,17 @@ def _describe(fn) -> str:
     return f"{mod}.{name}" if mod and mod != "builtins" else name
 
 
-def defrule(fn, signature: str, *, result: str = "like", namespace: dict | None = None,
-            name: str | None = None, **adjoints: str) -> Rule:
+def defrule(fn, signature: str, *, result="like", view: bool = False, methods: tuple = (),
+            namespace: dict | None = None, name: str | None = None, **adjoints: str) -> Rule:
     """Register the derivative of ``fn`` as per-parameter template expressions.
 
     ``signature`` is the primal's parameter list as Python source
     (``"x, axis=None, keepdims=False"``).  Each keyword names a parameter and
     gives its cotangent expression.  Parameters without one are not
-    differentiable (axes, flags, integer arguments).
+    differentiable (axes, flags, integer arguments).  ``result`` is the result
+    kind (a function of :mod:`.results`, or one of its names in
+    ``results.BY_NAME``); ``view``: the result may be a view of the first
+    argument; ``methods``: ndarray methods that mean this function.
     """
     if namespace is None:
         namespace = sys._getframe(1).f_globals
@@ -144,11 +180,26 @@ def defrule(fn, signature: str, *, result: str = "like", namespace: dict | None 
         if pname not in pnames:
             raise ValueError(f"rule for {_describe(fn)}: {pname!r} is not a parameter of {signature!r}")
         trees[pname] = ast.parse(src, mode="eval").body
-    rule = Rule(fn=fn, name=name or _describe(fn), params=params, adjoints=trees,
-                helpers=_resolve_helpers(trees.values(), params, namespace, _describe(fn)),
-                result=result)
-    _RULES[id(fn)] = rule
-    return rule
+    return _register(Rule(fn=fn, name=name or _describe(fn), params=params, adjoints=trees,
+                          helpers=_resolve_helpers(trees.values(), params, namespace,
+                                                   _describe(fn)),
+                          result=_result(result), view=view, methods=tuple(methods)))
+
+
+def defnondiff(fn, *, result=results.generic, methods: tuple = ()) -> Rule:
+    """Register ``fn`` as non-differentiable: no derivative flows from its arguments
+    to its result (comparisons, ``len``, ``floor``, ``argmax``, array factories)."""
+    return _register(Rule(fn=fn, name=_describe(fn), params=(), adjoints={}, helpers={},
+                          result=_result(result), differentiable=False,
+                          methods=tuple(methods)))
+
+
+def defprimitive(fn, *, result, view: bool = False, methods: tuple = ()) -> Rule:
+    """Register what is known of ``fn`` without a derivative rule yet (its result
+    kind, whether it returns a view): differentiating through it still raises
+    MissingRuleError, but kind inference and the aliasing check know it."""
+    return _register(Rule(fn=fn, name=_describe(fn), params=(), adjoints={}, helpers={},
+                          result=_result(result), view=view, methods=tuple(methods)))
 
 
 def defvjp(fn, vjp, *, signature: str | None = None, argnums=None, result: str = "any") -> Rule:
@@ -180,10 +231,9 @@ def defvjp(fn, vjp, *, signature: str | None = None, argnums=None, result: str =
     # The call runs once; each parameter's cotangent is its item of the result.
     adjoints = {names[k]: ast.parse("__cotangents__" if single else f"__cotangents__[{k}]",
                                     mode="eval").body for k in argnums}
-    rule = Rule(fn=fn, name=_describe(fn), params=params, adjoints=adjoints,
-                helpers={"__vjp__": vjp}, result=result, vjp_tuple=call)
-    _RULES[id(fn)] = rule
-    return rule
+    return _register(Rule(fn=fn, name=_describe(fn), params=params, adjoints=adjoints,
+                          helpers={"__vjp__": vjp}, result=_result(result), vjp_tuple=call),
+                     replace=True)
 
 
 def lookup(fn) -> Rule | None:
@@ -192,6 +242,11 @@ def lookup(fn) -> Rule | None:
     if rule is not None and rule.fn is fn:
         return rule
     return None
+
+
+def method(name: str):
+    """The primitive that the ndarray method ``name`` calls (receiver first), or None."""
+    return _METHODS.get(name)
 
 
 def unregister(fn) -> None:

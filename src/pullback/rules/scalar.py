@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import operator
 
+from . import results
 from .registry import defrule
 
 
@@ -91,15 +92,13 @@ defrule(math.erfc, "x", x="-g * 1.1283791670955126 * math.exp(-x * x)")
 defrule(math.pow, "x, y", x="pow_dx(g, x, y)", y="pow_dy(g, ans, x)")
 defrule(math.fabs, "x", x="g * sign(x)")
 defrule(math.copysign, "x, y", x="g * sign(x) * sign(ans)")
-defrule(math.floor, "x", result="int")
-defrule(math.ceil, "x", result="int")
 
 # builtins
-defrule(abs, "x", x="g * sign(x)")
+defrule(abs, "x", result=results.joined, x="g * sign(x)")
 defrule(pow, "base, exp, mod=None", base="pow_dx(g, base, exp)", exp="pow_dy(g, ans, base)")
-defrule(float, "x", x="g")
-defrule(max, "x, y", x="g * max_weight(x, y)", y="g * max_weight(y, x)")
-defrule(min, "x, y", x="g * max_weight(y, x)", y="g * max_weight(x, y)")
+defrule(float, "x", result=results.scalar, x="g")
+defrule(max, "x, y", result=results.joined, x="g * max_weight(x, y)", y="g * max_weight(y, x)")
+defrule(min, "x, y", result=results.joined, x="g * max_weight(y, x)", y="g * max_weight(x, y)")
 
 OPERATORS = {
     "Add": operator.add, "Sub": operator.sub, "Mult": operator.mul, "Div": operator.truediv,

@@ -11,8 +11,7 @@ exceptions, for functions of a sequence of arrays: :func:`concatenate_vjp` and
 for a scalar input), and :func:`array_vjp` of a nested list returns nested
 lists.
 
-:data:`METHODS` maps ndarray method names to the function whose rule applies.
-``x.reshape(3, 4)`` and ``x.transpose(1, 0)`` take their shape or axes as
+Each registration names the ndarray methods that mean it.  ``x.reshape(3, 4)`` and ``x.transpose(1, 0)`` take their shape or axes as
 separate arguments, which NumPy's functions do not, so those two map to
 :func:`reshape_method` and :func:`transpose_method`, which behave like the
 methods.  The registry cannot bind ``*args``, so their rules declare a fixed
@@ -24,11 +23,12 @@ from __future__ import annotations
 import numpy as np
 
 from .elementwise import as_array, like_arg, namespace, shape_of, unbroadcast
+from . import results
 from .registry import defrule
 
 __all__ = ["reshape_vjp", "transpose_vjp", "method_axes", "swapaxes_vjp", "moveaxis_vjp",
            "squeeze_vjp", "broadcast_to_vjp", "concatenate_vjp", "stack_vjp", "array_vjp",
-           "astype_vjp", "reshape_method", "transpose_method", "flatten", "astype", "METHODS"]
+           "astype_vjp", "reshape_method", "transpose_method", "flatten", "astype"]
 
 
 def _reshape_order(xp, g, shape, order):
@@ -198,42 +198,37 @@ def astype(a, dtype, order="K", casting="unsafe", subok=True, copy=True):
 # ---------------------------------------------------------------------------
 # Registrations
 
-defrule(np.reshape, "a, /, shape=None, order='C', *, newshape=None, copy=None", result="any",
+defrule(np.reshape, "a, /, shape=None, order='C', *, newshape=None, copy=None", view=True,
         a="reshape_vjp(g, a, order)")
-defrule(np.ravel, "a, order='C'", result="any", a="reshape_vjp(g, a, order)")
-defrule(flatten, "a, order='C'", result="any", a="reshape_vjp(g, a, order)")
-defrule(np.transpose, "a, axes=None", result="any", a="transpose_vjp(g, a, axes)")
-if hasattr(np, "permute_dims"):   # NumPy >= 2
-    defrule(np.permute_dims, "a, /, axes=None", result="any", a="transpose_vjp(g, a, axes)")
-defrule(np.swapaxes, "a, axis1, axis2", result="any", a="swapaxes_vjp(g, a, axis1, axis2)")
-defrule(np.moveaxis, "a, source, destination", result="any",
+defrule(np.ravel, "a, order='C'", result=results.flat, view=True, methods=("ravel",), a="reshape_vjp(g, a, order)")
+defrule(flatten, "a, order='C'", result=results.flat, methods=("flatten",), a="reshape_vjp(g, a, order)")
+defrule(np.transpose, "a, axes=None", view=True, a="transpose_vjp(g, a, axes)")
+if getattr(np, "permute_dims", np.transpose) is not np.transpose:   # an alias in NumPy >= 2.x
+    defrule(np.permute_dims, "a, /, axes=None", view=True, a="transpose_vjp(g, a, axes)")
+defrule(np.swapaxes, "a, axis1, axis2", view=True, methods=("swapaxes",), a="swapaxes_vjp(g, a, axis1, axis2)")
+defrule(np.moveaxis, "a, source, destination", view=True,
         a="moveaxis_vjp(g, a, source, destination)")
-defrule(np.squeeze, "a, axis=None", result="any", a="squeeze_vjp(g, a)")
-defrule(np.expand_dims, "a, axis", result="any", a="squeeze_vjp(g, a)")
-defrule(np.broadcast_to, "array, shape, subok=False", result="any",
+defrule(np.squeeze, "a, axis=None", view=True, methods=("squeeze",), a="squeeze_vjp(g, a)")
+defrule(np.expand_dims, "a, axis", view=True, a="squeeze_vjp(g, a)")
+defrule(np.broadcast_to, "array, shape, subok=False", view=True,
         array="broadcast_to_vjp(g, array)")
 defrule(np.concatenate, "arrays, /, axis=0, out=None, *, dtype=None, casting='same_kind'",
-        result="any", arrays="concatenate_vjp(g, arrays, axis)")
+        result=results.unknown, arrays="concatenate_vjp(g, arrays, axis)")
 defrule(np.stack, "arrays, axis=0, out=None, *, dtype=None, casting='same_kind'",
-        result="any", arrays="stack_vjp(g, arrays, axis)")
-defrule(np.copy, "a, order='K', subok=False", result="any", a="array_vjp(g, a)")
+        result=results.unknown, arrays="stack_vjp(g, arrays, axis)")
+defrule(np.copy, "a, order='K', subok=False", result=results.like_source, methods=("copy",), a="array_vjp(g, a)")
 defrule(np.array, "object, dtype=None, *, copy=True, order='K', subok=False, ndmin=0, "
-        "ndmax=0, like=None", result="any", object="array_vjp(g, object)")
+        "ndmax=0, like=None", result=results.like_source, object="array_vjp(g, object)")
 defrule(np.asarray, "a, dtype=None, order=None, *, device=None, copy=None, like=None",
-        result="any", a="array_vjp(g, a)")
-defrule(astype, "a, dtype, order='K', casting='unsafe', subok=True, copy=True", result="any",
+        result=results.like_source, view=True, a="array_vjp(g, a)")
+defrule(astype, "a, dtype, order='K', casting='unsafe', subok=True, copy=True",
+        result=results.retyped, methods=("astype",),
         a="astype_vjp(g, a)")
 _SLOTS = 32
 defrule(reshape_method,
         "a, /, " + ", ".join(f"d{i}=None" for i in range(_SLOTS)) + ", *, order='C', copy=None",
-        result="any", a="reshape_vjp(g, a, order)")
+        view=True, methods=("reshape",), a="reshape_vjp(g, a, order)")
 _AXES = ", ".join(f"ax{i}" for i in range(8))
-defrule(transpose_method, "a, /, " + ", ".join(f"ax{i}=None" for i in range(8)), result="any",
+defrule(transpose_method, "a, /, " + ", ".join(f"ax{i}=None" for i in range(8)),
+        view=True, methods=("transpose",),
         a=f"transpose_vjp(g, a, method_axes({_AXES}))")
-
-# ndarray methods -> the function whose rule applies (see the module docstring).
-METHODS = {
-    "reshape": reshape_method, "transpose": transpose_method, "ravel": np.ravel,
-    "flatten": flatten, "squeeze": np.squeeze, "swapaxes": np.swapaxes, "copy": np.copy,
-    "astype": astype,
-}

@@ -1,0 +1,51 @@
+"""Primitives no derivative flows through, and the result kind of each.
+
+Integers, booleans, indices, shapes and fresh arrays carry no derivative from
+their arguments: their cotangent is zero, so the transform generates nothing
+for them.  Array factories that take a differentiable value (``np.full``) are
+registered with their kind only; differentiating through them asks for a rule.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core.runtime import trip_count
+from . import results
+from .registry import defnondiff, defprimitive
+
+for _fn in (len, int, round, math.floor, math.ceil, math.trunc, math.factorial, math.comb,
+            np.count_nonzero, np.searchsorted, trip_count):
+    defnondiff(_fn, result=results.integer)
+defnondiff(np.argmax, result=results.integer, methods=("argmax",))
+defnondiff(np.argmin, result=results.integer, methods=("argmin",))
+
+for _fn in (bool, isinstance, math.isnan, math.isinf, math.isfinite, np.isnan, np.isinf,
+            np.isfinite):
+    defnondiff(_fn, result=results.boolean)
+defnondiff(np.any, result=results.boolean, methods=("any",))
+defnondiff(np.all, result=results.boolean, methods=("all",))
+
+# Piecewise constant, or about shapes: the kind of a ufunc's or a generic result.
+for _fn in (range, np.shape, np.size, np.ndim, np.argsort, np.sign, np.floor, np.ceil,
+            np.round):
+    defnondiff(_fn)
+
+# Fresh arrays.
+for _fn in (np.zeros, np.ones, np.empty):
+    defnondiff(_fn, result=results.new_array)
+for _fn in (np.zeros_like, np.ones_like, np.empty_like):
+    defnondiff(_fn, result=results.like_source)
+for _fn in (np.arange, np.linspace):
+    defnondiff(_fn, result=results.sequence)
+for _fn in (np.eye, np.identity):
+    defnondiff(_fn, result=results.identity_matrix)
+
+# Their fill value could carry a derivative; no rule for it yet.
+defprimitive(np.full, result=results.new_array)
+defprimitive(np.full_like, result=results.like_source)
+
+# Views made by functions and methods that have no derivative rule yet.
+defprimitive(np.diagonal, result=results.unknown, view=True, methods=("diagonal",))
+defprimitive(np.ndarray.view, result=results.unknown, view=True, methods=("view",))

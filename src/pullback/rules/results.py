@@ -1,0 +1,142 @@
+"""Result kinds: what a primitive's result is, from the kinds of its arguments.
+
+Each primitive's record (:mod:`.registry`) holds one of these functions; kind
+inference calls it as ``result(fn, args, kws, call)`` with the kinds of the
+positional and keyword arguments and the call's AST (for a method, the
+receiver is the first argument).  This is the abstract evaluation of the
+primitive: it runs before any value exists.
+"""
+from __future__ import annotations
+
+import ast
+import math
+
+import numpy as np
+
+from ..core.kinds import BOOL, DTYPE_ORDER, FLOAT, INT, OTHER, Kind, broadcast, join
+
+
+def like(fn, args, kws, call) -> Kind:
+    """Elementwise: the broadcast of the numeric arguments, as a float."""
+    numeric = [a for a in args if a.dtype in DTYPE_ORDER]
+    k = broadcast(numeric) if numeric else FLOAT
+    return Kind(k.ndim, "f" if k.dtype in "bi" else k.dtype)
+
+
+def scalar(fn, args, kws, call) -> Kind:
+    return FLOAT
+
+
+def array(fn, args, kws, call) -> Kind:
+    """A float array of a rank not known here."""
+    return Kind(-1, "f")
+
+
+def integer(fn, args, kws, call) -> Kind:
+    return INT
+
+
+def boolean(fn, args, kws, call) -> Kind:
+    return BOOL
+
+
+def joined(fn, args, kws, call) -> Kind:
+    """One of the arguments (``abs``, ``min``, ``max``): the join of their kinds."""
+    k = None
+    for a in args:
+        k = join(k, a)
+    return k or OTHER
+
+
+def _first(args) -> Kind:
+    return args[0] if args else OTHER
+
+
+def unknown(fn, args, kws, call) -> Kind:
+    """A float, or a float array of unknown rank when any argument is an array."""
+    if args and all(a.ndim == 0 for a in args):
+        return FLOAT
+    return Kind(-1, "f")
+
+
+def reduction(fn, args, kws, call) -> Kind:
+    """``sum``, ``mean``, ``norm``...: a scalar unless an axis is given or dims are kept."""
+    axis_given = len(call.args) > 1 or any(k.arg in ("axis", "ord") for k in call.keywords)
+    if _first(args).ndim == 0 or (not axis_given and "keepdims" not in kws):
+        return FLOAT
+    return Kind(-1, "f")
+
+
+def matrix_scalar(fn, args, kws, call) -> Kind:
+    """``det``, ``trace``: a scalar of a matrix (a stack of them otherwise)."""
+    return FLOAT if _first(args).ndim == 2 else Kind(-1, "f")
+
+
+def same_shape(fn, args, kws, call) -> Kind:
+    """``inv``, ``cumsum``: a float array of the first argument's rank."""
+    first = _first(args)
+    return Kind(first.ndim, "f") if first.ndim is not None else Kind(-1, "f")
+
+
+def flat(fn, args, kws, call) -> Kind:
+    """``ravel``, ``flatten``: one dimension, the first argument's dtype."""
+    return Kind(1, _first(args).dtype)
+
+
+def retyped(fn, args, kws, call) -> Kind:
+    """``astype``: the first argument's rank, a dtype not known here."""
+    return Kind(_first(args).ndim, "o")
+
+
+def tuple_of_arrays(fn, args, kws, call) -> Kind:
+    """``slogdet``, ``eigh``: a tuple, whose items are taken by index."""
+    return OTHER
+
+
+def new_array(fn, args, kws, call) -> Kind:
+    """``zeros(shape)``, ``ones``, ``empty``, ``full``: the rank of the shape given."""
+    dt = "o" if "dtype" in kws else "f"
+    shape_arg = call.args[0] if call.args else None
+    if shape_arg is not None:
+        k0 = args[0]
+        if k0 == INT:
+            return Kind(1, dt)
+        if isinstance(shape_arg, ast.Tuple):
+            return Kind(len(shape_arg.elts), dt)
+        if k0.dtype == "t":
+            return Kind(k0.ndim if k0.ndim is not None else -1, dt)
+    return Kind(-1, dt)
+
+
+def sequence(fn, args, kws, call) -> Kind:
+    """``linspace``, ``arange``: one dimension (ints for an ``arange`` of ints)."""
+    if "dtype" in kws:
+        return Kind(-1, "o")
+    return Kind(1, "i" if fn is np.arange and all(a.dtype == "i" for a in args) else "f")
+
+
+def identity_matrix(fn, args, kws, call) -> Kind:
+    return Kind(-1, "o") if "dtype" in kws else Kind(2, "f")
+
+
+def like_source(fn, args, kws, call) -> Kind:
+    """``array(x)``, ``copy``, ``zeros_like``: the rank and dtype of the source."""
+    src = _first(args)
+    return Kind(src.ndim, src.dtype) if src.ndim is not None else Kind(-1, "o")
+
+
+def generic(fn, args, kws, call) -> Kind:
+    """A callable with no record: a ufunc broadcasts, ``math`` gives floats, and a
+    (recursive) user function of scalars gives a scalar; anything else unknown."""
+    if isinstance(fn, np.ufunc):
+        return broadcast([a for a in args if a.dtype in DTYPE_ORDER] or [FLOAT])
+    if getattr(fn, "__module__", "") == "math" or fn in vars(math).values():
+        return FLOAT
+    if callable(fn) and args and all(a.ndim == 0 and a.dtype in "bif" for a in args):
+        return FLOAT
+    return OTHER
+
+
+#: The names ``defrule(..., result="...")`` accepts for the common cases.
+BY_NAME = {"like": like, "scalar": scalar, "array": array, "int": integer, "bool": boolean,
+           "any": unknown}
