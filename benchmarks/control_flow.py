@@ -119,7 +119,8 @@ def main(argv=None):
                 tp, tg = interleaved(lambda: f(*fargs), lambda: g(*fargs), args.repeats)
                 rows.append((name, "python", tp, tg, tg / tp, f"first call {_fmt(first)}"))
             except Exception as e:  # keep the table going; say what broke
-                rows.append((name, "python", None, None, None, f"{type(e).__name__}: {str(e).splitlines()[0]}"))
+                rows.append((name, "python", None, None, None,
+                             f"{type(e).__name__}: {str(e).splitlines()[0]}"))
         if args.backend in ("numba", "both"):
             import numba
             try:
@@ -138,7 +139,8 @@ def main(argv=None):
                 rows.append((name, "numba", tp, tg, tg / tp,
                              f"compile: primal {_fmt(c_primal)}, gradient {_fmt(c_grad)}"))
             except Exception as e:
-                rows.append((name, "numba", None, None, None, f"{type(e).__name__}: {str(e).splitlines()[0]}"))
+                rows.append((name, "numba", None, None, None,
+                             f"{type(e).__name__}: {str(e).splitlines()[0]}"))
 
     head = f"| {'workload':<22} | {'backend':<7} | {'primal':>10} | {'gradient':>10} | {'ratio':>6} | notes"
     print(head)
@@ -148,7 +150,8 @@ def main(argv=None):
             print(f"| {name:<22} | {backend:<7} | {'-':>10} | {'-':>10} | {'-':>6} | {note}")
         else:
             flag = "" if ratio <= 3 else "  (target ≤ 3 missed)"
-            print(f"| {name:<22} | {backend:<7} | {_fmt(tp):>10} | {_fmt(tg):>10} | {ratio:6.2f} | {note}{flag}")
+            print(f"| {name:<22} | {backend:<7} | {_fmt(tp):>10} | {_fmt(tg):>10} "
+                  f"| {ratio:6.2f} | {note}{flag}")
     return 0
 
 

@@ -32,8 +32,6 @@ from pullback.examples import seed_matrices
 from pullback.rules.prod import prod_vjp
 
 
-
-
 def f(A):
     return np.sum(np.prod(A, axis=0))
 

@@ -14,7 +14,6 @@ import pytest
 import pullback
 from helpers import assert_close, fd_grad
 
-
 # ---------------------------------------------------------------- negative constants
 
 def neg_base_square(x):

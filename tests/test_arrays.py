@@ -2,7 +2,8 @@
 transform, against central finite differences (and PyTorch where installed)."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import pullback

@@ -18,11 +18,12 @@ import types
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
-
-import pullback
 from corpus import scientific as S
 from corpus.scientific import CORPUS
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import pullback
 from helpers import assert_close, fd_grad
 
 BY_NAME = {e.name: e for e in CORPUS}

@@ -77,7 +77,8 @@ def test_imports_point_down_the_layers(module, path, is_package):
         assert layer_of(target) <= mine, (
             f"pullback.{module} (layer {LAYERS[mine]}) imports pullback.{target} "
             f"(layer {LAYERS[layer_of(target)]}) at line {line}: imports must point down")
-        assert at_top or target in DEFERRED, (f"pullback.{module} imports pullback.{target} inside a function "
+        assert at_top or target in DEFERRED, (
+            f"pullback.{module} imports pullback.{target} inside a function "
                         f"(line {line}): import at the top of the module")
 
 

@@ -1,9 +1,15 @@
 """pullback: reverse-mode automatic differentiation of plain Python by source transformation."""
-from .api import grad, value_and_grad, vjp, show, rule
-from .check import check_grad, GradCheck
-from .core.errors import (PullbackError, UnsupportedSyntaxError, MissingRuleError,
-                              SourceUnavailableError, NumbaCompileError)
 from . import rules as _rules  # registers the derivative rules  # noqa: F401
+from .api import grad, rule, show, value_and_grad, vjp
+from .check import GradCheck, check_grad
+from .core.errors import (
+                          MissingRuleError,
+                          NumbaCompileError,
+                          PullbackError,
+                          SourceUnavailableError,
+                          UnsupportedSyntaxError,
+)
 
-__all__ = ["grad", "value_and_grad", "vjp", "show", "rule", "check_grad", "GradCheck", "PullbackError", "UnsupportedSyntaxError",
-           "MissingRuleError", "SourceUnavailableError", "NumbaCompileError"]
+__all__ = ["grad", "value_and_grad", "vjp", "show", "rule", "check_grad", "GradCheck",
+           "PullbackError", "UnsupportedSyntaxError", "MissingRuleError", "SourceUnavailableError",
+           "NumbaCompileError"]

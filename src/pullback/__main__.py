@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import inspect
 import statistics
-import textwrap
 import sys
+import textwrap
 import time
 
 import numpy as np

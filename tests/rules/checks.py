@@ -19,8 +19,8 @@ import numpy as np
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from pullback.rules.elementwise import unbroadcast
 from pullback.rules import results
+from pullback.rules.elementwise import unbroadcast
 from pullback.rules.registry import lookup
 
 SETTINGS = settings(max_examples=30, deadline=None)

@@ -10,9 +10,10 @@ from pullback.rules import elementwise, indexing, linalg, reductions, shapes
 from pullback.rules.elementwise import polyval_vjp_p, polyval_vjp_x, unbroadcast
 from pullback.rules.indexing import getitem_vjp
 from pullback.rules.reductions import sum_vjp
-from pullback.rules.registry import method, _RULES
+from pullback.rules.registry import _RULES, method
 
-from .checks import SETTINGS, check_vjp, rule_vjp, seeds, shapes as shape_st, values
+from .checks import SETTINGS, check_vjp, rule_vjp, seeds, values
+from .checks import shapes as shape_st
 
 broadcastable = hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3, max_side=3)
 
@@ -260,8 +261,9 @@ def test_registered_templates_name_only_defined_things():
 
 
 def test_every_listed_function_has_a_rule():
-    from pullback.rules.registry import lookup
     import operator
+
+    from pullback.rules.registry import lookup
     fns = ELEMENTWISE_FNS + [
         np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.cumsum, np.var, np.std,
         np.linalg.norm, np.dot, np.matmul, operator.matmul, np.outer, np.inner, np.linalg.solve,

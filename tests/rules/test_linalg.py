@@ -6,8 +6,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from pullback.rules.linalg import (det_vjp, einsum_vjp, inv_vjp, matmul_vjp_a, matmul_vjp_b,
-                                   parse_einsum, slogdet_vjp, solve_vjp_a, solve_vjp_b, trace_vjp)
+from pullback.rules.linalg import (
+    det_vjp,
+    einsum_vjp,
+    inv_vjp,
+    matmul_vjp_a,
+    matmul_vjp_b,
+    parse_einsum,
+    slogdet_vjp,
+    solve_vjp_a,
+    solve_vjp_b,
+    trace_vjp,
+)
 
 from .checks import SETTINGS, check_vjp, rule_vjp, seeds, values
 

@@ -3,9 +3,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pullback.rules.reductions import cumsum_vjp, max_vjp, mean_vjp, norm_vjp, std_vjp, sum_vjp, var_vjp
 from pullback.rules.registry import method
-from pullback.rules.reductions import (cumsum_vjp, max_vjp, mean_vjp, norm_vjp, std_vjp,
-                                       sum_vjp, var_vjp)
 
 from .checks import SETTINGS, axes_for, check_vjp, rule_vjp, seeds, shapes, values
 

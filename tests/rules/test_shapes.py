@@ -3,10 +3,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pullback.rules.shapes import (astype, concatenate_vjp, flatten, reshape_method, stack_vjp,
-                                   transpose_method, transpose_vjp)
+from pullback.rules.shapes import (
+    astype,
+    concatenate_vjp,
+    flatten,
+    reshape_method,
+    stack_vjp,
+    transpose_method,
+    transpose_vjp,
+)
 
-from .checks import SETTINGS, array_values as values, check_vjp, rule_vjp, seeds, shapes
+from .checks import SETTINGS, check_vjp, rule_vjp, seeds, shapes
+from .checks import array_values as values
 
 nonempty = st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple)
 
@@ -146,7 +154,7 @@ def test_identities():
 
 def test_torch_against_autograd():
     torch = pytest.importorskip("torch")
-    from pullback.rules.shapes import reshape_vjp, broadcast_to_vjp
+    from pullback.rules.shapes import broadcast_to_vjp, reshape_vjp
 
     rng = np.random.default_rng(2)
     x = torch.tensor(rng.standard_normal((2, 3, 4)), requires_grad=True)

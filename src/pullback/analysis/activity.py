@@ -17,8 +17,7 @@ from __future__ import annotations
 import ast
 
 from ..core import ir
-from ..core.kinds import (BOOL, INT, MISSING, OTHER, SHAPE, Kind, broadcast, join,
-                          kind_of_value)
+from ..core.kinds import BOOL, INT, MISSING, OTHER, SHAPE, Kind, broadcast, join, kind_of_value
 from ..rules import registry, results
 
 

@@ -8,8 +8,6 @@ from ..core.errors import UnsupportedSyntaxError
 from ..rules import registry
 
 
-
-
 def check_aliasing(stmts, kind, location) -> None:
     """Refuse in-place writes into an array that may share memory with another
     name: the write would change the other array behind the transform's back

@@ -131,33 +131,8 @@ class Calls:
         for local in sorted(local_names(node)):
             rename[local] = self.names.fresh(f"_{prefix}_{local}_")
         callee = Scope(parsed, rename=rename, parent=enclosing, depth=scope.depth + 1)
-        params = a.posonlyargs + a.args
-        defaults = [None] * (len(params) - len(a.defaults)) + list(a.defaults)
         line = self._line(call, scope)
-        if len(args) > len(params):
-            raise self.error(f"a call to {node.name} with too many arguments", call, scope)
-        for p, d, k in zip(params, defaults, range(len(params))):
-            if k < len(args):
-                value = args[k]
-            elif p.arg in kwargs:
-                value = kwargs.pop(p.arg)
-            elif d is not None:
-                value = self.lower_expr(d, enclosing or Scope(parsed, rename={}))
-            else:
-                raise self.error(f"a call to {node.name} missing the argument {p.arg!r}",
-                                 call, scope)
-            self.emit(ir.Assign(line, rename[p.arg], value))
-        for p, d in zip(a.kwonlyargs, a.kw_defaults):
-            value = kwargs.pop(p.arg, None)
-            if value is None:
-                if d is None:
-                    raise self.error(f"a call to {node.name} missing the argument {p.arg!r}",
-                                     call, scope)
-                value = self.lower_expr(d, enclosing or Scope(parsed, rename={}))
-            self.emit(ir.Assign(line, rename[p.arg], value))
-        if kwargs:
-            raise self.error(f"a call to {node.name} with unknown keyword {next(iter(kwargs))!r}",
-                             call, scope)
+        self._bind_arguments(node, parsed, call, scope, enclosing, args, kwargs, rename, line)
         callee.ret_value = self.names.fresh(f"_{prefix}_result")
         body = node.body
         returns = [n for st in body for n in walk_same_scope(st) if isinstance(n, ast.Return)]
@@ -177,3 +152,33 @@ class Calls:
             if code is not None:
                 self.inline_stack.pop()
         return ast.Name(callee.ret_value)
+
+    def _bind_arguments(self, node, parsed, call, scope, enclosing, args, kwargs, rename, line):
+        """Assign the callee's (renamed) parameters from the call's argument atoms,
+        its keywords and its defaults (evaluated in the defining scope)."""
+        a = node.args
+        params = a.posonlyargs + a.args
+        defaults = [None] * (len(params) - len(a.defaults)) + list(a.defaults)
+        if len(args) > len(params):
+            raise self.error(f"a call to {node.name} with too many arguments", call, scope)
+        missing = f"a call to {node.name} missing the argument {{!r}}"
+        for k, (p, d) in enumerate(zip(params, defaults)):
+            if k < len(args):
+                value = args[k]
+            elif p.arg in kwargs:
+                value = kwargs.pop(p.arg)
+            elif d is not None:
+                value = self.lower_expr(d, enclosing or Scope(parsed, rename={}))
+            else:
+                raise self.error(missing.format(p.arg), call, scope)
+            self.emit(ir.Assign(line, rename[p.arg], value))
+        for p, d in zip(a.kwonlyargs, a.kw_defaults):
+            value = kwargs.pop(p.arg, None)
+            if value is None:
+                if d is None:
+                    raise self.error(missing.format(p.arg), call, scope)
+                value = self.lower_expr(d, enclosing or Scope(parsed, rename={}))
+            self.emit(ir.Assign(line, rename[p.arg], value))
+        if kwargs:
+            raise self.error(f"a call to {node.name} with unknown keyword {next(iter(kwargs))!r}",
+                             call, scope)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import ast
-
 from dataclasses import dataclass
 
 from ..core import ir
@@ -42,53 +41,50 @@ class Expressions:
     def lower_value(self, e, scope):
         """Lower e to one primitive expression over atoms (or an atom); a call comes
         back as the :class:`Primitive` that also says what it calls."""
-        if isinstance(e, ast.Constant):
-            return ast.Constant(e.value)
-        if isinstance(e, ast.Name):
-            return self.name_ref(e, scope)
-        if isinstance(e, ast.Attribute):
-            obj = self.resolve(e, scope)
-            if obj is not UNRESOLVED:
-                return self.external_ref(e, obj, scope)
-            base = self.lower_expr(e.value, scope)
-            return ast.Attribute(base, e.attr, ast.Load())
-        if isinstance(e, ast.Subscript):
-            base = self.lower_expr(e.value, scope)
-            return ast.Subscript(base, self.lower_index(e.slice, scope), ast.Load())
-        if isinstance(e, ast.BinOp):
-            a = self.lower_expr(e.left, scope)
-            b = self.lower_expr(e.right, scope)
-            return ast.BinOp(a, e.op, b)
-        if isinstance(e, ast.UnaryOp):
-            a = self.lower_expr(e.operand, scope)
-            if isinstance(e.op, ast.UAdd):
-                return a
-            if isinstance(e.op, ast.USub) and isinstance(a, ast.Constant) \
-                    and isinstance(a.value, (int, float, complex)) and not isinstance(a.value, bool):
-                return ast.Constant(-a.value)
-            return ast.UnaryOp(e.op, a)
-        if isinstance(e, ast.Compare):
-            return self.lower_compare(e, scope)
-        if isinstance(e, ast.BoolOp):
-            return self.lower_boolop(e, scope)
-        if isinstance(e, ast.IfExp):
-            test = self.as_name(self.lower_expr(e.test, scope), e, scope)
-            result = self.names.fresh("_t")
-            line = self._line(e, scope)
-            body = self.sub_exprs(lambda: self.lower_expr(e.body, scope))
-            orelse = self.sub_exprs(lambda: self.lower_expr(e.orelse, scope))
-            self.emit(ir.If(line, test.id,
-                            body[1] + [ir.Assign(line, result, body[0])],
-                            orelse[1] + [ir.Assign(line, result, orelse[0])]))
-            return ast.Name(result)
-        if isinstance(e, (ast.Tuple, ast.List)):
-            return ast.Tuple([self.lower_expr(x, scope) for x in e.elts], ast.Load())
-        if isinstance(e, ast.Call):
-            return self.lower_call(e, scope)
-        if isinstance(e, ast.Lambda):
-            raise self.error("a lambda used as a value", e, scope,
-                             "assign it to a name and call it, or define a def")
-        raise self.error(f"the expression {type(e).__name__}", e, scope)
+        handler = _EXPRESSIONS.get(type(e))
+        if handler is None:
+            raise self.error(f"the expression {type(e).__name__}", e, scope)
+        return handler(self, e, scope)
+
+    def _attribute(self, e, scope):
+        obj = self.resolve(e, scope)
+        if obj is not UNRESOLVED:
+            return self.external_ref(e, obj, scope)
+        return ast.Attribute(self.lower_expr(e.value, scope), e.attr, ast.Load())
+
+    def _subscript(self, e, scope):
+        base = self.lower_expr(e.value, scope)
+        return ast.Subscript(base, self.lower_index(e.slice, scope), ast.Load())
+
+    def _binop(self, e, scope):
+        return ast.BinOp(self.lower_expr(e.left, scope), e.op, self.lower_expr(e.right, scope))
+
+    def _unaryop(self, e, scope):
+        a = self.lower_expr(e.operand, scope)
+        if isinstance(e.op, ast.UAdd):
+            return a
+        if isinstance(e.op, ast.USub) and isinstance(a, ast.Constant) \
+                and isinstance(a.value, (int, float, complex)) and not isinstance(a.value, bool):
+            return ast.Constant(-a.value)
+        return ast.UnaryOp(e.op, a)
+
+    def _ifexp(self, e, scope):
+        test = self.as_name(self.lower_expr(e.test, scope), e, scope)
+        result = self.names.fresh("_t")
+        line = self._line(e, scope)
+        body = self.sub_exprs(lambda: self.lower_expr(e.body, scope))
+        orelse = self.sub_exprs(lambda: self.lower_expr(e.orelse, scope))
+        self.emit(ir.If(line, test.id,
+                        body[1] + [ir.Assign(line, result, body[0])],
+                        orelse[1] + [ir.Assign(line, result, orelse[0])]))
+        return ast.Name(result)
+
+    def _sequence(self, e, scope):
+        return ast.Tuple([self.lower_expr(x, scope) for x in e.elts], ast.Load())
+
+    def _lambda(self, e, scope):
+        raise self.error("a lambda used as a value", e, scope,
+                         "assign it to a name and call it, or define a def")
 
     def lower_index(self, s, scope):
         if isinstance(s, ast.Slice):
@@ -136,3 +132,16 @@ class Expressions:
 
 def is_atom(e) -> bool:
     return isinstance(e, (ast.Name, ast.Constant))
+
+
+# Python expression class -> how it is lowered.  Anything else is refused.
+_EXPRESSIONS = {
+    ast.Constant: lambda self, e, scope: ast.Constant(e.value),
+    ast.Name: lambda self, e, scope: self.name_ref(e, scope),
+    ast.Attribute: Expressions._attribute, ast.Subscript: Expressions._subscript,
+    ast.BinOp: Expressions._binop, ast.UnaryOp: Expressions._unaryop,
+    ast.Compare: lambda self, e, scope: self.lower_compare(e, scope),
+    ast.BoolOp: lambda self, e, scope: self.lower_boolop(e, scope),
+    ast.IfExp: Expressions._ifexp, ast.Tuple: Expressions._sequence, ast.List: Expressions._sequence,
+    ast.Call: lambda self, e, scope: self.lower_call(e, scope), ast.Lambda: Expressions._lambda,
+}

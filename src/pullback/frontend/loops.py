@@ -59,12 +59,44 @@ class Loops:
             self.exits += 1
 
     def lower_for(self, s, scope):
-        line = self._line(s, scope)
         it = s.iter
-        target = s.target
         loop = self._new_loop()
-        prologue = []
+        prologue = []       # binds the loop target(s) at the top of each iteration
         fn = self.resolve_callee(it.func, scope) if isinstance(it, ast.Call) else UNRESOLVED
+        if fn is range or (fn is reversed and isinstance(it.args[0], ast.Call)
+                           and self.resolve_callee(it.args[0].func, scope) is range):
+            var, start, stop, step = self._range_header(s, scope, fn)
+        else:
+            var, start, stop, step = self._sequence_header(s, scope, fn, prologue)
+        node = ir.For(self._line(s, scope), var, start, stop, step)
+        body, used_flags = self._loop_body(s, scope, loop, prologue)
+        self._finish_loop(s, scope, loop, node, body, used_flags)
+
+    def _range_header(self, s, scope, fn):
+        """``for i in range(...)`` (or ``reversed(range(...))``): the loop's own variable."""
+        it = s.iter
+        rng = it if fn is range else it.args[0]
+        if rng.keywords or not 1 <= len(rng.args) <= 3:
+            raise self.error("range() with these arguments", it, scope)
+        args = [self.lower_expr(a, scope) for a in rng.args]
+        if len(args) == 1:
+            start, stop, step = ast.Constant(0), args[0], ast.Constant(1)
+        elif len(args) == 2:
+            (start, stop), step = args, ast.Constant(1)
+        else:
+            start, stop, step = args
+        if isinstance(step, ast.Constant) and step.value == 0:
+            raise self.error("range() with step 0", it, scope)
+        if fn is reversed:
+            start, stop, step = self.reversed_range(s, scope, start, stop, step)
+        if not isinstance(s.target, ast.Name):
+            raise self.error("a tuple loop target over range()", s.target, scope)
+        return self.local_name(s.target.id, scope), start, stop, step
+
+    def _sequence_header(self, s, scope, fn, prologue):
+        """An index loop over one or more sequences (an array, enumerate, zip, reversed)."""
+        var = self.names.fresh("_i")
+        index = ast.Name(var)
 
         def bind(t, value):
             saved, self.out = self.out, prologue
@@ -73,69 +105,47 @@ class Loops:
             finally:
                 self.out = saved
 
-        if fn is range or (fn is reversed and isinstance(it.args[0], ast.Call)
-                           and self.resolve_callee(it.args[0].func, scope) is range):
-            rng = it if fn is range else it.args[0]
-            if rng.keywords or not 1 <= len(rng.args) <= 3:
-                raise self.error("range() with these arguments", it, scope)
-            args = [self.lower_expr(a, scope) for a in rng.args]
-            if len(args) == 1:
-                start, stop, step = ast.Constant(0), args[0], ast.Constant(1)
-            elif len(args) == 2:
-                (start, stop), step = args, ast.Constant(1)
-            else:
-                start, stop, step = args
-            if isinstance(step, ast.Constant) and step.value == 0:
-                raise self.error("range() with step 0", it, scope)
-            if fn is reversed:
-                start, stop, step = self.reversed_range(s, scope, start, stop, step)
-            if isinstance(target, ast.Name):
-                var = self.local_name(target.id, scope)
-            else:
-                raise self.error("a tuple loop target over range()", target, scope)
-        else:
-            # An index loop over one or more sequences.
-            var = self.names.fresh("_i")
-            index = ast.Name(var)
-            if fn is enumerate:
-                seqs = [self.as_name(self.lower_expr(it.args[0], scope), s, scope)]
-                offset = self.lower_expr(it.args[1], scope) if len(it.args) > 1 else ast.Constant(0)
-                if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
-                    raise self.error("enumerate() without an `i, x` target", target, scope)
-                counter, item_t = target.elts
-                count = index if isinstance(offset, ast.Constant) and offset.value == 0 else \
-                    self._temp_in(prologue, s, ast.BinOp(index, ast.Add(), offset))
-                bind(counter, count)
-                items = [(item_t, seqs[0])]
-            elif fn is zip:
-                seqs = [self.as_name(self.lower_expr(a, scope), s, scope) for a in it.args]
-                if not (isinstance(target, ast.Tuple) and len(target.elts) == len(seqs)):
-                    raise self.error("zip() whose target does not unpack every sequence",
-                                     target, scope)
-                items = list(zip(target.elts, seqs))
-            elif fn is reversed:
-                seqs = [self.as_name(self.lower_expr(it.args[0], scope), s, scope)]
-                items = [(target, seqs[0])]
-            elif isinstance(it, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
-                seqs = [self.as_name(self.lower_expr(it, scope), s, scope)]
-                items = [(target, seqs[0])]
-            else:
-                raise self.error("a for loop over this iterable", it, scope,
-                                 "iterate over range(...), an array, enumerate(...) or zip(...)")
-            lengths = [self.temp(s, ast.Call(ast.Name("len"), [q], []), scope, callee=len)
-                       for q in seqs]
-            n = lengths[0]
-            for other in lengths[1:]:
-                n = self.temp(s, ast.Call(ast.Name("min"), [n, other], []), scope, callee=min)
-            start, stop, step = ast.Constant(0), n, ast.Constant(1)
-            if fn is reversed:
-                start, stop, step = self.reversed_range(s, scope, start, stop, step)
-            for t, q in items:
-                item = self._temp_in(prologue, s, ast.Subscript(q, index))
-                bind(t, item)
-        node = ir.For(line, var, start, stop, step)
-        body, used_flags = self._loop_body(s, scope, loop, prologue)
-        self._finish_loop(s, scope, loop, node, body, used_flags)
+        seqs, items = self._sequences(s, scope, fn, index, prologue, bind)
+        lengths = [self.temp(s, ast.Call(ast.Name("len"), [q], []), scope, callee=len)
+                   for q in seqs]
+        n = lengths[0]
+        for other in lengths[1:]:
+            n = self.temp(s, ast.Call(ast.Name("min"), [n, other], []), scope, callee=min)
+        start, stop, step = ast.Constant(0), n, ast.Constant(1)
+        if fn is reversed:
+            start, stop, step = self.reversed_range(s, scope, start, stop, step)
+        for t, q in items:
+            item = self._temp_in(prologue, s, ast.Subscript(q, index))
+            bind(t, item)
+        return var, start, stop, step
+
+    def _sequences(self, s, scope, fn, index, prologue, bind):
+        """The sequences iterated over, and (target, sequence) for each item bound."""
+        it, target = s.iter, s.target
+        if fn is enumerate:
+            seqs = [self.as_name(self.lower_expr(it.args[0], scope), s, scope)]
+            offset = self.lower_expr(it.args[1], scope) if len(it.args) > 1 else ast.Constant(0)
+            if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
+                raise self.error("enumerate() without an `i, x` target", target, scope)
+            counter, item_t = target.elts
+            count = index if isinstance(offset, ast.Constant) and offset.value == 0 else \
+                self._temp_in(prologue, s, ast.BinOp(index, ast.Add(), offset))
+            bind(counter, count)
+            return seqs, [(item_t, seqs[0])]
+        if fn is zip:
+            seqs = [self.as_name(self.lower_expr(a, scope), s, scope) for a in it.args]
+            if not (isinstance(target, ast.Tuple) and len(target.elts) == len(seqs)):
+                raise self.error("zip() whose target does not unpack every sequence",
+                                 target, scope)
+            return seqs, list(zip(target.elts, seqs))
+        if fn is reversed:
+            seqs = [self.as_name(self.lower_expr(it.args[0], scope), s, scope)]
+            return seqs, [(target, seqs[0])]
+        if isinstance(it, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
+            seqs = [self.as_name(self.lower_expr(it, scope), s, scope)]
+            return seqs, [(target, seqs[0])]
+        raise self.error("a for loop over this iterable", it, scope,
+                         "iterate over range(...), an array, enumerate(...) or zip(...)")
 
     def _temp_in(self, stmts, s, expr):
         name = self.names.fresh("_t")

@@ -137,70 +137,67 @@ class Normalizer(Expressions, Loops, Calls, Resolver):
         return scope.loop_depth > 0
 
     def lower_stmt(self, s, scope):
-        line = self._line(s, scope)
-        if isinstance(s, ast.Expr):
-            if isinstance(s.value, ast.Constant):
-                return   # docstring or bare constant
-            if isinstance(s.value, ast.Call):
-                atom = self.lower_expr(s.value, scope)
-                return atom
+        """Lower one Python statement (the fence has refused the kinds not handled here)."""
+        self._line(s, scope)        # records the source line for the generated comments
+        handler = _STATEMENTS.get(type(s))
+        if handler is None:
+            raise self.error(f"a `{type(s).__name__}` statement", s, scope)
+        handler(self, s, scope)
+
+    def _expr_stmt(self, s, scope):
+        if isinstance(s.value, ast.Constant):
+            return   # docstring or bare constant
+        if not isinstance(s.value, ast.Call):
             raise self.error("an expression statement", s, scope, "assign its value or remove it")
-        if isinstance(s, ast.Pass):
+        self.lower_expr(s.value, scope)
+
+    def _assign_stmt(self, s, scope):
+        if len(s.targets) == 1:
+            return self.assign(s.targets[0], s.value, scope, s)
+        value = self.lower_expr(s.value, scope)
+        for t in s.targets:
+            self.assign(t, value, scope, s, lowered=True)
+
+    def _ann_assign_stmt(self, s, scope):
+        if s.value is not None:
+            self.assign(s.target, s.value, scope, s)
+
+    def _if_stmt(self, s, scope):
+        test = self.as_name(self.lower_expr(s.test, scope), s, scope)
+        body = self.sub_block(s.body, scope)
+        orelse = self.sub_block(s.orelse, scope)
+        self.emit(ir.If(self._line(s, scope), test.id, body, orelse))
+
+    def _jump_stmt(self, s, scope):
+        """``break`` / ``continue``: set the loop's flags; the rest of the body is guarded."""
+        if not self._in_current_fn_loop(scope):
+            raise self.error(f"`{type(s).__name__.lower()}` outside a loop", s, scope)
+        line, loop = self._line(s, scope), self.loops[-1]
+        self.emit(ir.Assign(line, loop.stop, ast.Constant(True)))
+        if isinstance(s, ast.Break):
+            self.emit(ir.Assign(line, loop.exit, ast.Constant(True)))
+        self.exits += 1
+
+    def _return_stmt(self, s, scope):
+        line = self._line(s, scope)
+        value = ast.Constant(None) if s.value is None else self.lower_expr(s.value, scope)
+        if scope.ret_flag is None:
+            if scope.parsed is self.top and scope.depth == 0:
+                # The top function returns; an inlined callee assigns its result.
+                self.emit(ir.Return(line, value))
+            else:
+                self.emit(ir.Assign(line, scope.ret_value, value))
             return
-        if isinstance(s, ast.Assign):
-            if len(s.targets) == 1:
-                return self.assign(s.targets[0], s.value, scope, s)
-            value = self.lower_expr(s.value, scope)
-            for t in s.targets:
-                self.assign(t, value, scope, s, lowered=True)
-            return
-        if isinstance(s, ast.AnnAssign):
-            if s.value is None:
-                return
-            return self.assign(s.target, s.value, scope, s)
-        if isinstance(s, ast.AugAssign):
-            return self.aug_assign(s, scope)
-        if isinstance(s, ast.If):
-            test = self.lower_expr(s.test, scope)
-            test = self.as_name(test, s, scope)
-            body = self.sub_block(s.body, scope)
-            orelse = self.sub_block(s.orelse, scope)
-            self.emit(ir.If(line, test.id, body, orelse))
-            return
-        if isinstance(s, ast.For):
-            return self.lower_for(s, scope)
-        if isinstance(s, ast.While):
-            return self.lower_while(s, scope)
-        if isinstance(s, (ast.Break, ast.Continue)):
-            if not self._in_current_fn_loop(scope):
-                raise self.error(f"`{type(s).__name__.lower()}` outside a loop", s, scope)
+        self.emit(ir.Assign(line, scope.ret_value, value))
+        self.emit(ir.Assign(line, scope.ret_flag, ast.Constant(True)))
+        if self._in_current_fn_loop(scope):
             loop = self.loops[-1]
             self.emit(ir.Assign(line, loop.stop, ast.Constant(True)))
-            if isinstance(s, ast.Break):
-                self.emit(ir.Assign(line, loop.exit, ast.Constant(True)))
-            self.exits += 1
-            return
-        if isinstance(s, ast.Return):
-            value = ast.Constant(None) if s.value is None else self.lower_expr(s.value, scope)
-            if scope.ret_flag is None:
-                if scope.parsed is self.top and scope.depth == 0:
-                    # The top function returns; an inlined callee assigns its result.
-                    self.emit(ir.Return(line, value))
-                else:
-                    self.emit(ir.Assign(line, scope.ret_value, value))
-                return
-            self.emit(ir.Assign(line, scope.ret_value, value))
-            self.emit(ir.Assign(line, scope.ret_flag, ast.Constant(True)))
-            if self._in_current_fn_loop(scope):
-                loop = self.loops[-1]
-                self.emit(ir.Assign(line, loop.stop, ast.Constant(True)))
-                self.emit(ir.Assign(line, loop.exit, ast.Constant(True)))
-            self.exits += 1
-            return
-        if isinstance(s, ast.FunctionDef):
-            scope.local_defs[s.name] = (s, scope)
-            return
-        raise self.error(f"a `{type(s).__name__}` statement", s, scope)
+            self.emit(ir.Assign(line, loop.exit, ast.Constant(True)))
+        self.exits += 1
+
+    def _def_stmt(self, s, scope):
+        scope.local_defs[s.name] = (s, scope)
 
     def assign(self, target, value, scope, stmt, lowered=False):
         line = self._line(stmt, scope)
@@ -284,3 +281,15 @@ class Normalizer(Expressions, Loops, Calls, Resolver):
 def normalize(parsed: ParsedFunction) -> tuple[ir.Function, Normalizer]:
     n = Normalizer(parsed)
     return n.run(), n
+
+
+# Python statement class -> how it is lowered.  Anything else is refused.
+_STATEMENTS = {
+    ast.Expr: Normalizer._expr_stmt, ast.Pass: lambda self, s, scope: None,
+    ast.Assign: Normalizer._assign_stmt, ast.AnnAssign: Normalizer._ann_assign_stmt,
+    ast.AugAssign: lambda self, s, scope: self.aug_assign(s, scope),
+    ast.If: Normalizer._if_stmt, ast.For: lambda self, s, scope: self.lower_for(s, scope),
+    ast.While: lambda self, s, scope: self.lower_while(s, scope),
+    ast.Break: Normalizer._jump_stmt, ast.Continue: Normalizer._jump_stmt,
+    ast.Return: Normalizer._return_stmt, ast.FunctionDef: Normalizer._def_stmt,
+}

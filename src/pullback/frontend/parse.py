@@ -63,11 +63,11 @@ def _file_tree(filename: str, lines: list[str]) -> ast.Module | None:
 def _code_span(code: types.CodeType):
     """(first, last) source positions of the code's instructions, ignoring the
     position-less prologue."""
-    pts = [(l, c, el, ec) for (l, el, c, ec) in code.co_positions()
-           if l is not None and c is not None and not (c == 0 and ec == 0)]
+    pts = [(ln, c, el, ec) for (ln, el, c, ec) in code.co_positions()
+           if ln is not None and c is not None and not (c == 0 and ec == 0)]
     if not pts:
         return None
-    return min((l, c) for l, c, _, _ in pts), max((el, ec) for _, _, el, ec in pts)
+    return min((ln, c) for ln, c, _, _ in pts), max((el, ec) for _, _, el, ec in pts)
 
 
 def _contains(node: ast.AST, span) -> bool:

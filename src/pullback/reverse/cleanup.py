@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 
+from ..analysis.storage import LOCAL
 from ..core import ir
 
 
@@ -83,11 +84,13 @@ def bodies(st) -> list:
 
 
 def names_read(st) -> set:
-    return {n.id for n in ast.walk(st) if isinstance(n, ast.Name) and not isinstance(getattr(n, "ctx", None), ast.Store)}
+    return {n.id for n in ast.walk(st)
+            if isinstance(n, ast.Name) and not isinstance(getattr(n, "ctx", None), ast.Store)}
 
 
 def names_written(st) -> set:
-    out = {n.id for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(getattr(n, "ctx", None), ast.Store)}
+    out = {n.id for n in ast.walk(st)
+           if isinstance(n, ast.Name) and isinstance(getattr(n, "ctx", None), ast.Store)}
     if isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name):
         out.add(st.target.id)
     return out
@@ -105,7 +108,7 @@ def _rename(st, old, new):
 def propagate_copies(tr, stmts) -> list:
     """Drop ``d_t = dv`` copies of local-temporary adjoints by reading ``dv``
     where ``d_t`` was read, when ``dv`` does not change in between."""
-    local = {tr.d(n) for n in tr.local_temps}
+    local = {tr.d(n) for n in tr.storage.names(LOCAL)}
     out = list(stmts)
     for st in out:
         for sub in bodies(st):

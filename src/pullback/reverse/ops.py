@@ -133,23 +133,24 @@ def fold(e):
     except Exception:
         pass
     if isinstance(e, ast.BinOp):
-        l, r = fold(e.left), fold(e.right)
-        if isinstance(l, ast.Constant) and l.value == 0 and isinstance(e.op, ast.Add):
-            return r
-        if isinstance(r, ast.Constant) and r.value == 0 and isinstance(e.op, (ast.Add, ast.Sub)):
-            return l
-        if isinstance(r, ast.Constant) and r.value == 1 and isinstance(e.op, ast.Mult):
-            return l
-        if isinstance(r, ast.Constant) and r.value == -1 and isinstance(e.op, ast.Mult):
-            return ast.UnaryOp(ast.USub(), l)
-        if isinstance(r, ast.Constant) and isinstance(r.value, (int, float)) and r.value < 0 \
+        lhs, rhs = fold(e.left), fold(e.right)
+        if isinstance(lhs, ast.Constant) and lhs.value == 0 and isinstance(e.op, ast.Add):
+            return rhs
+        if isinstance(rhs, ast.Constant) and rhs.value == 0 and isinstance(e.op, (ast.Add, ast.Sub)):
+            return lhs
+        if isinstance(rhs, ast.Constant) and rhs.value == 1 and isinstance(e.op, ast.Mult):
+            return lhs
+        if isinstance(rhs, ast.Constant) and rhs.value == -1 and isinstance(e.op, ast.Mult):
+            return ast.UnaryOp(ast.USub(), lhs)
+        if isinstance(rhs, ast.Constant) and isinstance(rhs.value, (int, float)) and rhs.value < 0 \
                 and isinstance(e.op, (ast.Add, ast.Sub)):
             op = ast.Sub() if isinstance(e.op, ast.Add) else ast.Add()
-            return ast.BinOp(l, op, ast.Constant(-r.value))
-        if isinstance(r, ast.UnaryOp) and isinstance(r.op, ast.USub) and isinstance(e.op, (ast.Add, ast.Sub)):
+            return ast.BinOp(lhs, op, ast.Constant(-rhs.value))
+        if isinstance(rhs, ast.UnaryOp) and isinstance(rhs.op, ast.USub) \
+                and isinstance(e.op, (ast.Add, ast.Sub)):
             op = ast.Sub() if isinstance(e.op, ast.Add) else ast.Add()
-            return ast.BinOp(l, op, r.operand)
-        return ast.BinOp(l, e.op, r)
+            return ast.BinOp(lhs, op, rhs.operand)
+        return ast.BinOp(lhs, e.op, rhs)
     if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
         inner = fold(e.operand)
         if isinstance(inner, ast.UnaryOp) and isinstance(inner.op, ast.USub):

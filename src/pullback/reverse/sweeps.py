@@ -12,12 +12,12 @@ from __future__ import annotations
 import ast
 import copy
 
+import numpy as np
+
+from ..analysis.storage import BUFFER, LIST, VALUE
 from ..core import ir
 from .lower import zeros
-from .ops import (Accum, Branch, LoopInfo, Reset, Restore, ReverseFor, assign, aug_add, call, comment,
-                  names_in)
-
-import numpy as np
+from .ops import Accum, Branch, LoopInfo, Reset, Restore, ReverseFor, assign, aug_add, call, comment, names_in
 
 
 def init_saved(tr) -> list:
@@ -29,7 +29,7 @@ def init_saved(tr) -> list:
         # An array first assigned inside a loop or branch still has a value
         # (of its type) when the reverse sweep allocates its adjoint.
         names |= {n for n in tr.active - tr.top_level - set(tr.fn.params)
-                  - tr.local_temps if tr.buffer(n)}
+                  if tr.storage[n].how == BUFFER}
     out = [assign(name, placeholder(tr, name)) for name in sorted(names)]
     return tr.tape.setup() + out
 
@@ -207,21 +207,18 @@ _REVERSE = ir.table("reverse sweep", {
 
 
 def init_adjoints(tr) -> list:
+    """Adjoints allocated before the reverse sweep: lists and buffers."""
     out = []
     for name in sorted(tr.active):
-        if name in tr.local_temps:
-            continue
-        dn = tr.d(name)
-        if name in tr.list_buffers:
+        dn, how = tr.d(name), tr.storage[name].how
+        if how == LIST:
             out.append(assign(dn, ast.BinOp(ast.List([ast.Constant(0.0)], ast.Load()),
-                                             ast.Mult(), call("len", ast.Name(name)))))
-        elif tr.buffer(name):
+                                            ast.Mult(), call("len", ast.Name(name)))))
+        elif how == BUFFER:
             out.append(assign(dn, zeros(tr, name)))
     return out
 
 
 def initial_resets(tr) -> list:
     """Adjoints that start at zero, as resets the first contribution absorbs."""
-    return [Reset(n) for n in sorted(tr.active)
-            if n not in tr.local_temps and n not in tr.list_buffers
-            and not tr.buffer(n)]
+    return [Reset(n) for n in tr.storage.names(VALUE)]

@@ -17,7 +17,7 @@ import copy
 
 import numpy as np
 
-from ..analysis import aliasing, recompute, saves
+from ..analysis import aliasing, recompute, saves, storage
 from ..core import ir
 from ..core.errors import UnsupportedSyntaxError
 from ..core.kinds import Kind, kind_of_value
@@ -120,12 +120,14 @@ class ReverseTransform:
                 and (self.contribs.get(p, 0) > 0 or p in scalar_writes_only)
                 and (p in scalar_writes_only or p not in {st.array for st in sets})
                 and not self._adjoint_read_whole(p, body)}
+        self.storage = storage.plan(self.active, self.kinds, self.local_temps, self.list_buffers,
+                                    self.buffer, self.backend.fixed_types)
         forward = sweeps.init_saved(self) + sweeps.fwd_block(self, body)
         swept = cleanup.drop_dead_resets(
             lower.render(self, sweeps.initial_resets(self) + sweeps.rev_block(self, body)),
             set(self.adj.values()))
         reverse = self.tape.between() + sweeps.init_adjoints(self) + cleanup.propagate_copies(self, swept)
-        for p in sorted(self.list_buffers & set(self.wrt)):
+        for p in sorted(set(self.storage.names(storage.LIST)) & set(self.wrt)):
             dn = self.d(p)
             reverse.append(assign(dn, call(ast.Attribute(ast.Name(self.helper(np, "np")), "array",
                                                            ast.Load()), ast.Name(dn))))

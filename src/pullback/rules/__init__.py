@@ -1,3 +1,2 @@
 """Derivative rules, grouped by domain; importing this package registers them all."""
-from . import registry, results  # noqa: F401
-from . import scalar, elementwise, reductions, linalg, shapes, indexing, prod, nondiff  # noqa: F401
+from . import elementwise, indexing, linalg, nondiff, prod, reductions, registry, results, scalar, shapes  # noqa: F401  # noqa: F401

@@ -39,8 +39,8 @@ from collections import Counter
 import array_api_compat
 import numpy as np
 
-from .elementwise import as_array, float_dtype, like_arg, namespace, shape_of, unbroadcast
 from . import results
+from .elementwise import as_array, float_dtype, like_arg, namespace, shape_of, unbroadcast
 from .registry import defrule
 
 __all__ = ["dot_vjp_a", "dot_vjp_b", "matmul_vjp_a", "matmul_vjp_b", "outer_vjp_a",

@@ -58,8 +58,8 @@ import math
 import array_api_compat
 import numpy as np
 
-from .elementwise import as_array, is_scalar, like_arg, namespace, normalize_axes
 from . import results
+from .elementwise import as_array, is_scalar, like_arg, namespace, normalize_axes
 from .registry import defrule
 
 __all__ = ["prod_vjp", "prod_vjp_exact", "cumprod_vjp", "cumprod_vjp_exact"]

@@ -30,8 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import results
-from .elementwise import (as_array, expand_reduced, float_dtype, like_arg, namespace,
-                          normalize_axes, shape_of)
+from .elementwise import as_array, expand_reduced, float_dtype, like_arg, namespace, normalize_axes, shape_of
 from .registry import defrule
 
 __all__ = ["sum_vjp", "mean_vjp", "max_vjp", "cumsum_vjp", "var_vjp", "var_vjp_mean",

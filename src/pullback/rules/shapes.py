@@ -11,7 +11,8 @@ exceptions, for functions of a sequence of arrays: :func:`concatenate_vjp` and
 for a scalar input), and :func:`array_vjp` of a nested list returns nested
 lists.
 
-Each registration names the ndarray methods that mean it.  ``x.reshape(3, 4)`` and ``x.transpose(1, 0)`` take their shape or axes as
+Each registration names the ndarray methods that mean it.  ``x.reshape(3, 4)`` and
+``x.transpose(1, 0)`` take their shape or axes as
 separate arguments, which NumPy's functions do not, so those two map to
 :func:`reshape_method` and :func:`transpose_method`, which behave like the
 methods.  The registry cannot bind ``*args``, so their rules declare a fixed
@@ -22,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .elementwise import as_array, like_arg, namespace, shape_of, unbroadcast
 from . import results
+from .elementwise import as_array, like_arg, namespace, shape_of, unbroadcast
 from .registry import defrule
 
 __all__ = ["reshape_vjp", "transpose_vjp", "method_axes", "swapaxes_vjp", "moveaxis_vjp",
@@ -200,12 +201,14 @@ def astype(a, dtype, order="K", casting="unsafe", subok=True, copy=True):
 
 defrule(np.reshape, "a, /, shape=None, order='C', *, newshape=None, copy=None", view=True,
         a="reshape_vjp(g, a, order)")
-defrule(np.ravel, "a, order='C'", result=results.flat, view=True, methods=("ravel",), a="reshape_vjp(g, a, order)")
+defrule(np.ravel, "a, order='C'", result=results.flat, view=True, methods=("ravel",),
+        a="reshape_vjp(g, a, order)")
 defrule(flatten, "a, order='C'", result=results.flat, methods=("flatten",), a="reshape_vjp(g, a, order)")
 defrule(np.transpose, "a, axes=None", view=True, a="transpose_vjp(g, a, axes)")
 if getattr(np, "permute_dims", np.transpose) is not np.transpose:   # an alias in NumPy >= 2.x
     defrule(np.permute_dims, "a, /, axes=None", view=True, a="transpose_vjp(g, a, axes)")
-defrule(np.swapaxes, "a, axis1, axis2", view=True, methods=("swapaxes",), a="swapaxes_vjp(g, a, axis1, axis2)")
+defrule(np.swapaxes, "a, axis1, axis2", view=True, methods=("swapaxes",),
+        a="swapaxes_vjp(g, a, axis1, axis2)")
 defrule(np.moveaxis, "a, source, destination", view=True,
         a="moveaxis_vjp(g, a, source, destination)")
 defrule(np.squeeze, "a, axis=None", view=True, methods=("squeeze",), a="squeeze_vjp(g, a)")
@@ -216,7 +219,8 @@ defrule(np.concatenate, "arrays, /, axis=0, out=None, *, dtype=None, casting='sa
         result=results.unknown, arrays="concatenate_vjp(g, arrays, axis)")
 defrule(np.stack, "arrays, axis=0, out=None, *, dtype=None, casting='same_kind'",
         result=results.unknown, arrays="stack_vjp(g, arrays, axis)")
-defrule(np.copy, "a, order='K', subok=False", result=results.like_source, methods=("copy",), a="array_vjp(g, a)")
+defrule(np.copy, "a, order='K', subok=False", result=results.like_source, methods=("copy",),
+        a="array_vjp(g, a)")
 defrule(np.array, "object, dtype=None, *, copy=True, order='K', subok=False, ndmin=0, "
         "ndmax=0, like=None", result=results.like_source, object="array_vjp(g, object)")
 defrule(np.asarray, "a, dtype=None, order=None, *, device=None, copy=None, like=None",
