@@ -80,10 +80,7 @@ def test_corpus_matches_finite_differences(name, jit, request):
 
 
 # ----------------------------------------------------------- PyTorch, same code
-def _torch_runner():
-    torch = pytest.importorskip("torch")
-    f64 = torch.float64
-
+def _np_tensor_class(torch):
     class NpTensor(torch.Tensor):
         """A tensor that copies like a NumPy array: ``.copy()``, and scalar reads
         are values (a NumPy scalar), not views that a later write would change."""
@@ -107,10 +104,10 @@ def _torch_runner():
 
         def __itruediv__(self, o):
             return self / o if self.dim() == 0 else super().__itruediv__(o)
+    return NpTensor
 
-    def wrap(v):
-        return torch.as_tensor(v, dtype=f64)
 
+def _shim_class(torch, wrap):
     def has_tensor(a):
         return any(isinstance(x, torch.Tensor) for x in a)
 
@@ -130,10 +127,20 @@ def _torch_runner():
             def call(*a):
                 return tf(*[wrap(x) for x in a]) if has_tensor(a) else mf(*a)
             return call
+    return Shim
+
+
+def _torch_namespace(torch, NpTensor):
+    """The corpus module's namespace, with np and math answering with torch."""
+    f64 = torch.float64
+
+    def wrap(v):
+        return torch.as_tensor(v, dtype=f64)
 
     def alloc(make):
         return lambda shape, *a: make(shape, *a).as_subclass(NpTensor)
 
+    Shim = _shim_class(torch, wrap)
     np_shim = Shim(np, dict(
         pi=math.pi, inf=math.inf, e=math.e,
         zeros=alloc(lambda s: torch.zeros(s, dtype=f64)),
@@ -152,6 +159,14 @@ def _torch_runner():
         if isinstance(obj, types.FunctionType) and obj.__module__ == S.__name__:
             namespace[key] = types.FunctionType(obj.__code__, namespace, obj.__name__,
                                                 obj.__defaults__, obj.__closure__)
+    return namespace
+
+
+def _torch_runner():
+    torch = pytest.importorskip("torch")
+    f64 = torch.float64
+    NpTensor = _np_tensor_class(torch)
+    namespace = _torch_namespace(torch, NpTensor)
 
     def run(fn, args, argnums):
         """Value and gradients of the torch version of fn (float64, eager)."""

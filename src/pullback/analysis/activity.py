@@ -67,59 +67,60 @@ class KindInference:
         return None if v is MISSING else kind_of_value(v)
 
     def expr(self, e, stmt=None) -> Kind:
-        if isinstance(e, ast.Constant):
-            return kind_of_value(e.value) if e.value is not None else OTHER
-        if isinstance(e, ast.Name):
-            if e.id in self.env:
-                return self.env[e.id]
-            k = self.value_kind(e.id)
-            if k is None or k.dtype == "o":
-                return OTHER
-            self.env[e.id] = k      # a global or closure number or array: its kind now
-            return k
-        if isinstance(e, ast.Attribute):
-            return self.attribute(e)
-        if isinstance(e, ast.Subscript):
-            return self.subscript(e)
-        if isinstance(e, ast.BinOp):
-            a, b = self.expr(e.left), self.expr(e.right)
-            if a.dtype in "ot" or b.dtype in "ot":
-                if a.dtype == "t" and b.dtype == "t":
-                    return SHAPE
-                return OTHER if (a.ndim is None or b.ndim is None) else broadcast([a, b], "o")
-            if isinstance(e.op, ast.MatMult):
-                return self._matmul(a, b)
-            k = broadcast([a, b])
-            if isinstance(e.op, ast.Div):
-                return Kind(k.ndim, "f" if k.dtype in "bi" else k.dtype)
-            if isinstance(e.op, ast.Pow) and k.dtype in "bi":
-                exp_const = isinstance(e.right, ast.Constant) and isinstance(e.right.value, int) \
-                    and e.right.value >= 0
-                return Kind(k.ndim, "i" if exp_const or k.ndim != 0 else "f")
-            if k.dtype == "b" and not isinstance(e.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
-                return Kind(k.ndim, "i")
-            return k
-        if isinstance(e, ast.UnaryOp):
-            a = self.expr(e.operand)
-            if isinstance(e.op, ast.Not):
-                return BOOL
-            if isinstance(e.op, ast.Invert):
-                return a
-            return Kind(a.ndim, "i" if a.dtype == "b" else a.dtype)
-        if isinstance(e, ast.Compare):
-            a, b = self.expr(e.left), self.expr(e.comparators[0])
-            if a.ndim == 0 and b.ndim == 0 or isinstance(e.ops[0], (ast.Is, ast.IsNot, ast.In,
-                                                                     ast.NotIn)):
-                return BOOL
-            return Kind(broadcast([a, b]).ndim, "b")
-        if isinstance(e, ast.Tuple):
-            kinds = [self.expr(x) for x in e.elts]
-            # A tuple of ints (a shape) keeps its length in ndim.
-            return Kind(len(kinds), "t") if all(k.dtype in "bi" and k.ndim == 0
-                                                for k in kinds) else OTHER
-        if isinstance(e, ast.Call):
-            return self.call(e, stmt)
-        return OTHER
+        handler = _EXPRESSION_KINDS.get(type(e))
+        return handler(self, e, stmt) if handler is not None else OTHER
+
+    def _constant(self, e, stmt):
+        return kind_of_value(e.value) if e.value is not None else OTHER
+
+    def _name(self, e, stmt):
+        if e.id in self.env:
+            return self.env[e.id]
+        k = self.value_kind(e.id)
+        if k is None or k.dtype == "o":
+            return OTHER
+        self.env[e.id] = k      # a global or closure number or array: its kind now
+        return k
+
+    def _binop(self, e, stmt):
+        a, b = self.expr(e.left), self.expr(e.right)
+        if a.dtype in "ot" or b.dtype in "ot":
+            if a.dtype == "t" and b.dtype == "t":
+                return SHAPE
+            return OTHER if (a.ndim is None or b.ndim is None) else broadcast([a, b], "o")
+        if isinstance(e.op, ast.MatMult):
+            return self._matmul(a, b)
+        k = broadcast([a, b])
+        if isinstance(e.op, ast.Div):
+            return Kind(k.ndim, "f" if k.dtype in "bi" else k.dtype)
+        if isinstance(e.op, ast.Pow) and k.dtype in "bi":
+            exp_const = isinstance(e.right, ast.Constant) and isinstance(e.right.value, int) \
+                and e.right.value >= 0
+            return Kind(k.ndim, "i" if exp_const or k.ndim != 0 else "f")
+        if k.dtype == "b" and not isinstance(e.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
+            return Kind(k.ndim, "i")
+        return k
+
+    def _unaryop(self, e, stmt):
+        a = self.expr(e.operand)
+        if isinstance(e.op, ast.Not):
+            return BOOL
+        if isinstance(e.op, ast.Invert):
+            return a
+        return Kind(a.ndim, "i" if a.dtype == "b" else a.dtype)
+
+    def _compare(self, e, stmt):
+        a, b = self.expr(e.left), self.expr(e.comparators[0])
+        if a.ndim == 0 and b.ndim == 0 or isinstance(e.ops[0], (ast.Is, ast.IsNot, ast.In,
+                                                                 ast.NotIn)):
+            return BOOL
+        return Kind(broadcast([a, b]).ndim, "b")
+
+    def _tuple(self, e, stmt):
+        kinds = [self.expr(x) for x in e.elts]
+        # A tuple of ints (a shape) keeps its length in ndim.
+        return Kind(len(kinds), "t") if all(k.dtype in "bi" and k.ndim == 0
+                                            for k in kinds) else OTHER
 
     def _matmul(self, a, b):
         if a.ndim in (None, -1) or b.ndim in (None, -1):
@@ -191,6 +192,17 @@ class KindInference:
             return OTHER
         rule = registry.lookup(fn)
         return (rule.result if rule is not None else results.generic)(fn, args, kws, e)
+
+
+# Expression class -> its kind; anything else is of unknown kind (OTHER).
+_EXPRESSION_KINDS = {
+    ast.Constant: KindInference._constant, ast.Name: KindInference._name,
+    ast.Attribute: lambda self, e, stmt: self.attribute(e),
+    ast.Subscript: lambda self, e, stmt: self.subscript(e),
+    ast.BinOp: KindInference._binop, ast.UnaryOp: KindInference._unaryop,
+    ast.Compare: KindInference._compare, ast.Tuple: KindInference._tuple,
+    ast.Call: lambda self, e, stmt: self.call(e, stmt),
+}
 
 
 _INFER = ir.table("kind inference", {

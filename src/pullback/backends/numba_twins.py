@@ -27,6 +27,29 @@ def _is_none(t):
     return t is None or isinstance(t, (types.NoneType, types.Omitted)) or t == types.none
 
 
+def _unbroadcast_same_rank(x):
+    """``unbroadcast`` of a cotangent with the rank of ``x``: summed over the axes
+    where ``x`` has length 1 (2-D), or ``x``'s own shape (other ranks)."""
+    if x.ndim == 2:
+        def impl2(g, x):
+            if g.shape == x.shape:
+                return g
+            out = np.zeros(x.shape)
+            r1, c1 = x.shape[0] == 1, x.shape[1] == 1
+            for i in range(g.shape[0]):
+                for j in range(g.shape[1]):
+                    out[0 if r1 else i, 0 if c1 else j] += g[i, j]
+            return out
+        return impl2
+
+    def impl_same(g, x):
+        if g.shape != x.shape:
+            raise ValueError("pullback (Numba backend): broadcasting of arrays with more "
+                             "than 2 dimensions is not supported; use jit=False")
+        return g
+    return impl_same
+
+
 @overload(unbroadcast)
 def _unbroadcast(g, x):
     if isinstance(x, types.Number):
@@ -38,24 +61,7 @@ def _unbroadcast(g, x):
     if isinstance(g, types.Number):
         return lambda g, x: np.full(x.shape, g)
     if g.ndim == x.ndim:
-        if x.ndim == 2:
-            def impl2(g, x):
-                if g.shape == x.shape:
-                    return g
-                out = np.zeros(x.shape)
-                r1, c1 = x.shape[0] == 1, x.shape[1] == 1
-                for i in range(g.shape[0]):
-                    for j in range(g.shape[1]):
-                        out[0 if r1 else i, 0 if c1 else j] += g[i, j]
-                return out
-            return impl2
-
-        def impl_same(g, x):
-            if g.shape != x.shape:
-                raise ValueError("pullback (Numba backend): broadcasting of arrays with more "
-                                 "than 2 dimensions is not supported; use jit=False")
-            return g
-        return impl_same
+        return _unbroadcast_same_rank(x)
     if g.ndim > x.ndim:
         off = g.ndim - x.ndim     # known when typing: a static tuple slice below
 

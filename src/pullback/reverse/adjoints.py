@@ -14,7 +14,7 @@ import types
 import numpy as np
 
 from ..core import ir
-from ..core.errors import MissingRuleError, NumbaCompileError
+from ..core.errors import InternalError, MissingRuleError, NumbaCompileError
 from ..core.kinds import Kind
 from ..core.runtime import add_item, buffer_like, call_vjp, item_cotangent, scatter_add
 from ..frontend.resolve import is_library
@@ -94,43 +94,60 @@ def accum(tr, name, expr) -> Accum:
 
 
 def assign_adjoint(tr, s: ir.Assign) -> list:
+    """``target = expr``: contributions to the operands' adjoints, then the target's
+    adjoint is reset (the target gets its older value back)."""
     t, e = s.target, s.expr
-    if t not in tr.active:
+    if t not in tr.active or (isinstance(e, ast.Name) and e.id == t):
         return []
     g = ast.Name(tr.d(t))
     tr.read(g, value=False)  # not a primal name; harmless
-    code = []
-    if isinstance(e, ast.Name):
-        if e.id == t:
-            return []
-        if tr.is_active(e):
-            code.append(accum(tr, e.id, g))
-    elif isinstance(e, ast.Constant):
-        pass
-    elif isinstance(e, ast.Subscript):
-        code += subscript_adjoint(tr, s, e, g)
-    elif isinstance(e, ast.Attribute):
-        if e.attr in ("T", "mT") and tr.is_active(e.value):
-            code.append(accum(tr, e.value.id, ast.Attribute(g, e.attr, ast.Load())))
-        elif e.attr in ("real",) and tr.is_active(e.value):
-            code.append(accum(tr, e.value.id, g))
-    elif isinstance(e, ast.BinOp):
-        op = OPERATORS.get(type(e.op).__name__)
-        code += rule_adjoint(tr, s, op, [e.left, e.right], {}, g)
-    elif isinstance(e, ast.UnaryOp):
-        op = OPERATORS.get(type(e.op).__name__)
-        code += rule_adjoint(tr, s, op, [e.operand], {}, g)
-    elif isinstance(e, ast.Call):
-        code += call_adjoint(tr, s, e, g)
-    elif isinstance(e, ast.Tuple):
-        # A tuple (or list) of values, e.g. the arrays given to np.concatenate:
-        # its cotangent holds one cotangent per item.
-        item = tr.helper(item_cotangent, "item_cotangent")
-        for k, elt in enumerate(e.elts):
-            if tr.is_active(elt):
-                code.append(accum(tr, elt.id, call(item, g, ast.Constant(k))))
-    code.append(Reset(t))
-    return code
+    handler = _EXPRESSION_ADJOINTS.get(type(e))
+    if handler is None:
+        raise InternalError(f"no adjoint for the expression {type(e).__name__} "
+                            f"({ast.unparse(e)})\n  {tr.location(s.line)}")
+    return handler(tr, s, e, g) + [Reset(t)]
+
+
+def _name_adjoint(tr, s, e, g):
+    return [accum(tr, e.id, g)] if tr.is_active(e) else []
+
+
+def _attribute_adjoint(tr, s, e, g):
+    if e.attr in ("T", "mT") and tr.is_active(e.value):
+        return [accum(tr, e.value.id, ast.Attribute(g, e.attr, ast.Load()))]
+    if e.attr in ("real",) and tr.is_active(e.value):
+        return [accum(tr, e.value.id, g)]
+    return []
+
+
+def _operator_adjoint(tr, s, e, g):
+    op = OPERATORS.get(type(e.op).__name__)
+    operands = [e.left, e.right] if isinstance(e, ast.BinOp) else [e.operand]
+    return rule_adjoint(tr, s, op, operands, {}, g)
+
+
+def _tuple_adjoint(tr, s, e, g):
+    """A tuple (or list) of values, e.g. the arrays given to np.concatenate: its
+    cotangent holds one cotangent per item."""
+    item = tr.helper(item_cotangent, "item_cotangent")
+    return [accum(tr, elt.id, call(item, g, ast.Constant(k)))
+            for k, elt in enumerate(e.elts) if tr.is_active(elt)]
+
+
+def _no_adjoint(tr, s, e, g):
+    """A constant or a comparison: nothing flows back."""
+    return []
+
+
+# Expression class on the right of an Assign -> its adjoint.  A class missing here
+# is an internal error, never a dropped contribution.
+_EXPRESSION_ADJOINTS = {
+    ast.Name: _name_adjoint, ast.Constant: _no_adjoint, ast.Compare: _no_adjoint,
+    ast.Subscript: lambda tr, s, e, g: subscript_adjoint(tr, s, e, g),
+    ast.Attribute: _attribute_adjoint, ast.BinOp: _operator_adjoint,
+    ast.UnaryOp: _operator_adjoint, ast.Call: lambda tr, s, e, g: call_adjoint(tr, s, e, g),
+    ast.Tuple: _tuple_adjoint,
+}
 
 
 def subscript_adjoint(tr, s, e, g):

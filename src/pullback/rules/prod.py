@@ -280,7 +280,7 @@ def _kernel():
     return _KERNEL
 
 
-def _prod_grad_kernel(x3, g2, out):
+def _prod_grad_kernel(x3, g2, out):  # noqa: C901  (one loop nest, compiled by Numba as a whole)
     """Cotangent of prod over the middle axis of x3 (pre, n, post), cotangent g2.
 
     A branch-free first pass (which the compiler vectorises) takes each slice's
