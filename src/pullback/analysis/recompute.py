@@ -7,21 +7,24 @@ from ..core import ir
 from ..core.kinds import Kind
 
 
-def find_cheap(tr, stmts, control) -> dict:
-    """Float temporaries made by one arithmetic operation (``_t = a * x``) or,
-    under Numba, read from an array that never changes (``_t = A[i, j]``; in
-    CPython a saved float pops faster than a NumPy element reads, and
-    computes faster).  Each must be read only later in its own block, with no
-    operand assigned in between, so that recomputing it just before its
-    reader's adjoint gives the value the reader saw."""
+def find_cheap(stmts, control, sites, kinds, array_reads: bool) -> dict:
+    """Temporaries to compute again in the reverse sweep: ``{name: expression}``.
+
+    Float temporaries made by one arithmetic operation (``_t = a * x``) or,
+    with ``array_reads`` (the backend's policy: Numba), read from an array that
+    never changes (``_t = A[i, j]``; in CPython a saved float pops faster than a
+    NumPy element reads, and computes faster).  Each must be read only later in
+    its own block, with no operand assigned in between, so that recomputing it
+    just before its reader's adjoint gives the value the reader saw.  ``control``:
+    names read by conditions and loop bounds; ``sites``: assignments per name."""
     written = {s.array for s in ir.walk(stmts) if isinstance(s, ir.SetItem)}
 
     def cheap(e) -> bool:
         if isinstance(e, (ast.BinOp, ast.UnaryOp)):
             return isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.USub))
-        return (tr.backend.recompute_array_reads and isinstance(e, ast.Subscript)
+        return (array_reads and isinstance(e, ast.Subscript)
                 and isinstance(e.value, ast.Name) and e.value.id not in written
-                and tr.sites.get(e.value.id, 0) <= 1)
+                and sites.get(e.value.id, 0) <= 1)
 
     uses = {}
     for st in ir.walk(stmts):
@@ -34,8 +37,8 @@ def find_cheap(tr, stmts, control) -> dict:
             for sub in st.blocks():
                 visit(sub)
             if not (isinstance(st, ir.Assign) and st.target.startswith("_t")
-                    and tr.sites.get(st.target) == 1 and st.target not in control
-                    and tr.kinds.get(st.target) == Kind(0, "f") and cheap(st.expr)):
+                    and sites.get(st.target) == 1 and st.target not in control
+                    and kinds.get(st.target) == Kind(0, "f") and cheap(st.expr)):
                 continue
             operands = ir.atom_names(st.expr)
             later = [j for j in range(k + 1, len(block))

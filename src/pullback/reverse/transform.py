@@ -238,7 +238,8 @@ class ReverseTransform:
         """Temporaries that are cheaper to compute again in the reverse sweep than
         to save (see find_cheap); their readers then read the operands instead."""
         control = set().union(*self.loop_reads.values()) if self.loop_reads else set()
-        self.recompute = recompute.find_cheap(self, stmts, control)
+        self.recompute = recompute.find_cheap(stmts, control, self.sites, self.kinds,
+                                              self.backend.recompute_array_reads)
         for key, names in self.stmt_reads.items():
             for t in names & set(self.recompute):
                 names.discard(t)

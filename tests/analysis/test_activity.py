@@ -1,0 +1,30 @@
+"""Kinds and activity on small programs: what carries a derivative and what never does."""
+from __future__ import annotations
+
+from pullback.core.kinds import BOOL, FLOAT, INT, Kind
+
+from .programs import ARGS_MIXED, lower, mixed, through_nondifferentiable
+
+
+def test_kinds_of_ints_lengths_indices_and_bools():
+    _, kinds, _ = lower(mixed, **ARGS_MIXED)
+    assert kinds["k"] == INT and kinds["m"] == INT and kinds["idx"] == INT
+    assert kinds["flag"] == BOOL
+    assert kinds["y"] == FLOAT and kinds["z"] == Kind(1, "f")
+
+
+def test_only_floats_that_depend_on_an_input_and_reach_the_result_are_active():
+    _, _, active = lower(mixed, **ARGS_MIXED)
+    assert {"x", "p", "y", "z"} <= active
+    assert not {"k", "m", "flag", "idx", "n"} & active
+
+
+def test_a_value_that_reaches_the_result_only_through_a_product_with_zero_is_still_active():
+    # Activity is structural, not numeric: `0.0 * unused` still reaches the result.
+    _, _, active = lower(mixed, **ARGS_MIXED)
+    assert "unused" in active
+
+
+def test_nothing_flows_through_non_differentiable_primitives():
+    _, _, active = lower(through_nondifferentiable, x=FLOAT)
+    assert "s" not in active and "f" not in active

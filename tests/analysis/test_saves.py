@@ -1,0 +1,52 @@
+"""The save plan: an assignment saves the value it overwrites exactly when an
+adjoint read that value since it was last assigned."""
+from __future__ import annotations
+
+import ast
+
+from pullback.analysis import saves
+from pullback.core import ir
+
+
+def _assign(line, target, src):
+    return ir.Assign(line, target, ast.parse(src, mode="eval").body)
+
+
+def _plan(body, params, reads_at, loop_reads=None):
+    ir.number(body)
+    names = {s.target for s in ir.walk(body) if isinstance(s, ir.Assign)} | set(params)
+    return saves.plan(body, params, names, reads_at(body), loop_reads or {})
+
+
+def test_an_overwritten_value_that_an_adjoint_reads_is_saved():
+    # y = x * x; z = y * x; y = z + 1.0  -- z's adjoint reads the first y, which the
+    # third statement overwrites: it must save it.
+    body = [_assign(1, "y", "x * x"), _assign(2, "z", "y * x"), _assign(3, "y", "z + 1.0"),
+            ir.Return(4, ast.Name("y"))]
+    plan = _plan(body, ["x"], lambda b: {b[0].sid: {"x"}, b[1].sid: {"y", "x"}, b[2].sid: set()})
+    assert plan.sites == {body[2].sid}
+    assert not plan.undefined
+
+
+def test_a_value_no_adjoint_reads_is_not_saved():
+    # y = x + 1; y = y + x: additions read nothing in reverse.
+    body = [_assign(1, "y", "x + 1.0"), _assign(2, "y", "y + x"), ir.Return(3, ast.Name("y"))]
+    plan = _plan(body, ["x"], lambda b: {b[0].sid: set(), b[1].sid: set()})
+    assert plan.sites == frozenset()
+
+
+def test_a_value_read_in_a_loop_is_saved_when_the_next_iteration_overwrites_it():
+    # for i in range(n): t = s * x; s = t  -- t's adjoint reads s, which the loop's
+    # next iteration overwrites: the assignment to s saves; t itself is never read.
+    loop = ir.For(1, "i", ast.Constant(0), ast.Name("n"), ast.Constant(1),
+                  [_assign(2, "t", "s * x"), _assign(2, "s", "t")])
+    body = [loop, ir.Return(3, ast.Name("s"))]
+    plan = _plan(body, ["x", "n", "s"], lambda b: {loop.body[0].sid: {"s", "x"},
+                                                   loop.body[1].sid: set()})
+    assert plan.sites == {loop.body[1].sid}
+
+
+def test_the_plan_is_frozen():
+    body = [_assign(1, "y", "x * x"), ir.Return(2, ast.Name("y"))]
+    plan = _plan(body, ["x"], lambda b: {b[0].sid: {"x"}})
+    assert isinstance(plan.sites, frozenset) and isinstance(plan.undefined, frozenset)
