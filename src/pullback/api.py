@@ -5,10 +5,12 @@ The transform itself, and its cache, live in :mod:`pullback.pipeline`.
 from __future__ import annotations
 
 import numbers
+import os
 import types
 
 import numpy as np
 
+from .core.errors import PullbackError
 from .core.kinds import kind_of_value
 from .core.runtime import install_recursive_vjp
 from .frontend.parse import parse_function, unwrap
@@ -150,10 +152,13 @@ class GradientFunction:
         # Fast path: the same argument types as a previous call.
         key = tuple(map(_type_key, args))
         entry = self._fast.get(key)
-        if entry is None or (entry[0].dependencies and not still_valid(entry[0])):
-            entry = self._fast[key] = self.compiled(*args)
-        c, nums, single = entry
-        value, grads = c.fn(*args, 1.0)
+        try:
+            if entry is None or (entry[0].dependencies and not still_valid(entry[0])):
+                entry = self._fast[key] = self.compiled(*args)
+            c, nums, single = entry
+            value, grads = c.fn(*args, 1.0)
+        except PullbackError as exc:
+            raise for_user(exc) from None
         if type(c.fn) is not types.FunctionType and getattr(c.fn, "ok", False):
             c.fn = c.fn.dispatcher
         if not self.with_value and type(value) is not float:
@@ -170,11 +175,22 @@ class GradientFunction:
         the first call, for float scalars and 1-D float arrays guessed from use)."""
         if self._last is None:
             args = _example_args(self.f)
-            self.compiled(*(self._bound + args[len(self._bound):]))
+            try:
+                self.compiled(*(self._bound + args[len(self._bound):]))
+            except PullbackError as exc:
+                raise for_user(exc) from None
         return self._last.source
 
     def __repr__(self):
         return f"<pullback {self.__name__} ({self.backend.name} backend)>"
+
+
+def for_user(exc: PullbackError) -> PullbackError:
+    """``exc`` without pullback's internal frames: its message already names the
+    user's file, line and the fix.  ``PULLBACK_DEBUG=1`` keeps the frames."""
+    if os.environ.get("PULLBACK_DEBUG", "") not in ("", "0"):
+        return exc
+    return exc.with_traceback(None)
 
 
 def _full_args(f, args, kwargs):
@@ -302,10 +318,16 @@ def vjp(f, *args, jit=None, **kwargs):
     if not nums:
         return value, lambda ct: tuple(None for _ in range(npos - nb))
     kinds = tuple(kind_of_value(a) for a in args)
-    c = derivative(f, nums, kinds, backend)
+    try:
+        c = derivative(f, nums, kinds, backend)
+    except PullbackError as exc:
+        raise for_user(exc) from None
 
     def back(cotangent):
-        _, grads = c.fn(*args, cotangent)
+        try:
+            _, grads = c.fn(*args, cotangent)
+        except PullbackError as exc:
+            raise for_user(exc) from None
         out = [None] * npos
         for g, i in zip(grads, nums):
             out[i] = _to_user(g, args[i])
@@ -325,7 +347,10 @@ def show(g, *args) -> None:
     """Print the derivative source of ``g = grad(f)`` (for ``args`` if given)."""
     if args:
         full = g._bound + args
-        g.compiled(*(full if len(full) == g._nparams else _full_args(g.f, full, {})))
+        try:
+            g.compiled(*(full if len(full) == g._nparams else _full_args(g.f, full, {})))
+        except PullbackError as exc:
+            raise for_user(exc) from None
         print(g._last.source)
     else:
         print(g.source)

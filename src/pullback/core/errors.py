@@ -68,3 +68,10 @@ class InternalError(PullbackError, AssertionError):
     Always a bug in pullback: the message names the construct and, where known,
     the user's source line, so that the report can be acted on.
     """
+
+
+# Users meet these as pullback.X (that is where they are exported), not as the
+# module that happens to define them.
+for _cls in (PullbackError, UnsupportedSyntaxError, MissingRuleError, SourceUnavailableError,
+             NumbaCompileError, InternalError):
+    _cls.__module__ = "pullback"

@@ -1,0 +1,76 @@
+"""The errors a user reads: their own file and line and the fix, not pullback's frames."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import traceback
+
+import numpy as np
+import pytest
+
+import pullback
+
+
+def uses_with(x):
+    with open(__file__):
+        pass
+    return x
+
+
+def uses_fft(x):
+    return np.fft.fft(x).real.sum()
+
+
+def _frames(exc):
+    return [f.filename for f in traceback.extract_tb(exc.__traceback__)]
+
+
+@pytest.mark.parametrize("f,args,error", [
+    (uses_with, (1.0,), pullback.UnsupportedSyntaxError),
+    (uses_fft, (np.ones(3),), pullback.MissingRuleError),
+])
+def test_errors_carry_no_internal_frames(f, args, error, monkeypatch):
+    monkeypatch.delenv("PULLBACK_DEBUG", raising=False)
+    with pytest.raises(error) as info:
+        pullback.grad(f)(*args)
+    internal = [fn for fn in _frames(info.value) if "/pullback/" in fn and "api.py" not in fn]
+    assert not internal, internal
+    assert __file__ in str(info.value)            # the user's file and line are in the message
+    assert info.value.__suppress_context__
+
+
+def test_pullback_debug_keeps_the_internal_frames(monkeypatch):
+    monkeypatch.setenv("PULLBACK_DEBUG", "1")
+    with pytest.raises(pullback.MissingRuleError) as info:
+        pullback.grad(uses_fft)(np.ones(3))
+    assert any("/pullback/reverse/" in fn for fn in _frames(info.value))
+
+
+def test_vjp_and_source_errors_are_user_facing_too(monkeypatch):
+    monkeypatch.delenv("PULLBACK_DEBUG", raising=False)
+    with pytest.raises(pullback.MissingRuleError) as info:
+        pullback.vjp(uses_fft, np.ones(3))
+    assert not [fn for fn in _frames(info.value) if "/pullback/pipeline" in fn]
+    with pytest.raises(pullback.UnsupportedSyntaxError):
+        pullback.grad(uses_with).source
+
+
+def test_error_classes_are_named_as_exported():
+    assert pullback.MissingRuleError.__module__ == "pullback"
+    assert "pullback.UnsupportedSyntaxError" in traceback.format_exception_only(
+        pullback.UnsupportedSyntaxError("x", None))[-1]
+
+
+def test_a_script_shows_the_user_line_and_the_fix(tmp_path):
+    script = tmp_path / "user_script.py"
+    script.write_text(textwrap.dedent("""
+        import numpy as np, pullback
+        def loss(x):
+            return np.fft.fft(x).real.sum()
+        pullback.grad(loss)(np.ones(3))
+    """))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         env={"PATH": "/usr/bin:/bin"}).stderr
+    assert "user_script.py" in out and "np.fft.fft(x)" in out and "pullback.rule" in out
+    assert "/pullback/reverse/" not in out and "/pullback/pipeline" not in out
