@@ -117,6 +117,7 @@ class GradientFunction:
     def __init__(self, f, argnums=0, jit=None, with_value=False):
         if not callable(f):
             raise TypeError(f"grad expects a function, got {type(f).__name__}")
+        self._given = f                              # what the user passed (for pickling)
         self.f, self._bound = _split_method(f)      # _bound: (self,) for a bound method
         self.argnums = argnums
         self.jit = jit
@@ -183,6 +184,11 @@ class GradientFunction:
 
     def __repr__(self):
         return f"<pullback {self.__name__} ({self.backend.name} backend)>"
+
+    def __reduce__(self):
+        # The function and the options, not the generated code: a new process
+        # transforms again (once) on its first call.
+        return (GradientFunction, (self._given, self.argnums, self.jit, self.with_value))
 
 
 def for_user(exc: PullbackError) -> PullbackError:

@@ -36,3 +36,30 @@ def seed_matrices():
     for i in range(10):
         ZZ[i, i::20] = 0.0
     return {"M": M, "MM": MM, "Z": Z, "ZZ": ZZ}
+
+
+def lotka_volterra_misfit(theta, observed, h):
+    """Squared misfit of an RK4 Lotka–Volterra trajectory (prey x, predator y) to
+    observations taken every step: the loss of one fit in an ensemble."""
+    a, b, c, d = theta[0], theta[1], theta[2], theta[3]
+    x, y = 1.0, 0.5
+    loss = 0.0
+    for k in range(observed.shape[0]):
+        k1x = a * x - b * x * y
+        k1y = c * x * y - d * y
+        x2 = x + 0.5 * h * k1x
+        y2 = y + 0.5 * h * k1y
+        k2x = a * x2 - b * x2 * y2
+        k2y = c * x2 * y2 - d * y2
+        x3 = x + 0.5 * h * k2x
+        y3 = y + 0.5 * h * k2y
+        k3x = a * x3 - b * x3 * y3
+        k3y = c * x3 * y3 - d * y3
+        x4 = x + h * k3x
+        y4 = y + h * k3y
+        k4x = a * x4 - b * x4 * y4
+        k4y = c * x4 * y4 - d * y4
+        x = x + h / 6.0 * (k1x + 2.0 * k2x + 2.0 * k3x + k4x)
+        y = y + h / 6.0 * (k1y + 2.0 * k2y + 2.0 * k3y + k4y)
+        loss += (x - observed[k, 0]) ** 2 + (y - observed[k, 1]) ** 2
+    return loss
