@@ -47,5 +47,4 @@ defprimitive(np.full, result=results.new_array)
 defprimitive(np.full_like, result=results.like_source)
 
 # Views made by functions and methods that have no derivative rule yet.
-defprimitive(np.diagonal, result=results.unknown, view=True, methods=("diagonal",))
 defprimitive(np.ndarray.view, result=results.unknown, view=True, methods=("view",))

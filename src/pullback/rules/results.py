@@ -93,6 +93,17 @@ def tuple_of_arrays(fn, args, kws, call) -> Kind:
     return OTHER
 
 
+def at_least(n: int):
+    """``atleast_1d``, ``_2d``, ``_3d``: the first argument's rank, at least ``n``."""
+    def at_least_n(fn, args, kws, call) -> Kind:
+        first = _first(args)
+        if first.ndim is None or first.ndim < 0:
+            return Kind(-1, "f")
+        return Kind(max(first.ndim, n), "f" if first.dtype in "bi" else first.dtype)
+    at_least_n.__name__ = f"at_least_{n}d"
+    return at_least_n
+
+
 def new_array(fn, args, kws, call) -> Kind:
     """``zeros(shape)``, ``ones``, ``empty``, ``full``: the rank of the shape given."""
     dt = "o" if "dtype" in kws else "f"
