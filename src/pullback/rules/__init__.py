@@ -1,5 +1,6 @@
 """Derivative rules, grouped by domain; importing this package registers them all."""
 from . import (  # noqa: F401
+    decompositions,
     elementwise,
     indexing,
     joining,

@@ -104,6 +104,14 @@ def at_least(n: int):
     return at_least_n
 
 
+def svd_result(fn, args, kws, call) -> Kind:
+    """``svd``: the tuple ``(u, s, vh)``, or ``s`` alone with ``compute_uv=False``."""
+    given = [k.value for k in call.keywords if k.arg == "compute_uv"] + call.args[2:3]
+    if given and isinstance(given[0], ast.Constant) and not given[0].value:
+        return Kind(-1, "f")
+    return OTHER
+
+
 def new_array(fn, args, kws, call) -> Kind:
     """``zeros(shape)``, ``ones``, ``empty``, ``full``: the rank of the shape given."""
     dt = "o" if "dtype" in kws else "f"
