@@ -77,7 +77,6 @@ _SLICE_IN_INDEX = ("a list or np.newaxis next to a slice in an index: the revers
                    "a bare slice in a tuple, (_t1, :) (SyntaxError)")
 _ROW_OF_2D = ("h[t] = ... on a 2-D array: an integer index is taken for an element, not a row "
               "(the row's adjoint is a view that is zeroed before use)")
-_LINSPACE = "np.linspace is listed as non-differentiable: d/dstart and d/dstop are silently dropped"
 
 # Python backend (also applies to the autograd cross-check of the same case).
 PYTHON: dict[str, Expect] = {
@@ -98,8 +97,6 @@ PYTHON: dict[str, Expect] = {
     "numpy/maximum_equal_values_2d": crash(
         "np.maximum of two np.array([...]) of float lists: their kinds are unknown, the result "
         "is taken for a scalar and the cotangent is not unbroadcast (ValueError in array_vjp)"),
-    "numpy/linspace": crash(_LINSPACE + " (here NameError, as nothing else depends on x)"),
-    "numpy/linspace_num1": wrong(_LINSPACE),
     "numpy/gradient-2d": missing("np.gradient"),
     "numpy/gradient-1d": missing("np.gradient"),
     # ---- autograd tests/test_systematic.py

@@ -3,6 +3,7 @@ from . import (  # noqa: F401
     decompositions,
     elementwise,
     indexing,
+    interpolation,
     joining,
     linalg,
     manipulation,

@@ -128,9 +128,12 @@ def new_array(fn, args, kws, call) -> Kind:
 
 
 def sequence(fn, args, kws, call) -> Kind:
-    """``linspace``, ``arange``: one dimension (ints for an ``arange`` of ints)."""
+    """``linspace``, ``arange``: one dimension (ints for an ``arange`` of ints); a
+    ``linspace`` between array endpoints has more."""
     if "dtype" in kws:
         return Kind(-1, "o")
+    if fn is np.linspace and any(a.ndim != 0 for a in args[:2]):
+        return Kind(-1, "f")
     return Kind(1, "i" if fn is np.arange and all(a.dtype == "i" for a in args) else "f")
 
 
