@@ -13,5 +13,8 @@ from . import (  # noqa: F401
     registry,
     results,
     scalar,
+    scipy_linalg,
+    scipy_special,
     shapes,
 )
+
