@@ -116,11 +116,11 @@ def test_grad_of_non_scalar_output_says_use_vjp():
 
 def test_missing_rule_names_the_function_and_how_to_register():
     def f(x):
-        return math.gamma(x) * x
+        return math.cbrt(x) * x
     with pytest.raises(pullback.MissingRuleError) as err:
         pullback.grad(f)(2.5)
     msg = str(err.value)
-    assert "gamma" in msg and "pullback.rule" in msg and "line" in msg
+    assert "cbrt" in msg and "pullback.rule" in msg and "line" in msg
 
 
 def test_missing_rule_is_fine_when_the_value_is_not_differentiated():

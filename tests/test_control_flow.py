@@ -529,8 +529,8 @@ def test_unsupported_construct_is_reported_before_any_numba_compile():
         pullback.grad(uses_try, jit=True)(0.5)
 
 
-def gamma_of_x(x):
-    return math.gamma(x) * x
+def cbrt_of_x(x):
+    return math.cbrt(x) * x
 
 
 def frexp_of_x(x):
@@ -538,7 +538,7 @@ def frexp_of_x(x):
     return m[0] * x
 
 
-@pytest.mark.parametrize("f, name", [(gamma_of_x, "gamma"), (frexp_of_x, "frexp")])
+@pytest.mark.parametrize("f, name", [(cbrt_of_x, "cbrt"), (frexp_of_x, "frexp")])
 def test_c_function_without_rule_raises_missing_rule(f, name, jit):
     with pytest.raises(pullback.MissingRuleError) as info:
         pullback.grad(f, jit=jit)(1.5)

@@ -7,15 +7,21 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from pullback.rules.linalg import (
+    cross_vjp_a,
+    cross_vjp_b,
     det_vjp,
     einsum_vjp,
     inv_vjp,
+    kron_vjp_a,
+    kron_vjp_b,
     matmul_vjp_a,
     matmul_vjp_b,
     parse_einsum,
     slogdet_vjp,
     solve_vjp_a,
     solve_vjp_b,
+    tensordot_vjp_a,
+    tensordot_vjp_b,
     trace_vjp,
 )
 
@@ -147,6 +153,76 @@ def test_trace(shape, data, seed):
 
 
 # ---------------------------------------------------------------------------
+# tensordot, kron, cross
+
+@SETTINGS
+@given(free_a=st.lists(dims, max_size=2), free_b=st.lists(dims, max_size=2),
+       summed=st.lists(dims, max_size=3), data=st.data(), seed=seeds)
+def test_tensordot(free_a, free_b, summed, data, seed):
+    # Contracted dimension j sits at a_axes[j] in a and b_axes[j] in b, places drawn at random.
+    k = len(summed)
+    a_axes = data.draw(st.permutations(range(len(free_a) + k)))[:k]
+    b_axes = data.draw(st.permutations(range(len(free_b) + k)))[:k]
+
+    def shape(free, places):
+        rest = iter(free)
+        return tuple(summed[places.index(i)] if i in places else next(rest)
+                     for i in range(len(free) + k))
+    axes = (list(a_axes), list(b_axes))
+    args = [values(seed, shape(free_a, a_axes)), values(seed + 1, shape(free_b, b_axes))]
+    f = lambda a, b: np.tensordot(a, b, axes)     # noqa: E731
+    for j, p in enumerate(["a", "b"]):
+        r = rule_vjp(np.tensordot, p)
+        check_vjp(f, lambda g, ans, a, b, r=r: r(g, ans, a, b, axes), args, j)
+
+
+@pytest.mark.parametrize("sa, sb, axes", [((2, 3), (3, 4), 1), ((2, 3), (2, 3), 2),
+                                          ((2,), (3,), 0), ((), (2, 2), 0), ((3, 2), (2, 3), 1),
+                                          ((2, 3, 4), (4, 3), [(1, 2), (1, 0)])])
+def test_tensordot_int_axes(sa, sb, axes):
+    args = [values(3, sa), values(4, sb)]
+    f = lambda a, b: np.tensordot(a, b, axes)     # noqa: E731
+    for j, p in enumerate(["a", "b"]):
+        r = rule_vjp(np.tensordot, p)
+        check_vjp(f, lambda g, ans, a, b, r=r: r(g, ans, a, b, axes), args, j)
+
+
+@SETTINGS
+@given(sa=st.lists(dims, max_size=3).map(tuple), sb=st.lists(dims, max_size=3).map(tuple),
+       seed=seeds)
+def test_kron(sa, sb, seed):
+    _both(np.kron, ["a", "b"], [values(seed, sa), values(seed + 1, sb)])
+
+
+@pytest.mark.filterwarnings("ignore:Arrays of 2-dimensional vectors are deprecated")
+@SETTINGS
+@given(batches=batch_shapes, na=st.sampled_from([2, 3]), nb=st.sampled_from([2, 3]),
+       data=st.data(), seed=seeds)
+def test_cross(batches, na, nb, data, seed):
+    ba, bb = batches.input_shapes
+    ia = data.draw(st.integers(0, len(ba)))
+    ib = data.draw(st.integers(0, len(bb)))
+    a = values(seed, ba[:ia] + (na,) + ba[ia:])
+    b = values(seed + 1, bb[:ib] + (nb,) + bb[ib:])
+    out_nd = max(len(ba), len(bb)) + 1
+    kw = dict(axisa=ia - len(ba) - 1, axisb=ib, axisc=data.draw(st.integers(-out_nd, out_nd - 1)))
+    if na == nb == 2:
+        kw["axisc"] = -1
+    f = lambda a, b: np.cross(a, b, **kw)     # noqa: E731
+    for j, p in enumerate(["a", "b"]):
+        r = rule_vjp(np.cross, p)
+        check_vjp(f, lambda g, ans, a, b, r=r: r(g, ans, a, b, **kw), [a, b], j)
+
+
+def test_cross_axis_overrides():
+    a, b = values(1, (3, 2)), values(2, (3, 4))
+    f = lambda a, b: np.cross(a, b, axis=0)     # noqa: E731
+    for j, p in enumerate(["a", "b"]):
+        r = rule_vjp(np.cross, p)
+        check_vjp(f, lambda g, ans, a, b, r=r: r(g, ans, a, b, axis=0), [a, b[:, :1]], j)
+
+
+# ---------------------------------------------------------------------------
 # einsum
 
 EINSUMS = [
@@ -223,6 +299,12 @@ def test_torch_against_autograd():
           lambda g, a, b: einsum_vjp(g, 1, "bij,bjk->bik", a, b)], False),
         (lambda a: torch.einsum("ii->i", a), [t(3, 3)],
          [lambda g, a: einsum_vjp(g, 0, "ii->i", a)], False),
+        (lambda a, b: torch.tensordot(a, b, dims=([1, 2], [1, 0])), [t(2, 3, 4), t(4, 3)],
+         [lambda g, a, b: tensordot_vjp_a(g, a, b, [(1, 2), (1, 0)]),
+          lambda g, a, b: tensordot_vjp_b(g, a, b, [(1, 2), (1, 0)])], False),
+        (torch.kron, [t(2, 3), t(3, 2)], [kron_vjp_a, kron_vjp_b], False),
+        (lambda a, b: torch.linalg.cross(a, b.expand(4, 3)), [t(4, 3), t(3)],
+         [cross_vjp_a, cross_vjp_b], False),
     ]
     for fwd, args, vjps, takes_ans in cases:
         out = fwd(*args)

@@ -1,3 +1,5 @@
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -224,3 +226,61 @@ def test_torch_python_float_cotangent_keeps_precision_and_dtype():
     assert ct.dtype == torch.float64 and float(ct[0, 0]) == g
     ct = mean_vjp(g, a.to(torch.float32), axis=1, keepdims=True)
     assert ct.dtype == torch.float32
+
+
+# ---------------------------------------------------------------------------
+# nansum, nanmean, average
+
+@pytest.mark.parametrize("fn", [np.nansum, np.nanmean], ids=lambda f: f.__name__)
+@SETTINGS
+@given(data=st.data(), shape=shapes, keepdims=st.booleans(), seed=seeds)
+def test_nan_reductions(fn, data, shape, keepdims, seed):
+    axis = data.draw(axes_for(len(shape)))
+    a = np.asarray(values(seed, shape))
+    a = np.where(a > 1.0, np.nan, a)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if np.any(np.isnan(np.nanmean(a, axis=axis))):
+            a = np.nan_to_num(a)            # a slice of NaNs only: its mean is NaN
+    check_vjp(lambda a: fn(a, axis=axis, keepdims=keepdims),
+              _kw_rule(fn, "a", axis=axis, keepdims=keepdims), [a], 0)
+
+
+def test_nan_reductions_give_nothing_to_nans():
+    a = np.array([[1.0, np.nan], [np.nan, np.nan]])
+    np.testing.assert_array_equal(rule_vjp(np.nansum, "a")(2.0, None, a), [[2, 0], [0, 0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ans = np.nanmean(a, axis=1)
+    np.testing.assert_array_equal(rule_vjp(np.nanmean, "a")(np.ones(2), ans, a, 1),
+                                  [[1, 0], [0, 0]])
+
+
+@SETTINGS
+@given(data=st.data(), shape=st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple),
+       how=st.sampled_from(["none", "full", "along"]), keepdims=st.booleans(), seed=seeds)
+def test_average(data, shape, how, keepdims, seed):
+    nd = len(shape)
+    if how == "along":
+        axis = data.draw(st.one_of(st.integers(-nd, nd - 1),
+                                   st.lists(st.integers(0, nd - 1), min_size=1, unique=True)
+                                   .map(tuple)))
+        w_shape = tuple(shape[a] for a in (axis if isinstance(axis, tuple) else (axis,)))
+    else:
+        axis = data.draw(axes_for(nd))
+        w_shape = shape
+    a = values(seed, shape)
+    kw = dict(axis=axis, keepdims=keepdims)
+    if how == "none":
+        check_vjp(lambda a: np.average(a, **kw), _kw_rule(np.average, "a", **kw), [a], 0)
+        return
+    w = values(seed + 1, w_shape, 0.5, 2.0)
+    f = lambda a, w: np.average(a, weights=w, **kw)     # noqa: E731
+    for k, p in enumerate(["a", "weights"]):
+        r = rule_vjp(np.average, p)
+        check_vjp(f, lambda g, ans, a, w, r=r: r(g, ans, a, weights=w, **kw), [a, w], k)
+
+
+def test_average_returned_is_not_implemented():
+    with pytest.raises(NotImplementedError, match="returned"):
+        rule_vjp(np.average, "a")(np.ones(2), None, np.ones((2, 2)), 0, None, True)

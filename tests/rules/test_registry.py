@@ -13,7 +13,7 @@ from pullback.rules import registry, results
 
 
 @pytest.mark.parametrize("fn", [len, math.floor, np.sign, np.argmax, np.isnan, np.zeros,
-                                np.linspace, np.any])
+                                np.arange, np.any])
 def test_non_differentiable_primitives_say_so(fn):
     rule = registry.lookup(fn)
     assert rule is not None and not rule.differentiable and not rule.has_derivative

@@ -1,2 +1,20 @@
 """Derivative rules, grouped by domain; importing this package registers them all."""
-from . import elementwise, indexing, linalg, nondiff, prod, reductions, registry, results, scalar, shapes  # noqa: F401  # noqa: F401
+from . import (  # noqa: F401
+    decompositions,
+    elementwise,
+    indexing,
+    interpolation,
+    joining,
+    linalg,
+    manipulation,
+    nondiff,
+    prod,
+    reductions,
+    registry,
+    results,
+    scalar,
+    scipy_linalg,
+    scipy_special,
+    shapes,
+)
+

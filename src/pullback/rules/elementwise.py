@@ -1,4 +1,5 @@
-"""Derivatives of NumPy's elementwise functions (ufuncs, ``where``, ``clip``, ``polyval``).
+"""Derivatives of NumPy's elementwise functions (ufuncs, ``where``, ``clip``, ``polyval``,
+``sinc``, ``nan_to_num``, ``real``/``imag``/``conj`` of real inputs).
 
 Conventions shared by every array rule module (``elementwise``, ``reductions``,
 ``linalg``, ``shapes``, ``indexing``):
@@ -26,6 +27,10 @@ Choices at points where a derivative is not defined:
   so that ``maximum(x, x)`` has derivative 1.
 * ``clip`` at a bound (``a == a_min``): ``g`` goes to ``a``, none to the bound
   (PyTorch's ``clamp`` convention).
+* ``fmax``/``fmin``: as ``maximum``/``minimum``; against a NaN the number gets ``g``.
+* ``remainder``/``fmod`` at a jump (``x1 / x2`` an integer): the derivative of
+  the piece the result comes from (``d/dx1 = 1``, ``d/dx2 = -floor(x1/x2)``).
+* ``hypot`` at (0, 0) and ``sinc`` at 0: 0.  ``nan_to_num``: 0 at non-finite entries.
 * ``power`` is zero-safe: d/dy x**y is 0 at x == 0 (not 0*log 0 = NaN) and
   d/dx x**y is 0 when y == 0 (not 0 * x**-1 = NaN at x == 0).  ``sqrt`` and
   ``log`` at 0 give inf legitimately.
@@ -37,7 +42,8 @@ import numbers
 import array_api_compat
 import numpy as np
 
-from .registry import defrule
+from . import results
+from .registry import defnondiff, defrule
 
 _AxisError = getattr(getattr(np, "exceptions", np), "AxisError")
 
@@ -201,6 +207,30 @@ defrule(np.negative, "x, /", x="-g")
 defrule(np.square, "x, /", x="g * 2.0 * x")
 defrule(np.reciprocal, "x, /", x="-g * ans * ans")
 
+defrule(np.log2, "x, /", x="g / (x * 0.6931471805599453)")
+defrule(np.log10, "x, /", x="g / (x * 2.302585092994046)")
+defrule(np.exp2, "x, /", x="g * ans * 0.6931471805599453")
+defrule(np.arcsinh, "x, /", x="g / np.sqrt(x * x + 1.0)")
+defrule(np.arccosh, "x, /", x="g / np.sqrt(x * x - 1.0)")
+defrule(np.arctanh, "x, /", x="g / (1.0 - x * x)")
+for _f in (np.deg2rad, np.radians):
+    defrule(_f, "x, /", x="g * 0.017453292519943295")
+for _f in (np.rad2deg, np.degrees):
+    defrule(_f, "x, /", x="g * 57.29577951308232")
+# sinc(x) = sin(pi x) / (pi x): derivative (cos(pi x) - sinc(x)) / x, 0 at x == 0.
+defrule(np.sinc, "x", x="g * (np.cos(np.pi * x) - ans) / (x + (x == 0))")
+# Infinities and NaN become finite constants: no derivative flows there.
+defrule(np.nan_to_num, "x, copy=True, nan=0.0, posinf=None, neginf=None",
+        x="g * np.isfinite(x)")
+
+# Complex parts, for real inputs (complex values are refused by the API): real
+# parts and conjugates are the identity, imaginary parts and angles constants.
+defrule(np.conjugate, "x, /", methods=("conj", "conjugate"), x="g")   # np.conj is np.conjugate
+defrule(np.real, "val", val="g")
+defrule(np.real_if_close, "a, tol=100", a="g")
+defnondiff(np.imag, result=results.like)
+defnondiff(np.angle, result=results.like)
+
 # ---------------------------------------------------------------------------
 # Binary ufuncs (positional x1, x2 as NumPy names them).
 
@@ -222,6 +252,25 @@ defrule(np.maximum, "x1, x2, /",
 defrule(np.minimum, "x1, x2, /",
         x1="g * ((x1 < x2) + 0.5 * (x1 == x2))",
         x2="g * ((x2 < x1) + 0.5 * (x1 == x2))")
+
+# remainder (np.mod, and x % y on arrays) takes the sign of x2, fmod that of x1:
+# x1 - x2 * floor(x1 / x2) and x1 - x2 * trunc(x1 / x2), piecewise linear.
+defrule(np.remainder, "x1, x2, /", x1="g", x2="-g * np.floor(x1 / x2)")   # np.mod is np.remainder
+defrule(np.fmod, "x1, x2, /", x1="g", x2="-g * np.trunc(x1 / x2)")
+defrule(np.logaddexp, "x1, x2, /", x1="g * np.exp(x1 - ans)", x2="g * np.exp(x2 - ans)")
+defrule(np.logaddexp2, "x1, x2, /", x1="g * np.exp2(x1 - ans)", x2="g * np.exp2(x2 - ans)")
+# hypot at (0, 0): 0, as the 2-norm of a zero vector (x1 == 0 there, so 0 / 1).
+defrule(np.hypot, "x1, x2, /", x1="g * x1 / (ans + (ans == 0))",
+        x2="g * x2 / (ans + (ans == 0))")
+defrule(np.arctan2, "x1, x2, /", x1="g * x2 / (x1 * x1 + x2 * x2)",
+        x2="-g * x1 / (x1 * x1 + x2 * x2)")
+# fmax/fmin: as maximum/minimum, and a NaN loses to a number.
+defrule(np.fmax, "x1, x2, /",
+        x1="g * ((x1 > x2) + 0.5 * (x1 == x2) + np.isnan(x2))",
+        x2="g * ((x2 > x1) + 0.5 * (x1 == x2) + np.isnan(x1) * (x2 == x2))")
+defrule(np.fmin, "x1, x2, /",
+        x1="g * ((x1 < x2) + 0.5 * (x1 == x2) + np.isnan(x2))",
+        x2="g * ((x2 < x1) + 0.5 * (x1 == x2) + np.isnan(x1) * (x2 == x2))")
 
 # The one-argument form np.where(condition) returns indices: nothing to differentiate.
 defrule(np.where, "condition, x=None, y=None, /",

@@ -1,7 +1,8 @@
 """Derivatives of NumPy's products and linear algebra.
 
 dot, matmul (also the ``@`` operator, ``operator.matmul``), outer, inner,
-einsum, trace, linalg.solve, linalg.inv, linalg.det, linalg.slogdet.
+tensordot, kron, cross, einsum, trace, linalg.solve, linalg.inv, linalg.det,
+linalg.slogdet.  (Matrix decompositions are in :mod:`.decompositions`.)
 
 Conventions are those of :mod:`pullback.rules.elementwise`: a helper takes
 ``g`` first, then ``ans`` when it needs it, then the primal arguments, and
@@ -30,6 +31,8 @@ Notes on particular rules:
   interleaved form ``einsum(a, [0, 1], b, [1, 2])`` raises NotImplementedError.
   The rule binds up to four operands.
 * ``solve(a, b)`` follows NumPy 2: ``b`` is a vector only when it is 1-D.
+* ``cross`` takes 3-vectors, and 2-vectors as NumPy (deprecated there) does: a
+  2-vector has z = 0, and the cross product of two 2-vectors is its z component.
 """
 from __future__ import annotations
 
@@ -45,7 +48,8 @@ from .registry import defrule
 
 __all__ = ["dot_vjp_a", "dot_vjp_b", "matmul_vjp_a", "matmul_vjp_b", "outer_vjp_a",
            "outer_vjp_b", "inner_vjp_a", "inner_vjp_b", "solve_vjp_a", "solve_vjp_b",
-           "inv_vjp", "det_vjp", "slogdet_vjp", "trace_vjp", "einsum_vjp"]
+           "inv_vjp", "det_vjp", "slogdet_vjp", "trace_vjp", "einsum_vjp", "tensordot_vjp_a",
+           "tensordot_vjp_b", "kron_vjp_a", "kron_vjp_b", "cross_vjp_a", "cross_vjp_b"]
 
 
 def _mT(xp, x):
@@ -351,6 +355,113 @@ def einsum_vjp(g, k, subscripts, *operands):
 
 
 # ---------------------------------------------------------------------------
+# tensordot, kron, cross
+
+def _tensordot_axes(axes, nda, ndb):
+    """``axes`` of ``np.tensordot`` as two lists of non-negative axes (a's, b's)."""
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        return list(range(nda - n, nda)), list(range(n))
+    xa, xb = axes
+    xa = [xa] if isinstance(xa, (int, np.integer)) else list(xa)
+    xb = [xb] if isinstance(xb, (int, np.integer)) else list(xb)
+    return [int(i) % max(nda, 1) for i in xa], [int(i) % max(ndb, 1) for i in xb]
+
+
+def tensordot_vjp_a(g, a, b, axes=2):
+    """Cotangent of ``a`` in ``np.tensordot(a, b, axes)``: ``g`` contracted with b's free
+    axes, then a's axes put back in order."""
+    xp = namespace(g, a, b)
+    A, B, G = as_array(xp, a, g, b), as_array(xp, b, g, a), as_array(xp, g, a, b)
+    xa, xb = _tensordot_axes(axes, A.ndim, B.ndim)
+    free_a = [i for i in range(A.ndim) if i not in xa]
+    free_b = [i for i in range(B.ndim) if i not in xb]
+    ct = _tensordot(xp, G, B, range(len(free_a), G.ndim), free_b)
+    # ct's axes: a's free axes, then b's contracted axes in increasing order.
+    order = free_a + [xa[xb.index(j)] for j in sorted(xb)]
+    return like_arg(xp.permute_dims(ct, tuple(int(i) for i in np.argsort(order))), a)
+
+
+def tensordot_vjp_b(g, a, b, axes=2):
+    """Cotangent of ``b`` in ``np.tensordot(a, b, axes)``."""
+    xp = namespace(g, a, b)
+    A, B, G = as_array(xp, a, g, b), as_array(xp, b, g, a), as_array(xp, g, a, b)
+    xa, xb = _tensordot_axes(axes, A.ndim, B.ndim)
+    free_a = [i for i in range(A.ndim) if i not in xa]
+    free_b = [i for i in range(B.ndim) if i not in xb]
+    ct = _tensordot(xp, A, G, free_a, range(len(free_a)))
+    order = [xb[xa.index(i)] for i in sorted(xa)] + free_b
+    return like_arg(xp.permute_dims(ct, tuple(int(i) for i in np.argsort(order))), b)
+
+
+def _kron_parts(g, a, b):
+    """``g`` laid out as (a0, b0, a1, b1, ...) and a and b shaped to broadcast against it."""
+    xp = namespace(g, a, b)
+    A, B, G = as_array(xp, a, g, b), as_array(xp, b, g, a), as_array(xp, g, a, b)
+    d = max(A.ndim, B.ndim)
+    sa = (1,) * (d - A.ndim) + tuple(A.shape)
+    sb = (1,) * (d - B.ndim) + tuple(B.shape)
+    G = xp.reshape(G, tuple(n for pair in zip(sa, sb) for n in pair))
+    A2 = xp.reshape(A, tuple(n for m in sa for n in (m, 1)))
+    B2 = xp.reshape(B, tuple(n for m in sb for n in (1, m)))
+    return xp, G, A2, B2, d
+
+
+def kron_vjp_a(g, a, b):
+    """Cotangent of ``a`` in ``np.kron(a, b)``: each block of ``g`` times ``b``, summed."""
+    xp, G, _, B2, d = _kron_parts(g, a, b)
+    return like_arg(xp.reshape(xp.sum(G * B2, axis=tuple(range(1, 2 * d, 2))), shape_of(a)), a)
+
+
+def kron_vjp_b(g, a, b):
+    """Cotangent of ``b`` in ``np.kron(a, b)``: the blocks of ``g`` weighted by ``a``, summed."""
+    xp, G, A2, _, d = _kron_parts(g, a, b)
+    return like_arg(xp.reshape(xp.sum(G * A2, axis=tuple(range(0, 2 * d, 2))), shape_of(b)), b)
+
+
+def _cross_parts(g, a, b, axisa, axisb, axisc, axis):
+    """a, b and g with the vector axis last and every vector of length 3 (a 2-vector
+    has z = 0; the result of two 2-vectors is the z component alone)."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    xp = namespace(g, a, b)
+    A, B, G = as_array(xp, a, g, b), as_array(xp, b, g, a), as_array(xp, g, a, b)
+    A, B = xp.moveaxis(A, axisa, -1), xp.moveaxis(B, axisb, -1)
+    na, nb = A.shape[-1], B.shape[-1]
+
+    def pad(v):
+        if v.shape[-1] == 3:
+            return v
+        return xp.concat([v, xp.zeros(tuple(v.shape[:-1]) + (1,), dtype=v.dtype,
+                                      device=array_api_compat.device(v))], axis=-1)
+    if na == 2 and nb == 2:
+        zero = xp.zeros_like(G)
+        G = xp.stack([zero, zero, G], axis=-1)
+    else:
+        G = xp.moveaxis(G, axisc, -1)
+    # Broadcast explicitly: torch's cross wants operands of one rank.
+    batch = np.broadcast_shapes(tuple(A.shape[:-1]), tuple(B.shape[:-1]), tuple(G.shape[:-1]))
+    A, B, G = (xp.broadcast_to(v, batch + (3,)) for v in (pad(A), pad(B), G))
+    return xp, A, B, G, na, nb, axisa, axisb
+
+
+def cross_vjp_a(g, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """Cotangent of ``a`` in ``np.cross(a, b, ...)``: ``b x g``."""
+    xp, A, B, G, na, _, axa, _ = _cross_parts(g, a, b, axisa, axisb, axisc, axis)
+    ct = xp.linalg.cross(B, G)[..., :na]
+    ct = unbroadcast(ct, xp.moveaxis(as_array(xp, a, g), axa, -1))
+    return xp.moveaxis(ct, -1, axa)
+
+
+def cross_vjp_b(g, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """Cotangent of ``b`` in ``np.cross(a, b, ...)``: ``g x a``."""
+    xp, A, B, G, _, nb, _, axb = _cross_parts(g, a, b, axisa, axisb, axisc, axis)
+    ct = xp.linalg.cross(G, A)[..., :nb]
+    ct = unbroadcast(ct, xp.moveaxis(as_array(xp, b, g), axb, -1))
+    return xp.moveaxis(ct, -1, axb)
+
+
+# ---------------------------------------------------------------------------
 # Registrations
 
 defrule(np.dot, "a, b, out=None", result=results.unknown, methods=("dot",),
@@ -377,3 +488,9 @@ defrule(np.einsum, "subscripts, op0, op1=None, op2=None, op3=None, /, *, out=Non
         op1="einsum_vjp(g, 1, subscripts, op0, op1, op2, op3)",
         op2="einsum_vjp(g, 2, subscripts, op0, op1, op2, op3)",
         op3="einsum_vjp(g, 3, subscripts, op0, op1, op2, op3)")
+defrule(np.tensordot, "a, b, axes=2", result=results.unknown,
+        a="tensordot_vjp_a(g, a, b, axes)", b="tensordot_vjp_b(g, a, b, axes)")
+defrule(np.kron, "a, b", result=results.unknown, a="kron_vjp_a(g, a, b)", b="kron_vjp_b(g, a, b)")
+defrule(np.cross, "a, b, axisa=-1, axisb=-1, axisc=-1, axis=None", result=results.array,
+        a="cross_vjp_a(g, a, b, axisa, axisb, axisc, axis)",
+        b="cross_vjp_b(g, a, b, axisa, axisb, axisc, axis)")

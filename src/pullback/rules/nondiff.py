@@ -37,8 +37,7 @@ for _fn in (np.zeros, np.ones, np.empty):
     defnondiff(_fn, result=results.new_array)
 for _fn in (np.zeros_like, np.ones_like, np.empty_like):
     defnondiff(_fn, result=results.like_source)
-for _fn in (np.arange, np.linspace):
-    defnondiff(_fn, result=results.sequence)
+defnondiff(np.arange, result=results.sequence)
 for _fn in (np.eye, np.identity):
     defnondiff(_fn, result=results.identity_matrix)
 
@@ -47,5 +46,4 @@ defprimitive(np.full, result=results.new_array)
 defprimitive(np.full_like, result=results.like_source)
 
 # Views made by functions and methods that have no derivative rule yet.
-defprimitive(np.diagonal, result=results.unknown, view=True, methods=("diagonal",))
 defprimitive(np.ndarray.view, result=results.unknown, view=True, methods=("view",))

@@ -93,6 +93,25 @@ def tuple_of_arrays(fn, args, kws, call) -> Kind:
     return OTHER
 
 
+def at_least(n: int):
+    """``atleast_1d``, ``_2d``, ``_3d``: the first argument's rank, at least ``n``."""
+    def at_least_n(fn, args, kws, call) -> Kind:
+        first = _first(args)
+        if first.ndim is None or first.ndim < 0:
+            return Kind(-1, "f")
+        return Kind(max(first.ndim, n), "f" if first.dtype in "bi" else first.dtype)
+    at_least_n.__name__ = f"at_least_{n}d"
+    return at_least_n
+
+
+def svd_result(fn, args, kws, call) -> Kind:
+    """``svd``: the tuple ``(u, s, vh)``, or ``s`` alone with ``compute_uv=False``."""
+    given = [k.value for k in call.keywords if k.arg == "compute_uv"] + call.args[2:3]
+    if given and isinstance(given[0], ast.Constant) and not given[0].value:
+        return Kind(-1, "f")
+    return OTHER
+
+
 def new_array(fn, args, kws, call) -> Kind:
     """``zeros(shape)``, ``ones``, ``empty``, ``full``: the rank of the shape given."""
     dt = "o" if "dtype" in kws else "f"
@@ -109,9 +128,12 @@ def new_array(fn, args, kws, call) -> Kind:
 
 
 def sequence(fn, args, kws, call) -> Kind:
-    """``linspace``, ``arange``: one dimension (ints for an ``arange`` of ints)."""
+    """``linspace``, ``arange``: one dimension (ints for an ``arange`` of ints); a
+    ``linspace`` between array endpoints has more."""
     if "dtype" in kws:
         return Kind(-1, "o")
+    if fn is np.linspace and any(a.ndim != 0 for a in args[:2]):
+        return Kind(-1, "f")
     return Kind(1, "i" if fn is np.arange and all(a.dtype == "i" for a in args) else "f")
 
 

@@ -46,6 +46,26 @@ def div_dy(g, ans, y):
     return -g * ans / y
 
 
+def digamma(x):
+    """The digamma function psi = d log(gamma) / dx, for a float (NaN at the poles).
+
+    Reflection below 1/2, recurrence up to 10, then the asymptotic series: about
+    1e-14 relative error.  Plain Python arithmetic, so it compiles under Numba.
+    """
+    if x <= 0.0 and x == math.floor(x):
+        return math.nan
+    result = 0.0
+    if x < 0.5:     # psi(x) = psi(1 - x) - pi / tan(pi x)
+        result = -math.pi / math.tan(math.pi * x)
+        x = 1.0 - x
+    while x < 10.0:
+        result -= 1.0 / x
+        x += 1.0
+    f = 1.0 / (x * x)
+    series = f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f / 132))))
+    return result + math.log(x) - 0.5 / x - series
+
+
 def sign(x):
     return 1.0 if x > 0 else (-1.0 if x < 0 else 0.0)
 
@@ -89,6 +109,8 @@ defrule(math.atan2, "y, x", y="g * x / (x * x + y * y)", x="-g * y / (x * x + y 
 defrule(math.hypot, "x, y", x="g * x / ans", y="g * y / ans")
 defrule(math.erf, "x", x="g * 1.1283791670955126 * math.exp(-x * x)")
 defrule(math.erfc, "x", x="-g * 1.1283791670955126 * math.exp(-x * x)")
+defrule(math.gamma, "x", x="g * ans * digamma(x)")
+defrule(math.lgamma, "x", x="g * digamma(x)")
 defrule(math.pow, "x, y", x="pow_dx(g, x, y)", y="pow_dy(g, ans, x)")
 defrule(math.fabs, "x", x="g * sign(x)")
 defrule(math.copysign, "x, y", x="g * sign(x) * sign(ans)")

@@ -1,0 +1,157 @@
+"""Derivatives of NumPy's joining and splitting functions.
+
+split, array_split, hsplit, vsplit, dsplit (a tuple of arrays out); hstack,
+vstack, dstack, column_stack, append (a sequence of arrays in).
+
+Conventions are those of :mod:`pullback.rules.elementwise` and, for sequences,
+of :func:`pullback.rules.shapes.concatenate_vjp`:
+
+* A function of a sequence of arrays returns a list with one cotangent per
+  item (a scalar for a scalar item).
+* A function returning a tuple of arrays receives its cotangent as a list (or
+  tuple) with one item per array; an item nothing reached is ``0.0`` or
+  ``None`` (:func:`item_cotangents` turns those into zeros).  A single array
+  whose leading axis indexes the items is also accepted.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import results
+from .elementwise import as_array, like_arg, namespace, shape_of
+from .registry import defrule
+
+__all__ = ["item_cotangents", "split_vjp", "hsplit_vjp", "join_vjp", "hstack_vjp", "vstack_vjp",
+           "dstack_vjp", "column_stack_vjp", "append_vjp_arr", "append_vjp_values"]
+
+
+def item_cotangents(xp, g, items) -> list:
+    """The cotangent of a tuple of arrays ``items`` as one array per item.
+
+    ``g`` is a list or tuple of cotangents (``None`` or a scalar 0 where nothing
+    reached the item), a scalar (the same for every item) or an array whose
+    leading axis runs over the items.
+    """
+    if isinstance(g, (list, tuple)):
+        parts = list(g)
+    elif hasattr(g, "shape") and len(g.shape) > 0:
+        parts = [g[i, ...] for i in range(len(items))]
+    else:
+        parts = [g] * len(items)
+    out = []
+    for ct, item in zip(parts, items):
+        zeros = xp.zeros_like(item, dtype=item.dtype if xp.isdtype(item.dtype, "real floating")
+                              else xp.float64)
+        if ct is None:
+            out.append(zeros)
+        elif hasattr(ct, "shape"):
+            out.append(xp.broadcast_to(ct, tuple(item.shape)))
+        else:
+            out.append(zeros + ct)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# split: the cotangents of the pieces, joined back
+
+def split_vjp(g, ans, ary, axis=0):
+    """Cotangent of ``ary`` in ``np.split``/``np.array_split(ary, sections, axis)``."""
+    xp = namespace(ary, *ans)
+    A = as_array(xp, ary)
+    parts = item_cotangents(xp, g, ans)
+    return xp.concat(parts, axis=axis % A.ndim)
+
+
+def hsplit_vjp(g, ans, ary):
+    """Cotangent of ``ary`` in ``np.hsplit``: axis 1, or 0 for a vector."""
+    return split_vjp(g, ans, ary, 0 if len(shape_of(ary)) == 1 else 1)
+
+
+# ---------------------------------------------------------------------------
+# stacks: each input is promoted to a rank, then they are concatenated
+
+def join_vjp(g, arrays, shapes, axis):
+    """Cotangents of ``arrays`` concatenated along ``axis`` after being reshaped to
+    ``shapes``: slices of ``g``, reshaped back."""
+    xp = namespace(g, *arrays)
+    G = as_array(xp, g, *arrays)
+    lead = (slice(None),) * axis
+    cts, start = [], 0
+    for x, s in zip(arrays, shapes):
+        n = s[axis]
+        cts.append(like_arg(xp.reshape(G[lead + (slice(start, start + n),)], shape_of(x)), x))
+        start += n
+    return cts
+
+
+def _at_least(shape, n, where):
+    """The shape ``np.atleast_{n}d`` gives: ``where`` says where a vector's axis goes."""
+    if len(shape) >= n:
+        return shape
+    if len(shape) == 0:
+        return (1,) * n
+    if len(shape) == 1:
+        return {"row": (1,) + shape, "middle": (1,) + shape + (1,), "column": shape + (1,)}[where]
+    return shape + (1,)
+
+
+def hstack_vjp(g, tup):
+    """Cotangents of the inputs of ``np.hstack(tup)``: along axis 1, or 0 for vectors."""
+    shapes = [_at_least(shape_of(x), 1, "row") for x in tup]
+    return join_vjp(g, tup, shapes, 0 if len(shapes[0]) == 1 else 1)
+
+
+def vstack_vjp(g, tup):
+    """Cotangents of the inputs of ``np.vstack(tup)``: vectors become rows, then axis 0."""
+    return join_vjp(g, tup, [_at_least(shape_of(x), 2, "row") for x in tup], 0)
+
+
+def dstack_vjp(g, tup):
+    """Cotangents of the inputs of ``np.dstack(tup)``: promoted to 3-D, then axis 2."""
+    return join_vjp(g, tup, [_at_least(shape_of(x), 3, "middle") for x in tup], 2)
+
+
+def column_stack_vjp(g, tup):
+    """Cotangents of the inputs of ``np.column_stack(tup)``: vectors become columns."""
+    return join_vjp(g, tup, [_at_least(shape_of(x), 2, "column") for x in tup], 1)
+
+
+def _append_shapes(arr, values, axis):
+    if axis is None:
+        return [(int(np.prod(shape_of(arr))),), (int(np.prod(shape_of(values))),)], 0
+    return [shape_of(arr), shape_of(values)], axis % max(len(shape_of(arr)), 1)
+
+
+def append_vjp_arr(g, arr, values, axis=None):
+    """Cotangent of ``arr`` in ``np.append(arr, values, axis)`` (both flattened without axis)."""
+    shapes, ax = _append_shapes(arr, values, axis)
+    return join_vjp(g, [arr, values], shapes, ax)[0]
+
+
+def append_vjp_values(g, arr, values, axis=None):
+    """Cotangent of ``values`` in ``np.append(arr, values, axis)``."""
+    shapes, ax = _append_shapes(arr, values, axis)
+    return join_vjp(g, [arr, values], shapes, ax)[1]
+
+
+# ---------------------------------------------------------------------------
+# Registrations.  The pieces of a split are views of its input.
+
+defrule(np.split, "ary, indices_or_sections, axis=0", result=results.tuple_of_arrays,
+        view=True, ary="split_vjp(g, ans, ary, axis)")
+defrule(np.array_split, "ary, indices_or_sections, axis=0", result=results.tuple_of_arrays,
+        view=True, ary="split_vjp(g, ans, ary, axis)")
+defrule(np.hsplit, "ary, indices_or_sections", result=results.tuple_of_arrays, view=True,
+        ary="hsplit_vjp(g, ans, ary)")
+defrule(np.vsplit, "ary, indices_or_sections", result=results.tuple_of_arrays, view=True,
+        ary="split_vjp(g, ans, ary, 0)")
+defrule(np.dsplit, "ary, indices_or_sections", result=results.tuple_of_arrays, view=True,
+        ary="split_vjp(g, ans, ary, 2)")
+defrule(np.hstack, "tup, *, dtype=None, casting='same_kind'", result=results.array,
+        tup="hstack_vjp(g, tup)")
+defrule(np.vstack, "tup, *, dtype=None, casting='same_kind'", result=results.array,
+        tup="vstack_vjp(g, tup)")
+defrule(np.dstack, "tup", result=results.array, tup="dstack_vjp(g, tup)")
+defrule(np.column_stack, "tup", result=results.array, tup="column_stack_vjp(g, tup)")
+defrule(np.append, "arr, values, axis=None", result=results.array,
+        arr="append_vjp_arr(g, arr, values, axis)", values="append_vjp_values(g, arr, values, axis)")

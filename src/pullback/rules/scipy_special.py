@@ -1,0 +1,119 @@
+"""Derivatives of ``scipy.special`` functions (registered only when SciPy is installed).
+
+gammaln, digamma (psi), erf, erfc, expit, logit, xlogy, xlog1py (elementwise
+templates, like :mod:`.elementwise`); logsumexp, softmax, log_softmax (helpers
+written against the array API namespace of their inputs, conventions of
+:mod:`.reductions`).
+
+Choices where the derivative is not defined:
+
+* ``xlogy(x, y)`` and ``xlog1py(x, y)`` are 0 wherever ``x == 0``, so their
+  derivative in ``y`` is 0 there (not ``0 / 0``).
+* ``logsumexp(a, b=b)`` assumes ``sum(b * exp(a)) > 0``; ``return_sign=True``
+  (a tuple) raises NotImplementedError.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+try:
+    from scipy import special
+except ImportError:     # pragma: no cover - SciPy is an optional extra: no rules for it then
+    special = None
+
+from . import results
+from .elementwise import (
+    as_array,
+    expand_reduced,
+    like_arg,
+    namespace,
+    normalize_axes,
+    shape_of,
+    unbroadcast,
+)
+from .registry import defrule
+
+__all__ = ["logsumexp_vjp", "logsumexp_vjp_b", "softmax_vjp", "log_softmax_vjp"]
+
+_TWO_OVER_SQRT_PI = 1.1283791670955126
+
+
+# ---------------------------------------------------------------------------
+# logsumexp, softmax, log_softmax
+
+def _logsumexp_parts(g, ans, a, axis, b, keepdims, return_sign):
+    if return_sign:
+        raise NotImplementedError("the derivative of logsumexp(..., return_sign=True) is not "
+                                  "implemented")
+    xp = namespace(g, a, b)
+    A = as_array(xp, a, g, b)
+    B = None if b is None else as_array(xp, b, A)
+    shape = tuple(np.broadcast_shapes(tuple(A.shape), () if B is None else tuple(B.shape)))
+    axes = normalize_axes(axis, len(shape))
+    if keepdims:    # SciPy keeps a 0-d input's dimension as (1,)
+        kept = tuple(1 if i in axes else n for i, n in enumerate(shape))
+        g, ans = (xp.reshape(as_array(xp, v, A), kept) for v in (g, ans))
+    ge = expand_reduced(g, shape, axes, keepdims, xp, A)
+    weights = xp.exp(A - expand_reduced(ans, shape, axes, keepdims, xp, A))
+    return ge, weights, B
+
+
+def logsumexp_vjp(g, ans, a, axis=None, b=None, keepdims=False, return_sign=False):
+    """Cotangent of ``a`` in ``logsumexp(a, axis, b, keepdims)``: ``g b exp(a - ans)``."""
+    ge, weights, B = _logsumexp_parts(g, ans, a, axis, b, keepdims, return_sign)
+    return unbroadcast(ge * weights if B is None else ge * B * weights, a)
+
+
+def logsumexp_vjp_b(g, ans, a, axis=None, b=None, keepdims=False, return_sign=False):
+    """Cotangent of ``b`` in ``logsumexp(a, axis, b, keepdims)``: ``g exp(a - ans)``."""
+    ge, weights, _ = _logsumexp_parts(g, ans, a, axis, b, keepdims, return_sign)
+    return unbroadcast(ge * weights, b)
+
+
+def softmax_vjp(g, ans, x, axis=None):
+    """Cotangent of ``x`` in ``s = softmax(x, axis)``: ``s (g - sum(g s))``."""
+    xp = namespace(g, x)
+    S = as_array(xp, ans, x)
+    G = as_array(xp, g, S)
+    axes = normalize_axes(axis, S.ndim)
+    total = xp.sum(G * S, axis=axes, keepdims=True) if axes else G * S
+    return like_arg(xp.reshape(S * (G - total), shape_of(x)), x)
+
+
+def log_softmax_vjp(g, ans, x, axis=None):
+    """Cotangent of ``x`` in ``log_softmax(x, axis)``: ``g - exp(ans) sum(g)``."""
+    xp = namespace(g, x)
+    L = as_array(xp, ans, x)
+    G = as_array(xp, g, L)
+    axes = normalize_axes(axis, L.ndim)
+    total = xp.sum(G, axis=axes, keepdims=True) if axes else G
+    return like_arg(xp.reshape(G - xp.exp(L) * total, shape_of(x)), x)
+
+
+# ---------------------------------------------------------------------------
+# Registrations
+
+def register():
+    """Register the rules of this module (when SciPy is installed)."""
+    defrule(special.gammaln, "x, /", x="g * special.digamma(x)")
+    defrule(special.digamma, "x, /", x="g * special.polygamma(1, x)")    # special.psi is digamma
+    defrule(special.erf, "x, /", x="g * _TWO_OVER_SQRT_PI * np.exp(-x * x)")
+    defrule(special.erfc, "x, /", x="-g * _TWO_OVER_SQRT_PI * np.exp(-x * x)")
+    defrule(special.expit, "x, /", x="g * ans * (1.0 - ans)")
+    defrule(special.logit, "x, /", x="g / (x * (1.0 - x))")
+    defrule(special.xlogy, "x, y, /", x="g * np.log(y)",
+            y="g * x / (y * (x != 0) + (x == 0))")
+    defrule(special.xlog1py, "x, y, /", x="g * np.log1p(y)",
+            y="g * x / (1.0 + y * (x != 0))")
+    defrule(special.logsumexp, "a, axis=None, b=None, keepdims=False, return_sign=False",
+            result=results.reduction,
+            a="logsumexp_vjp(g, ans, a, axis, b, keepdims, return_sign)",
+            b="logsumexp_vjp_b(g, ans, a, axis, b, keepdims, return_sign)")
+    defrule(special.softmax, "x, axis=None", result=results.same_shape,
+            x="softmax_vjp(g, ans, x, axis)")
+    defrule(special.log_softmax, "x, axis=None", result=results.same_shape,
+            x="log_softmax_vjp(g, ans, x, axis)")
+
+
+if special is not None:
+    register()
