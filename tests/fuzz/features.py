@@ -40,6 +40,7 @@ FEATURES: dict[str, str] = {
     "augassign": "+=, -=, *= on floats and on elements",
     "array_augassign": "+=, -=, *= on a whole local array",
     "local_array": "local 1-D arrays: np.zeros(n), copies, products",
+    "block_array": "a local array made inside a loop or a branch (with local_array)",
     "element_write": "h[i] = e into a local array",
     "slice_write": "h[a:b] = p[c:d] * e into a local array",
     "slice_broadcast": "h[a:b] = e: a scalar broadcast into a slice of a local array",
@@ -64,12 +65,13 @@ FEATURES: dict[str, str] = {
 KNOWN_BROKEN: dict[str, str] = {
     "neg_pow_base": "issue 10 cause 1",
     "param_reassign": "issue 10 cause 2",
-    "array_param_reassign": "issue 10 cause 2 (and, on Python, the new read-only adjoint cause)",
+    "array_param_reassign": "issue 10 cause 2 (on Python, also test_regressions NEW_READONLY)",
     "dead_param": "issue 10 cause 3",
     "nested_reuse": "issue 10 cause 4",
     "reversed_range": "issue 10 cause 6",
     "shared_code": "issue 10 cause 7",
     "slice_view": "issue 10 cause 9",
+    "tuple_index": "issue 10 cause 11 (on Python, test_regressions NEW_UNKNOWN_KIND)",
     "arg_write": "issue 10 cause 14 (on Numba, cause 13 first)",
 }
 
@@ -78,14 +80,16 @@ KNOWN_BROKEN_PYTHON: dict[str, str] = {
     "while_exit": "issue 10 cause 5",
     "row_write": "issue 10 cause 8",
     "return_in_loop": "issue 10 cause 12",
-    "array_augassign": "new: read-only adjoint of a redefined array (test_regressions NEW_READONLY)",
-    "slice_broadcast": "new: np.dot written into a slice (test_regressions NEW_DOT_SLICE)",
+    "block_array": "issue 10 cause 12 (the same mechanism: an array's adjoint is still the scalar 0.0)",
+    "array_augassign": "new: np.sum's read-only adjoint written into (test_regressions NEW_READONLY)",
+    "dot": "new: np.dot's result has an unknown kind (test_regressions NEW_UNKNOWN_KIND)",
+    "helper_tuple": "new: a helper's result has an unknown kind (test_regressions NEW_UNKNOWN_KIND)",
 }
 KNOWN_BROKEN_NUMBA: dict[str, str] = {
+    "array_augassign": "new: h = np.zeros(n); h += x counts x twice (test_regressions NEW_NUMBA_AUG)",
     "element_write": "issue 10 cause 13",
     "local_matrix": "issue 10 cause 13 (its element writes)",
     "helper_tuple": "issue 10 cause 13 (cannot save a helper's tuple in a loop)",
-    "tuple_index": "issue 10 cause 13 (cannot save a tuple element)",
     "dot": "issue 10 cause 13 (np.dot's result has an unknown rank: cannot save it)",
     "slice_write": "new: Numba refuses slice writes with a bare TypeError (test_regressions NEW_NUMBA_SLICE)",
     "slice_broadcast": "new: Numba refuses slice writes with a bare TypeError (test_regressions NEW_NUMBA_SLICE)",

@@ -88,7 +88,7 @@ NEG_BASES = ("-1.5", "-0.5", "-2.0", "-1.0")
 VALUES = st.integers(-200, 200).map(lambda i: i / 100)
 MAX_DEPTH = 2          # blocks inside blocks
 BODY = 3               # statements at most in a block
-TOP = 5                # statements at most at the top level, after the declarations
+TOP = 6                # statements at most at the top level, after the declarations
 
 
 def negate(e: str) -> str:
@@ -344,10 +344,13 @@ class Builder:
 
     def array_statements(self, sc: Scope, new: int) -> list:
         local = sorted(sc.writable)
-        opts = [("local_array", lambda: self.new_array(sc), new),
-                ("slice_view", lambda: self.new_view(sc)),
+        opts = [("slice_view", lambda: self.new_view(sc)),
                 ("array_param_reassign", lambda: self.array_param_reassign(sc)),
                 ("arg_write", lambda: self.arg_write(sc))]
+        if sc.depth == 0:
+            opts.append(("local_array", lambda: self.new_array(sc), new))
+        elif self.on("local_array"):
+            opts.append(("block_array", lambda: self.new_array(sc), new))
         if local:
             opts += [("element_write", lambda: self.element_write(sc, local), 3),
                      ("slice_write", lambda: self.slice_write(sc, local), 2),
@@ -362,7 +365,7 @@ class Builder:
     def control_statements(self, sc: Scope) -> list:
         opts = []
         if sc.depth < MAX_DEPTH:
-            opts.append(("if_stmt", lambda: self.if_stmt(sc), 2))
+            opts.append(("if_stmt", lambda: self.if_stmt(sc), 3))
             if sc.loop is None or self.on("nested_loops"):
                 opts += [("for_range", lambda: self.for_range(sc), 4),
                          ("while_loop", lambda: self.while_loop(sc), 2),
@@ -430,6 +433,7 @@ class Builder:
             (None, lambda: self.array_expr(sc, n, 1) + " * 1.0"),
         ])
         self.emit(sc, f"{h} = {src}")
+        self.used.add("local_array")
         sc.arrays[h] = n
         sc.writable.add(h)
 
@@ -624,7 +628,7 @@ class Builder:
             self.new_array(sc)
         if self.coin() and self.use("local_matrix"):
             self.new_matrix(sc)
-        for _ in range(self.integer(0, TOP)):
+        for _ in range(self.integer(1, TOP)):
             self.statement(sc)
         self.emit(sc, f"return {self.result(sc)}")
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from .features import (BACKENDS, FEATURES, KNOWN_BROKEN, KNOWN_BROKEN_NUMBA, KNOWN_BROKEN_PYTHON,
                        ci_features, parse_features)
 from .grammar import Program, format_args, programs
-from .oracle import Outcome, call, fd_gradient, load, partial, worst
+from .oracle import Outcome, call, fd_gradient, load, meets_tie, partial, worst
 
 
 # ------------------------------------------------------------------ grammar
@@ -70,6 +70,18 @@ def test_fd_refuses_kinks_and_thresholds(fn, x):
 
 def test_fd_answers_beside_a_kink():
     assert partial(abs, [-0.3], 0.3, 0, None, 4e-3) == pytest.approx(-1.0, rel=1e-12)
+
+
+@pytest.mark.parametrize("body, args, tie", [
+    ("return min(np.max(p), p[0])", (np.array([0.7, 0.2]),), True),
+    ("return min(np.max(p), p[1])", (np.array([0.7, 0.2]),), False),
+    ("return max(p[0], p[1]) + abs(p[0] - 0.7)", (np.array([0.7, 0.2]),), True),
+    ("return np.max(p) + abs(p[1])", (np.array([0.7, 0.7]),), True),
+    ("return np.maximum(p[0], p[1]) + maxi(p)", (np.array([0.7, 0.7]),), False),
+])
+def test_meets_tie(body, args, tie, tmp_path):
+    source = f"import numpy as np\n\n\ndef maxi(p):\n    return 0.0\n\n\ndef f(p):\n    {body}\n"
+    assert meets_tie(Program(source, args, (0,), frozenset()), tmp_path) == tie
 
 
 def test_worst_outcome_wins():

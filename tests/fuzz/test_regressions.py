@@ -42,12 +42,19 @@ CAUSE_5 = "issue 10 cause 5: leaving a while loop early (break, return) unbalanc
 CAUSE_6 = "issue 10 cause 6: reversed(range(...)) with break/continue: trip_count undefined"
 CAUSE_8 = "issue 10 cause 8: a row write h[i] = p into a 2-D local array loses the gradient"
 CAUSE_9 = "issue 10 cause 9: a view read after a write through the original name"
-CAUSE_12 = "issue 10 cause 12: an early return after a local array write"
+CAUSE_11 = "issue 10 cause 11: a tuple packed then indexed"
+CAUSE_12 = ("issue 10 cause 12: an element adjoint h[i] reached while dh is still the scalar 0.0 "
+            "it starts as (after an early return, or for an array made in a loop)")
 CAUSE_13 = "issue 10 cause 13: Numba: an overwritten element of a local array (SyntaxError)"
 CAUSE_13_SAVE = "issue 10 cause 13: Numba: 'cannot save the value' of a tuple element or a dot product"
 CAUSE_14 = "issue 10 cause 14: vjp writes into the caller's array when f writes into its argument"
+NUMBA_DOT = "README known limit: np.dot's rule runs on the Python backend only (NumbaCompileError)"
 NEW_READONLY = ("new: an array redefined (h += c, or p = p * c) then read by element and by np.sum: "
-                "its adjoint is np.sum's read-only broadcast, and the element's adjoint writes into it")
+                "its adjoint is np.sum's read-only broadcast, which the element's adjoint writes into")
+NEW_UNKNOWN_KIND = ("new: a value of unknown kind (np.dot of two vectors, a tuple element, a helper's "
+                    "result reassigned in a loop) breaks the reverse sweep: a read-only adjoint written "
+                    "into, or a tuple multiplied as a number")
+NEW_NUMBA_AUG = "new: Numba: h = np.zeros(n); h += x counts x's gradient twice"
 NEW_DOT_SLICE = "new: np.dot written into a slice h[a:b] = np.dot(...): its rule gets an array cotangent"
 NEW_NUMBA_SLICE = ("new: Numba: a slice write into a local array is refused with a bare TypeError, "
                    "not a PullbackError")
@@ -151,6 +158,15 @@ def early_return_array_made_in_loop(p):
     return 0.0
 
 
+def array_made_in_loop_overwritten(p):
+    s = 1.0
+    for i in range(1):
+        h = p * 2.0
+        s = h[0]
+        h[0] = 1.0
+    return s
+
+
 def overwritten_element_then_sum(p):
     h = p.copy()
     h[0] = 1.0
@@ -164,6 +180,25 @@ def tuple_element_updated(p):
     return s + p[0]
 
 
+def tuple_element_scales_array(p):
+    t = 1.0, 2.0
+    h = p * t[0]
+    return h[0]
+
+
+def helper(a, b):
+    return a, 2.0
+
+
+def helper_result_in_loop(p):
+    s = 1.0
+    h = p * s
+    for i in range(1):
+        u, w = helper(h[i], 1.0)
+        s = u
+    return s + np.sum(h)
+
+
 def writes_into_argument(x, p):
     p[0] = x
     return x + np.sum(p)
@@ -173,6 +208,17 @@ def array_augassign_then_read(p):
     h = p.copy()
     h += 1.0
     return h[0] + np.sum(h)
+
+
+def scaled_by_dot_then_read(p):
+    h = p * np.dot(p, p)
+    return h[0] + np.sum(h)
+
+
+def scalar_added_into_zeros(x):
+    h = np.zeros(3)
+    h += x
+    return np.sum(h)
 
 
 def dot_into_slice(p):
@@ -216,14 +262,23 @@ CASES = {
                                             {"python": CAUSE_12, "numba": CAUSE_13}),
     "early_return_array_made_in_loop": Case(early_return_array_made_in_loop, (P3,), 1.5, (np.ones(3),),
                                             {"python": CAUSE_12}),
+    "array_made_in_loop_overwritten": Case(array_made_in_loop_overwritten, (P3,), 0.6,
+                                           (np.array([2.0, 0.0, 0.0]),), {"python": CAUSE_12}),
     "overwritten_element_then_sum": Case(overwritten_element_then_sum, (P3,), 2.2,
                                          (np.array([0.0, 1.0, 1.0]),), {"numba": CAUSE_13}),
     "tuple_element_updated": Case(tuple_element_updated, (P3,), 1.6, (np.array([2.0, 0.0, 0.0]),),
                                   {"numba": CAUSE_13_SAVE}),
+    "tuple_element_scales_array": Case(tuple_element_scales_array, (P3,), 0.3, (np.array([1.0, 0.0, 0.0]),),
+                                       {"python": NEW_UNKNOWN_KIND, "numba": CAUSE_11}),
+    "helper_result_in_loop": Case(helper_result_in_loop, (P3,), 1.8, (np.array([2.0, 1.0, 1.0]),),
+                                  {"python": NEW_UNKNOWN_KIND, "numba": CAUSE_13_SAVE}),
     "writes_into_argument": Case(writes_into_argument, (0.4, P3), 2.0, (2.0, np.array([0.0, 1.0, 1.0])),
                                  {"python": CAUSE_14, "numba": CAUSE_13 + ", then cause 14"}),
     "array_augassign_then_read": Case(array_augassign_then_read, (P3,), 5.8, (np.array([2.0, 1.0, 1.0]),),
                                       {"python": NEW_READONLY}),
+    "scaled_by_dot_then_read": Case(scaled_by_dot_then_read, (P3,), 1.494, (np.array([2.74, 2.63, 3.35]),),
+                                    {"python": NEW_UNKNOWN_KIND, "numba": NUMBA_DOT}),
+    "scalar_added_into_zeros": Case(scalar_added_into_zeros, (0.4,), 1.2, (3.0,), {"numba": NEW_NUMBA_AUG}),
     "dot_into_slice": Case(dot_into_slice, (P3,), 0.83, (2 * P3,),
                            {"python": NEW_DOT_SLICE, "numba": NEW_NUMBA_SLICE}),
     "slice_write": Case(slice_write, (P3,), 1.6, (np.array([2.0, 2.0, 0.0]),), {"numba": NEW_NUMBA_SLICE}),
