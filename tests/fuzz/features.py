@@ -89,6 +89,7 @@ KNOWN_BROKEN_NUMBA: dict[str, str] = {
     "array_augassign": "new: h = np.zeros(n); h += x counts x twice (test_regressions NEW_NUMBA_AUG)",
     "element_write": "issue 10 cause 13",
     "local_matrix": "issue 10 cause 13 (its element writes)",
+    "row_write": "issue 10 cause 13 (needs local_matrix; a row write then np.sum fails the same way)",
     "helper_tuple": "issue 10 cause 13 (cannot save a helper's tuple in a loop)",
     "dot": "issue 10 cause 13 (np.dot's result has an unknown rank: cannot save it)",
     "slice_write": "new: Numba refuses slice writes with a bare TypeError (test_regressions NEW_NUMBA_SLICE)",

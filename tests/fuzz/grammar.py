@@ -71,10 +71,10 @@ class Scope:
     depth: int = 0                    # nesting of blocks
 
     @classmethod
-    def top(cls, floats, arrays, ints) -> "Scope":
+    def top(cls, floats, arrays, ints) -> Scope:
         return cls(list(floats), dict(arrays), set(), {}, dict(ints), [], {})
 
-    def child(self, **changes) -> "Scope":
+    def child(self, **changes) -> Scope:
         copy = Scope(list(self.floats), dict(self.arrays), set(self.writable), dict(self.mats),
                      dict(self.ints), list(self.for_vars), dict(self.tuples), self.loop,
                      self.depth + 1)
@@ -249,7 +249,7 @@ class Builder:
         """Scalars computed from arrays."""
         opts = []
         if sc.arrays:
-            a = lambda n: self.array_expr(sc, n, depth)   # noqa: E731
+            a = lambda n: self.array_expr(sc, n, depth)
 
             def dot():
                 n = self.some_length(sc)
@@ -286,7 +286,7 @@ class Builder:
             leaves.append(("row_write", lambda: row("{h}[{i}]")))
         if depth <= 0 or self.integer(0, 2) == 0:
             return self.pick(leaves)
-        a = lambda: self.array_expr(sc, n, depth - 1)   # noqa: E731
+        a = lambda: self.array_expr(sc, n, depth - 1)
         return self.pick(leaves + [
             (None, lambda: f"({a()} * {self.expr(sc, 1)})"),
             (None, lambda: f"({a()} {self.choice('+-*')} {a()})"),

@@ -276,7 +276,7 @@ def numba_reason(report: list[str]) -> str:
     and the pullback rule it was typing, if any."""
     reason = next((line.strip() for line in report if line.strip()
                    and not re.match(r"(\w+Error: )?Failed in ", line.strip())), "")
-    rule = re.search(r"pullback/rules/\w+\.py.*?\n(def \w+)", "\n".join(report), re.S)
+    rule = re.search(r"pullback/rules/\w+\.py.*?\n(def \w+)", "\n".join(report), re.DOTALL)
     return reason + (f" [{rule.group(1)}]" if rule else "")
 
 

@@ -1,4 +1,5 @@
-"""Counts of outcomes per backend, and the failing programs, for the summary."""
+"""Counts of outcomes per backend, the failing programs, and the summary
+printed at the end of the run (see conftest.py)."""
 from __future__ import annotations
 
 from collections import Counter
@@ -50,6 +51,6 @@ class Tally:
         line += "\n    constructs used: " + ", ".join(f"{k} {n}" for k, n in sorted(self.constructs.items()))
         if unused:
             line += "\n    never used: " + ", ".join(unused)
-        for program, outcome in self.failures[:20]:
-            line += f"\n    {outcome}"
+        kinds = Counter(outcome.signature for _, outcome in self.failures)
+        line += "".join(f"\n    {n} x {k}" for k, n in kinds.most_common())
         return line

@@ -10,8 +10,15 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
 
-from .features import (BACKENDS, FEATURES, KNOWN_BROKEN, KNOWN_BROKEN_NUMBA, KNOWN_BROKEN_PYTHON,
-                       ci_features, parse_features)
+from .features import (
+    BACKENDS,
+    FEATURES,
+    KNOWN_BROKEN,
+    KNOWN_BROKEN_NUMBA,
+    KNOWN_BROKEN_PYTHON,
+    ci_features,
+    parse_features,
+)
 from .grammar import Program, format_args, programs
 from .oracle import Outcome, call, fd_gradient, load, meets_tie, partial, worst
 

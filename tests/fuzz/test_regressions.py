@@ -6,7 +6,7 @@ grad, vjp; arguments must not change), so "correct" means the same thing here.
 A case that fails today is ``xfail(strict=True)`` with its cause: "issue 10
 cause N" for the causes listed in issue 10, "new: ..." for the ones the fuzzer
 found besides.  When a fix makes a case pass, strict xfail turns it into a
-failure: remove the mark, and the construct's entry in grammar.KNOWN_BROKEN.
+failure: remove the mark, and the construct's entry in features.KNOWN_BROKEN*.
 """
 from __future__ import annotations
 
@@ -18,7 +18,14 @@ import pytest
 
 from .features import BACKENDS
 from .grammar import Program
-from .oracle import Reference, check_grad, check_value_and_grad, check_vjp, fd_gradient, worst
+from .oracle import (
+    Reference,
+    check_grad,
+    check_value_and_grad,
+    check_vjp,
+    fd_gradient,
+    worst,
+)
 
 
 @dataclass(frozen=True)
@@ -46,7 +53,7 @@ CAUSE_11 = "issue 10 cause 11: a tuple packed then indexed"
 CAUSE_12 = ("issue 10 cause 12: an element adjoint h[i] reached while dh is still the scalar 0.0 "
             "it starts as (after an early return, or for an array made in a loop)")
 CAUSE_13 = "issue 10 cause 13: Numba: an overwritten element of a local array (SyntaxError)"
-CAUSE_13_SAVE = "issue 10 cause 13: Numba: 'cannot save the value' of a tuple element or a dot product"
+CAUSE_13_SAVE = "issue 10 cause 13: Numba: 'cannot save the value' of a tuple element or a helper's result"
 CAUSE_14 = "issue 10 cause 14: vjp writes into the caller's array when f writes into its argument"
 NUMBA_DOT = "README known limit: np.dot's rule runs on the Python backend only (NumbaCompileError)"
 NEW_READONLY = ("new: an array redefined (h += c, or p = p * c) then read by element and by np.sum: "
@@ -54,6 +61,8 @@ NEW_READONLY = ("new: an array redefined (h += c, or p = p * c) then read by ele
 NEW_UNKNOWN_KIND = ("new: a value of unknown kind (np.dot of two vectors, a tuple element, a helper's "
                     "result reassigned in a loop) breaks the reverse sweep: a read-only adjoint written "
                     "into, or a tuple multiplied as a number")
+NEW_AUG_ALIAS = ("new: h += a then h[i] = e is refused as a write through an alias of an internal "
+                 "temporary ('h = _t1 makes no copy'): a refusal of valid code, naming generated names")
 NEW_NUMBA_AUG = "new: Numba: h = np.zeros(n); h += x counts x's gradient twice"
 NEW_DOT_SLICE = "new: np.dot written into a slice h[a:b] = np.dot(...): its rule gets an array cotangent"
 NEW_NUMBA_SLICE = ("new: Numba: a slice write into a local array is refused with a bare TypeError, "
@@ -91,7 +100,7 @@ def dead_parameter(x, y):
 def nested_loop_reuse(p):
     s = 1.0
     for i in range(0, -1, -1):
-        for i in range(0, 2):
+        for i in range(2):
             pass
         s = s + p[i]
     return s
@@ -132,6 +141,12 @@ def row_write(p):
     h = np.zeros((2, 2))
     h[1] = p
     return h[1, 0] + h[1, 1]
+
+
+def row_write_then_sum(p):
+    h = np.zeros((2, 2))
+    h[1] = p
+    return np.sum(h)
 
 
 def view_read_after_write(p):
@@ -215,6 +230,13 @@ def scaled_by_dot_then_read(p):
     return h[0] + np.sum(h)
 
 
+def augassign_then_element_write(p):
+    h = p * 1.0
+    h += p
+    h[0] = 1.0
+    return np.sum(h)
+
+
 def scalar_added_into_zeros(x):
     h = np.zeros(3)
     h += x
@@ -256,6 +278,8 @@ CASES = {
                                     (0.21, np.array([0.21, 0.0, 0.09])),
                                     {"python": CAUSE_6, "numba": CAUSE_6}),
     "row_write": Case(row_write, (P3[:2].copy(),), 0.8, (np.ones(2),), {"python": CAUSE_8}),
+    "row_write_then_sum": Case(row_write_then_sum, (P3[:2].copy(),), 0.8, (np.ones(2),),
+                               {"python": CAUSE_8, "numba": CAUSE_13}),
     "view_read_after_write": Case(view_read_after_write, (P3,), 0.6, (np.array([2.0, 0.0, 0.0]),),
                                   {"python": CAUSE_9, "numba": CAUSE_9}),
     "early_return_after_array_update": Case(early_return_after_array_update, (0.7,), 0.7, (1.0,),
@@ -278,6 +302,9 @@ CASES = {
                                       {"python": NEW_READONLY}),
     "scaled_by_dot_then_read": Case(scaled_by_dot_then_read, (P3,), 1.494, (np.array([2.74, 2.63, 3.35]),),
                                     {"python": NEW_UNKNOWN_KIND, "numba": NUMBA_DOT}),
+    "augassign_then_element_write": Case(augassign_then_element_write, (P3,), 3.4,
+                                         (np.array([0.0, 2.0, 2.0]),),
+                                         {"python": NEW_AUG_ALIAS, "numba": NEW_AUG_ALIAS}),
     "scalar_added_into_zeros": Case(scalar_added_into_zeros, (0.4,), 1.2, (3.0,), {"numba": NEW_NUMBA_AUG}),
     "dot_into_slice": Case(dot_into_slice, (P3,), 0.83, (2 * P3,),
                            {"python": NEW_DOT_SLICE, "numba": NEW_NUMBA_SLICE}),
@@ -336,8 +363,9 @@ def f(x):
 def test_same_code_in_two_modules(backend, tmp_path):
     """Two modules with the same ``f`` text calling different helpers: equal
     code objects must not share one derivative."""
-    from .oracle import load
     import pullback
+
+    from .oracle import load
     grads = []
     for c in (2.0, 5.0):
         source = HELPER_MODULE.format(c=c)
