@@ -267,7 +267,8 @@ def describe(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines() or [""]
     first = lines[0]
     if first.endswith("Numba reported:"):
-        first = first.split(" at the code generated for")[0] + ": " + numba_reason(lines[1:])
+        first = re.sub(r"( at the code generated for .*)?\.? Numba reported:$", "", first)
+        first += ": " + numba_reason(lines[1:])
     return f"{type(exc).__name__}: {first}{where}"
 
 
