@@ -15,3 +15,10 @@ def pytest_addoption(parser):
 def jit(request):
     """Run a test on both backends: plain Python and Numba."""
     return request.param
+
+
+def pytest_addoption(parser):
+    """The fuzz tests' options (--fuzz-count, ...), registered here so that pytest
+    knows them however it is started; see tests/fuzz/options.py."""
+    from fuzz.options import add_options
+    add_options(parser)

@@ -1,0 +1,652 @@
+"""A grammar of small numeric Python functions, drawn with Hypothesis.
+
+``programs(features)`` draws a module with a function ``f`` (and sometimes a
+module-level ``helper``) that uses only the constructs in ``features`` (see
+features.py).  Programs are built so that the *primal* is well defined:
+
+* every variable is read only where it is definitely assigned (a name made in
+  a block is forgotten when the block ends, and every name is fresh);
+* every index is in bounds: loop ranges and index expressions only produce
+  values in ``[0, length)`` of the array they index;
+* every loop terminates: ``for`` runs over a ``range`` or an array, and a
+  ``while`` loop is and-ed with a counter that changes at the end of every
+  iteration (so a ``while`` body holds no ``continue`` of its own);
+* ``sqrt`` and ``log`` only see positive arguments, divisions have a positive
+  denominator.
+
+What is *not* guaranteed (overflow, branches taken near their threshold, kinks
+of ``abs``/``min``/``max``) is left to the oracle, which discards such cases.
+
+Every choice is a Hypothesis draw, so a failing program shrinks: loops towards
+``range(n)``, options towards the first one listed, arguments towards 0.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import strategies as st
+
+
+@dataclass(frozen=True)
+class Program:
+    """A generated module: its source, the function's name and arguments."""
+
+    source: str
+    args: tuple
+    wrt: tuple[int, ...]              # positions of float and float-array parameters
+    constructs: frozenset[str]        # the features the program actually uses
+    name: str = "f"
+
+    def __repr__(self) -> str:      # what Hypothesis prints for a falsifying example
+        return f"\n{self.source}\nargs = {format_args(self.args)}\n"
+
+
+def format_args(args) -> str:
+    """The arguments as Python source that recreates them exactly."""
+    def one(a):
+        if isinstance(a, np.ndarray):
+            return "np.array([" + ", ".join(repr(float(v)) for v in a) + "])"
+        return repr(a)
+    return "(" + ", ".join(one(a) for a in args) + ("," if len(args) == 1 else "") + ")"
+
+
+@dataclass
+class Scope:
+    """What a statement may read or write at its point of the program.
+
+    A block works on a ``child`` copy, so names it makes are forgotten after it.
+    """
+
+    floats: list[str]
+    arrays: dict[str, int]            # readable 1-D arrays -> length
+    writable: set[str]                # local arrays that may be written into
+    mats: dict[str, tuple[int, int]]  # local 2-D arrays -> shape
+    ints: dict[str, int]              # index expressions -> exclusive upper bound
+    for_vars: list[str]               # enclosing for-loop int variables
+    tuples: dict[str, int]            # tuple variables -> size
+    loop: str | None = None           # innermost loop: None, "for" or "while"
+    depth: int = 0                    # nesting of blocks
+
+    @classmethod
+    def top(cls, floats, arrays, ints) -> Scope:
+        return cls(list(floats), dict(arrays), set(), {}, dict(ints), [], {})
+
+    def child(self, **changes) -> Scope:
+        copy = Scope(list(self.floats), dict(self.arrays), set(self.writable), dict(self.mats),
+                     dict(self.ints), list(self.for_vars), dict(self.tuples), self.loop,
+                     self.depth + 1)
+        return dataclasses.replace(copy, **changes)
+
+
+LITERALS = ("1.0", "0.5", "2.0", "-1.5", "-0.5", "3.0", "-2.0", "0.25")
+NEG_BASES = ("-1.5", "-0.5", "-2.0", "-1.0")
+# Arguments on a grid of 0.01 in [-2, 2]: readable in a shrunk example, and
+# never tiny or subnormal.
+VALUES = st.integers(-200, 200).map(lambda i: i / 100)
+MAX_DEPTH = 2          # blocks inside blocks
+BODY = 3               # statements at most in a block
+TOP = 6                # statements at most at the top level, after the declarations
+
+
+def negate(e: str) -> str:
+    return f"(-({e}))" if e.startswith("-") else f"(-{e})"
+
+
+def is_negative_constant(e: str) -> bool:
+    return set(e) <= set("0123456789.-() ") and "-" in e
+
+
+class Builder:
+    """Draws one program, statement by statement, from Hypothesis's ``draw``.
+
+    Each method returns or emits source text; the options of a choice are
+    ``(feature or None, thunk[, weight])`` tuples, and ``pick`` only considers
+    those whose feature is switched on, recording the ones it uses.
+    """
+
+    def __init__(self, draw, features: frozenset[str]):
+        self.draw = draw
+        self.features = features
+        self.used: set[str] = set()
+        self.lines: list[str] = []
+        self.counter = 0
+        self.helper: list[str] | None = None
+        self.float_params: list[str] = []
+        self.array_params: dict[str, int] = {}
+        self.int_param: str | None = None
+
+    # ---------------------------------------------------------- drawing
+    def on(self, feature: str) -> bool:
+        return feature in self.features
+
+    def use(self, feature: str) -> bool:
+        """Whether ``feature`` is on, recording it as used if so."""
+        if self.on(feature):
+            self.used.add(feature)
+            return True
+        return False
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self.draw(st.integers(lo, hi))
+
+    def coin(self) -> bool:
+        return self.draw(st.booleans())
+
+    def choice(self, options):
+        """One of ``options``, drawn by index: ``sampled_from`` labels its draws
+        with the options' hashes, which vary with PYTHONHASHSEED (strings) or
+        per process (lambdas), and would make fixed-seed runs differ."""
+        options = list(options)
+        return options[self.integer(0, len(options) - 1)]
+
+    def pick(self, options):
+        """Call one of ``(feature or None, thunk[, weight])``, among those switched on."""
+        live = [(o[0], o[1]) for o in options if o[0] is None or self.on(o[0])
+                for _ in range(o[2] if len(o) > 2 else 1)]
+        feature, thunk = self.choice(live)
+        if feature is not None:
+            self.used.add(feature)
+        return thunk()
+
+    def fresh(self, stem: str) -> str:
+        self.counter += 1
+        return f"{stem}{self.counter}"
+
+    def emit(self, sc: Scope, line: str) -> None:
+        self.lines.append("    " * (sc.depth + 1) + line)
+
+    # ---------------------------------------------------------- leaves
+    def literal(self) -> str:
+        return self.choice(LITERALS)
+
+    def index(self, sc: Scope, length: int) -> str:
+        """An int expression with a value in ``[0, length)``."""
+        opts = [(None, lambda: str(self.integer(0, length - 1)))]
+        fits = [v for v, b in sc.ints.items() if b <= length]
+        if fits:
+            opts.append((None, lambda: self.choice(fits), 3))
+        exact = [v for v, b in sc.ints.items() if b == length and v in sc.for_vars]
+        if exact:
+            opts.append((None, lambda: f"{length - 1} - {self.choice(exact)}"))
+        return self.pick(opts)
+
+    def length(self, n: int) -> str:
+        """``n`` as a literal or as ``len(p)`` of a parameter of that length."""
+        same = [p for p, m in self.array_params.items() if m == n]
+        if same and self.coin():
+            return f"len({self.choice(same)})"
+        return str(n)
+
+    def leaf(self, sc: Scope) -> str:
+        opts = [(None, self.literal)]
+        if sc.floats:
+            opts.append((None, lambda: self.choice(sc.floats), 2))
+        if sc.arrays:
+            opts.append((None, lambda: self.element(sc), 2))
+        if sc.mats:
+            opts.append(("local_matrix", lambda: self.mat_element(sc)))
+        if sc.tuples:
+            opts.append(("tuple_index", lambda: self.tuple_element(sc)))
+        if self.int_param:
+            opts.append(("int_param", lambda: f"float({self.int_param})"))
+        return self.pick(opts)
+
+    def element(self, sc: Scope) -> str:
+        a = self.choice(sorted(sc.arrays))
+        return f"{a}[{self.index(sc, sc.arrays[a])}]"
+
+    def mat_element(self, sc: Scope) -> str:
+        h = self.choice(sorted(sc.mats))
+        r, c = sc.mats[h]
+        return f"{h}[{self.index(sc, r)}, {self.index(sc, c)}]"
+
+    def tuple_element(self, sc: Scope) -> str:
+        t = self.choice(sorted(sc.tuples))
+        return f"{t}[{self.integer(0, sc.tuples[t] - 1)}]"
+
+    def var(self, sc: Scope) -> str:
+        """A float variable, else a leaf (for arguments that appear twice)."""
+        return self.choice(sc.floats) if sc.floats else self.leaf(sc)
+
+    # ---------------------------------------------------------- expressions
+    def expr(self, sc: Scope, depth: int = 2) -> str:
+        """A float expression of at most ``depth`` levels of operations."""
+        if depth <= 0 or self.integer(0, 2) == 0:
+            return self.leaf(sc)
+        return self.pick(self.scalar_ops(sc, lambda: self.expr(sc, depth - 1))
+                         + self.array_reductions(sc, depth - 1))
+
+    def scalar_ops(self, sc: Scope, e) -> list:
+        """Operations on float sub-expressions ``e()``."""
+        def square_plus(c):              # c + v * v, positive
+            v = self.var(sc)
+            return f"{c} + {v} * {v}"
+        opts = [
+            (None, lambda: f"({e()} {self.choice('+-*')} {e()})"),
+            (None, lambda: f"({e()} {self.choice('+-*')} {self.literal()})"),
+            (None, lambda: negate(e())),
+            ("division", lambda: f"({e()} / ({square_plus(self.choice(('1.5', '2.0')))}))"),
+            ("pow", lambda: f"({self.pow_base(sc, e())} ** {self.choice(('2', '3', '2.0'))})"),
+            ("pow", lambda: f"({square_plus(self.choice(('0.5', '1.0')))}) ** {self.choice(('0.5', '1.5', '-0.5'))}"),
+            ("neg_pow_base", lambda: f"({e()} * ({self.choice(NEG_BASES)}) ** {self.choice(('2', '3', '2.0'))})"),
+            ("math_calls", lambda: f"math.{self.choice(('sin', 'cos', 'tanh', 'exp'))}({e()})"),
+            ("numpy_calls", lambda: f"np.{self.choice(('sin', 'cos', 'tanh', 'exp'))}({e()})"),
+            ("sqrt_log", lambda: f"{self.choice(('math.sqrt', 'math.log', 'np.sqrt'))}({square_plus(self.choice(('0.25', '1.0')))})"),
+            ("ternary", lambda: f"({e()} if {self.cond(sc)} else {e()})"),
+            ("kinks", lambda: f"abs({e()})"),
+            ("kinks", lambda: f"{self.choice(('min', 'max'))}({e()}, {e()})"),
+            ("nondiff_calls", lambda: f"{self.choice(('np.sign', 'np.floor', 'np.ceil'))}({e()})"),
+            ("nondiff_calls", lambda: f"float({e()} > {self.literal()})"),
+        ]
+        if self.int_param:
+            opts.append(("int_param", lambda: f"({e()} * {self.int_param})"))
+        return opts
+
+    def array_reductions(self, sc: Scope, depth: int) -> list:
+        """Scalars computed from arrays."""
+        opts = []
+        if sc.arrays:
+            a = lambda n: self.array_expr(sc, n, depth)
+
+            def dot():
+                n = self.some_length(sc)
+                return f"np.dot({a(n)}, {a(n)})"
+            opts += [
+                ("reductions", lambda: f"np.{self.choice(('sum', 'mean'))}({a(self.some_length(sc))})"),
+                ("dot", dot),
+                ("kinks", lambda: f"np.max({a(self.some_length(sc))})"),
+            ]
+        if sc.mats:
+            opts.append(("reductions", lambda: f"np.sum({self.choice(sorted(sc.mats))})"))
+        return opts
+
+    def pow_base(self, sc: Scope, base: str) -> str:
+        """``base``, unless it is a negative constant such as ``(-2.0)`` and the
+        neg_pow_base construct is off: then a variable."""
+        if not is_negative_constant(base) or self.use("neg_pow_base"):
+            return base
+        return self.var(sc)
+
+    def some_length(self, sc: Scope) -> int:
+        return self.choice(sorted(set(sc.arrays.values())))
+
+    def array_expr(self, sc: Scope, n: int, depth: int = 1) -> str:
+        """A 1-D float array expression of length ``n`` (some array has that length)."""
+        def row(form):
+            h = self.choice(rows)
+            return form.format(h=h, i=self.index(sc, sc.mats[h][0]))
+        same = sorted(a for a, m in sc.arrays.items() if m == n)
+        rows = sorted(h for h, (_, c) in sc.mats.items() if c == n)
+        leaves = [(None, lambda: self.choice(same))]
+        if rows:
+            leaves.append(("local_matrix", lambda: row("{h}[{i}, :]")))
+            leaves.append(("row_write", lambda: row("{h}[{i}]")))
+        if depth <= 0 or self.integer(0, 2) == 0:
+            return self.pick(leaves)
+        a = lambda: self.array_expr(sc, n, depth - 1)
+        return self.pick(leaves + [
+            (None, lambda: f"({a()} * {self.expr(sc, 1)})"),
+            (None, lambda: f"({a()} {self.choice('+-*')} {a()})"),
+            (None, lambda: f"({a()} + {self.literal()})"),
+            ("numpy_calls", lambda: f"np.{self.choice(('sin', 'cos', 'tanh'))}({a()})"),
+            ("pow", lambda: f"({a()} ** 2)"),
+        ])
+
+    def cond(self, sc: Scope, depth: int = 1) -> str:
+        """A boolean condition on data or on indices."""
+        opts = [(None, lambda: f"{self.expr(sc, 1)} {self.choice(('<', '>'))} {self.literal()}"),
+                (None, lambda: f"{self.expr(sc, 1)} {self.choice(('<', '>', '<=', '>='))} {self.expr(sc, 1)}")]
+        if sc.ints:
+            opts.append((None, lambda: f"{self.choice(sorted(sc.ints))} {self.choice(('==', '>', '<', '!='))} {self.integer(0, 2)}"))
+        if depth > 0:
+            opts += [("bool_ops", lambda: f"({self.cond(sc, 0)} {self.choice(('and', 'or'))} {self.cond(sc, 0)})"),
+                     ("bool_ops", lambda: f"not {self.cond(sc, 0)}")]
+        return self.pick(opts)
+
+    def result(self, sc: Scope) -> str:
+        """What a ``return`` gives: an expression plus every local value in scope,
+        so that a lost write anywhere changes the gradient (and, unless dead
+        parameters are allowed, every parameter)."""
+        terms = [self.expr(sc)]
+        terms += [v for v in sc.floats if v not in self.float_params]
+        terms += [f"np.sum({a})" for a in sorted(sc.arrays) if a not in self.array_params]
+        terms += [f"np.sum({h})" for h in sorted(sc.mats)]
+        if not self.use("dead_param"):
+            terms += self.float_params + [f"np.sum({p})" for p in sorted(self.array_params)]
+        return " + ".join(terms)
+
+    # ---------------------------------------------------------- statements
+    def block(self, sc: Scope, most: int = BODY) -> None:
+        for _ in range(self.integer(1, most)):
+            self.statement(sc)
+
+    def statement(self, sc: Scope) -> None:
+        # Inside a block, favour updates of outer names over new names, which
+        # are forgotten when the block ends and so cannot reach the result.
+        new, update = (3, 1) if sc.depth == 0 else (1, 3)
+        self.pick(self.float_statements(sc, new, update) + self.array_statements(sc, new)
+                  + self.control_statements(sc))
+
+    def float_statements(self, sc: Scope, new: int, update: int) -> list:
+        mine = [v for v in sc.floats if v not in self.float_params]   # never empty: the accumulator
+        opts = [(None, lambda: self.assign(sc), new),
+                (None, lambda: self.emit(sc, f"{self.choice(mine)} = {self.expr(sc)}"), update),
+                ("augassign", lambda: self.emit(
+                    sc, f"{self.choice(mine)} {self.choice(('+=', '-=', '*='))} {self.expr(sc, 1)}"), update),
+                ("helper_tuple", lambda: self.helper_call(sc)),
+                ("tuple_index", lambda: self.new_tuple(sc))]
+        if self.float_params:
+            opts.append(("param_reassign", lambda: self.param_reassign(sc)))
+        return opts
+
+    def array_statements(self, sc: Scope, new: int) -> list:
+        local = sorted(sc.writable)
+        opts = [("slice_view", lambda: self.new_view(sc)),
+                ("array_param_reassign", lambda: self.array_param_reassign(sc)),
+                ("arg_write", lambda: self.arg_write(sc))]
+        if sc.depth == 0:
+            opts.append(("local_array", lambda: self.new_array(sc), new))
+        elif self.on("local_array"):
+            opts.append(("block_array", lambda: self.new_array(sc), new))
+        if local:
+            opts += [("element_write", lambda: self.element_write(sc, local), 3),
+                     ("slice_write", lambda: self.slice_write(sc, local), 2),
+                     ("array_augassign", lambda: self.array_aug(sc, local))]
+        if sc.depth == 0:
+            opts.append(("local_matrix", lambda: self.new_matrix(sc), 2))
+        if sc.mats:
+            opts += [("local_matrix", lambda: self.matrix_write(sc), 2),
+                     ("row_write", lambda: self.row_write(sc), 2)]
+        return opts
+
+    def control_statements(self, sc: Scope) -> list:
+        opts = []
+        if sc.depth < MAX_DEPTH:
+            opts.append(("if_stmt", lambda: self.if_stmt(sc), 3))
+            if sc.loop is None or self.on("nested_loops"):
+                opts += [("for_range", lambda: self.for_range(sc), 4),
+                         ("while_loop", lambda: self.while_loop(sc), 2),
+                         ("for_array", lambda: self.for_array(sc))]
+        if sc.loop is None:
+            opts.append(("early_return", lambda: self.guarded(sc, f"return {self.result(sc)}")))
+        else:
+            in_for = sc.loop == "for"
+            opts += [("break" if in_for else "while_exit", lambda: self.guarded(sc, "break")),
+                     ("return_in_loop" if in_for else "while_exit",
+                      lambda: self.guarded(sc, f"return {self.result(sc)}"))]
+            if in_for:
+                opts.append(("continue", lambda: self.guarded(sc, "continue")))
+        return opts
+
+    def assign(self, sc: Scope) -> None:
+        e = self.expr(sc)
+        v = self.fresh("s")
+        self.emit(sc, f"{v} = {e}")
+        sc.floats.append(v)
+
+    def guarded(self, sc: Scope, what: str) -> None:
+        self.emit(sc, f"if {self.cond(sc)}:")
+        self.emit(sc.child(), what)
+
+    def helper_call(self, sc: Scope) -> None:
+        if self.helper is None:
+            self.helper = self.make_helper()
+        args = f"{self.expr(sc, 1)}, {self.expr(sc, 1)}"
+        u, w = self.fresh("u"), self.fresh("w")
+        self.emit(sc, f"{u}, {w} = helper({args})")
+        sc.floats += [u, w]
+
+    def make_helper(self) -> list[str]:
+        """``def helper(a, b)``: straight-line float code returning a pair."""
+        outer = self.lines, self.array_params, self.int_param
+        self.lines, self.array_params, self.int_param = [], {}, None
+        sc = Scope.top(["a", "b"], {}, {})
+        for _ in range(self.integer(0, 2)):
+            self.assign(sc)
+        self.emit(sc, f"return {self.expr(sc)}, {self.expr(sc)}")
+        body = ["def helper(a, b):"] + self.lines
+        self.lines, self.array_params, self.int_param = outer
+        return body
+
+    def new_tuple(self, sc: Scope) -> None:
+        t = self.fresh("t")
+        size = self.integer(2, 3)
+        self.emit(sc, f"{t} = " + ", ".join(self.expr(sc, 1) for _ in range(size)))
+        sc.tuples[t] = size
+
+    def param_reassign(self, sc: Scope) -> None:
+        x = self.choice(self.float_params)
+        rhs = self.pick([(None, lambda: self.expr(sc)),
+                         (None, lambda: f"np.sum({self.choice(sorted(sc.arrays))})")])
+        self.emit(sc, f"{x} = {rhs}")
+
+    # ---------------------------------------------------------- arrays
+    def new_array(self, sc: Scope) -> None:
+        n = self.some_length(sc)
+        h = self.fresh("h")
+        src = self.pick([
+            (None, lambda: f"np.zeros({self.length(n)})"),
+            (None, lambda: f"{self.choice(sorted(a for a, m in sc.arrays.items() if m == n))}.copy()"),
+            (None, lambda: self.array_expr(sc, n, 1) + " * 1.0"),
+        ])
+        self.emit(sc, f"{h} = {src}")
+        self.used.add("local_array")
+        sc.arrays[h] = n
+        sc.writable.add(h)
+
+    def new_view(self, sc: Scope) -> None:
+        """``r = a[start:]``: readable, never written through (that is refused)."""
+        a = self.choice(sorted(a for a, m in sc.arrays.items() if m >= 2))   # the parameters are
+        start = self.integer(1, sc.arrays[a] - 1)
+        r = self.fresh("r")
+        self.emit(sc, f"{r} = {a}[{start}:]")
+        sc.arrays[r] = sc.arrays[a] - start
+
+    def store_op(self, augmented: tuple[str, ...]) -> str:
+        """``=``, or (with the augassign feature) one of ``augmented``."""
+        return self.pick([(None, lambda: "="), ("augassign", lambda: self.choice(augmented))])
+
+    def element_write(self, sc: Scope, arrays: list[str]) -> None:
+        h = self.choice(arrays)
+        op = self.store_op(("+=", "*="))
+        self.emit(sc, f"{h}[{self.index(sc, sc.arrays[h])}] {op} {self.expr(sc)}")
+
+    def slice_write(self, sc: Scope, arrays: list[str]) -> None:
+        h = self.choice(arrays)
+        n = sc.arrays[h]
+        lo = self.integer(0, n - 1)
+        hi = self.integer(lo + 1, n)
+        width = hi - lo
+        op = self.store_op(("+=",))
+
+        def from_array():
+            a = self.choice(sorted(a for a, m in sc.arrays.items() if m >= width))
+            c = self.integer(0, sc.arrays[a] - width)
+            return f"{a}[{c}:{c + width}] * {self.expr(sc, 1)}"
+        value = self.pick([(None, from_array), ("slice_broadcast", lambda: self.expr(sc, 1))])
+        target = f"{h}[:]" if (lo, hi) == (0, n) and self.coin() else f"{h}[{lo}:{hi}]"
+        self.emit(sc, f"{target} {op} {value}")
+
+    def array_aug(self, sc: Scope, arrays: list[str]) -> None:
+        h = self.choice(arrays)
+        rhs = self.pick([(None, lambda: self.expr(sc, 1)),
+                         (None, lambda: self.array_expr(sc, sc.arrays[h], 1))])
+        self.emit(sc, f"{h} {self.choice(('+=', '-=', '*='))} {rhs}")
+
+    def new_matrix(self, sc: Scope) -> None:
+        """A 2-D local array whose rows have the length of an array in scope
+        (made at the top level only, so that array stays in scope)."""
+        n = self.some_length(sc)
+        h = self.fresh("H")
+        rows = self.integer(2, 3)
+        self.emit(sc, f"{h} = np.zeros(({rows}, {self.length(n)}))")
+        sc.mats[h] = (rows, n)
+
+    def matrix_write(self, sc: Scope) -> None:
+        h = self.choice(sorted(sc.mats))
+        r, c = sc.mats[h]
+        self.pick([
+            (None, lambda: self.emit(sc, f"{h}[{self.index(sc, r)}, {self.index(sc, c)}] = {self.expr(sc)}")),
+            ("augassign", lambda: self.emit(sc, f"{h}[{self.index(sc, r)}, {self.index(sc, c)}] += {self.expr(sc)}")),
+            (None, lambda: self.emit(sc, f"{h}[{self.index(sc, r)}, :] = {self.array_expr(sc, c, 1)}")),
+        ])
+
+    def row_write(self, sc: Scope) -> None:
+        h = self.choice(sorted(sc.mats))
+        r, c = sc.mats[h]
+        self.emit(sc, f"{h}[{self.index(sc, r)}] = {self.array_expr(sc, c, 1)}")
+
+    def array_param_reassign(self, sc: Scope) -> None:
+        p = self.choice(sorted(self.array_params))
+        self.emit(sc, f"{p} = {self.array_expr(sc, self.array_params[p], 1)} * {self.expr(sc, 1)}")
+
+    def arg_write(self, sc: Scope) -> None:
+        p = self.choice(sorted(self.array_params))
+        self.emit(sc, f"{p}[{self.index(sc, self.array_params[p])}] = {self.expr(sc)}")
+
+    # ---------------------------------------------------------- control flow
+    def if_stmt(self, sc: Scope) -> None:
+        self.emit(sc, f"if {self.cond(sc)}:")
+        self.block(sc.child())
+        if self.coin():
+            self.emit(sc, "else:")
+            self.block(sc.child())
+
+    def range_of(self, n: int) -> str:
+        """A ``range`` whose values all lie in ``[0, n)``."""
+        def up():           # shrinks towards range(n)
+            lo = self.integer(0, n - 1)
+            hi = n - self.integer(0, n - 1 - lo)
+            step = self.integer(1, 3)
+            stop = self.length(n) if hi == n else str(hi)
+            if lo == 0 and step == 1 and self.coin():
+                return f"range({stop})"
+            return f"range({lo}, {stop}" + (f", {step})" if step > 1 else ")")
+
+        def down():         # shrinks towards range(n - 1, -1, -1)
+            start = n - 1 - self.integer(0, n - 1)
+            stop = self.integer(-1, start - 1)
+            first = f"{self.length(n)} - 1" if start == n - 1 else str(start)
+            return f"range({first}, {stop}, -{self.integer(1, 2)})"
+        opts = [(None, up), ("negative_step", down), ("reversed_range", lambda: f"reversed({up()})")]
+        if self.int_param and n in self.array_params.values():
+            k = self.int_param
+            opts += [("int_param", lambda: f"range({k})"),
+                     ("int_param", lambda: f"range({k}, {self.length(n)})"),
+                     ("int_param", lambda: f"range({k}, -1, -1)")]
+        return self.pick(opts)
+
+    def for_range(self, sc: Scope) -> None:
+        if sc.loop is not None:
+            self.used.add("nested_loops")
+        n = self.some_length(sc)
+        reusable = [v for v in sc.for_vars if sc.ints.get(v) == n]
+        reused = bool(reusable) and self.on("nested_reuse") and self.integer(0, 2) > 0
+        i = self.choice(reusable) if reused else self.fresh("i")
+        self.emit(sc, f"for {i} in {self.range_of(n)}:")
+        body = sc.child(loop="for")
+        body.ints[i] = n
+        if not reused:
+            body.for_vars.append(i)
+        self.block(body)
+        if reused:
+            self.used.add("nested_reuse")
+            self.read_after_reuse(sc, i, n)
+
+    def read_after_reuse(self, sc: Scope, i: str, n: int) -> None:
+        """After an inner loop that reused ``i``, read an element at ``i``: its
+        value is now the inner loop's last one, not the outer loop's."""
+        v = self.choice([v for v in sc.floats if v not in self.float_params])
+        a = self.choice(sorted(a for a, m in sc.arrays.items() if m == n))
+        self.emit(sc, f"{v} = {v} + {a}[{i}] * {self.expr(sc, 1)}")
+
+    def for_array(self, sc: Scope) -> None:
+        if sc.loop is not None:
+            self.used.add("nested_loops")
+        a = self.choice(sorted(sc.arrays))
+        v, j = self.fresh("v"), self.fresh("j")
+        body = sc.child(loop="for")
+        body.floats.append(v)
+        if self.coin():
+            self.emit(sc, f"for {j}, {v} in enumerate({a}):")
+            body.ints[j] = sc.arrays[a]
+        else:
+            self.emit(sc, f"for {v} in {a}:")
+        self.block(body)
+
+    def while_loop(self, sc: Scope) -> None:
+        """``while <counter bound> and <data>``, or ``while (<data> or c == 0)
+        and <counter bound>``; the counter moves at the end of the body."""
+        if sc.loop is not None:
+            self.used.add("nested_loops")
+        n = self.some_length(sc)
+        c = self.fresh("c")
+        data = self.cond(sc)
+        if self.coin():           # counting up
+            self.emit(sc, f"{c} = 0")
+            bound, step = f"{c} < {self.length(n)}", f"{c} += 1"
+        else:                     # counting down
+            self.emit(sc, f"{c} = {self.length(n)} - 1")
+            bound, step = f"{c} >= 0", f"{c} -= 1"
+        if self.coin() and self.use("bool_ops"):
+            self.emit(sc, f"while ({data} or {c} == 0) and {bound}:")
+        else:
+            self.emit(sc, f"while {bound} and {data}:")
+        body = sc.child(loop="while")
+        body.ints[c] = n
+        self.block(body)
+        self.emit(body, step)
+
+    # ---------------------------------------------------------- the function
+    def parameters(self) -> tuple[list[str], list]:
+        """Draw the parameter list and the arguments: 0-2 floats, 1-2 arrays of
+        one length, and sometimes an int index ``k``."""
+        n_floats, n_arrays, size = self.integer(0, 2), self.integer(1, 2), self.integer(2, 4)
+        names, args = [], []
+        for i in range(n_floats):
+            self.float_params.append(f"x{i}")
+            args.append(self.draw(VALUES))
+        for i in range(n_arrays):
+            self.array_params[f"p{i}"] = size
+            args.append(np.array(self.draw(st.lists(VALUES, min_size=size, max_size=size))))
+        names = self.float_params + list(self.array_params)
+        if self.coin() and self.use("int_param"):
+            self.int_param = "k"
+            names.append("k")
+            args.append(self.integer(0, size - 1))
+        return names, args
+
+    def body(self) -> None:
+        ints = {self.int_param: next(iter(self.array_params.values()))} if self.int_param else {}
+        sc = Scope.top(self.float_params, self.array_params, ints)
+        # Declarations first, so that the statements after them can update them.
+        self.assign(sc)           # an accumulator
+        if self.coin() and self.use("local_array"):
+            self.new_array(sc)
+        if self.coin() and self.use("local_matrix"):
+            self.new_matrix(sc)
+        for _ in range(self.integer(1, TOP)):
+            self.statement(sc)
+        self.emit(sc, f"return {self.result(sc)}")
+
+    def program(self) -> Program:
+        names, args = self.parameters()
+        self.body()
+        signature = f"def f({', '.join(names)}):"
+        text = "\n".join((self.helper + ["", ""] if self.helper else []) + [signature] + self.lines) + "\n"
+        if not self.use("shared_code"):
+            # A docstring makes f's code object differ from every other program's.
+            digest = hashlib.sha1(text.encode()).hexdigest()[:12]
+            text = text.replace(signature + "\n", f'{signature}\n    """Program {digest}."""\n', 1)
+        source = "import math\n\nimport numpy as np\n\n\n" + text
+        wrt = tuple(i for i, a in enumerate(args) if not isinstance(a, int))
+        return Program(source, tuple(args), wrt, frozenset(self.used))
+
+
+@st.composite
+def programs(draw, features: frozenset[str]) -> Program:
+    """A strategy of random programs that use only the given features."""
+    return Builder(draw, frozenset(features)).program()

@@ -1,0 +1,364 @@
+"""The oracle of the fuzz tests: run a generated program through pullback and
+classify what happens.
+
+The references share no code with pullback: the value is the plain call, and
+the gradient is a Richardson-extrapolated central difference computed here
+(not ``pullback.check_grad``), so a bug in pullback's own checker cannot hide
+a bug in its gradients.
+
+Outcomes, from best to worst:
+
+* ``correct``  every entry point gave the reference value and gradient;
+* ``refused``  pullback raised one of its own errors (``PullbackError``), such as
+  ``UnsupportedSyntaxError``, ``MissingRuleError`` or ``NumbaCompileError``;
+* ``mutated``  an argument changed during ``grad``/``value_and_grad``/``vjp``;
+* ``wrong``    a value or gradient differs from the reference;
+* ``crash``    any other exception.
+
+``discard`` marks a program that cannot be judged: the primal raises, is not
+finite, a min/max/abs meets a tie, or finite differences are unstable (a branch
+or kink close to the arguments).
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import importlib.util
+import math
+import re
+import sys
+import traceback
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import pullback
+
+from .grammar import Program
+
+# The order of badness: a case's outcome is the worst of its entry points'.
+SEVERITY = ("discard", "correct", "refused", "mutated", "wrong", "crash")
+FAILURES = ("mutated", "wrong", "crash")
+
+STEP = 4e-3            # the largest difference step, relative to max(1, |x|)
+STABLE = 1e-7          # central differences at two step sizes must agree this closely...
+KINK = 1e-4            # ... and one-sided ones from the left and the right this closely
+GRAD_RTOL = 1e-5       # pullback's gradient must agree with the reference this closely
+VALUE_RTOL = 1e-9
+LARGEST = 1e8          # values beyond this leave too few digits for differences
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: str
+    entry: str = ""
+    detail: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.kind in FAILURES
+
+    @property
+    def signature(self) -> str:
+        """The kind of failure, without the names and numbers of one program:
+        ``crash: NameError: name '_' is not defined``, ``wrong: gradient``."""
+        if self.kind == "wrong":
+            return "wrong: " + self.detail.split(" ")[0]
+        if self.kind not in ("crash", "refused"):
+            return self.kind
+        text = re.sub(r" \([^()]*:\d+\)$", "", self.detail)          # where it was raised
+        text = re.sub(r"'[^']*'|`[^`]*`|0x[0-9a-f]+", "'_'", text.replace(" (jit=True)", ""))
+        return f"{self.kind}: " + re.sub(r"\d+(\.\d+)?", "N", text)[:160]
+
+    def __str__(self) -> str:
+        head = self.kind.upper() + (f" in {self.entry}" if self.entry else "")
+        return head + (f": {self.detail}" if self.detail else "")
+
+
+def worst(outcomes) -> Outcome:
+    return max(outcomes, key=lambda o: SEVERITY.index(o.kind))
+
+
+# ------------------------------------------------------------------ loading
+def load(program: Program, directory: Path):
+    """Write the program to a real module file and import it.
+
+    pullback reads functions through ``inspect.getsource``, which needs a file;
+    the name is a hash of the source, so every program gets its own module (and
+    its own code object, hence its own entry in pullback's cache).
+    """
+    digest = hashlib.sha1(program.source.encode()).hexdigest()[:16]
+    name = f"fuzzprog_{digest}"
+    if name in sys.modules:
+        return getattr(sys.modules[name], program.name)
+    path = Path(directory) / f"{name}.py"
+    path.write_text(program.source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return getattr(module, program.name)
+
+
+def fresh(args) -> list:
+    """Copies of the arguments, so that no call sees another's writes."""
+    return [copy.deepcopy(a) for a in args]
+
+
+# ------------------------------------------------------------------ references
+def call(fn, args) -> float | None:
+    """The primal value at these arguments, or None when it is not usable."""
+    try:
+        with np.errstate(all="ignore"):
+            value = fn(*fresh(args))
+    except (ArithmeticError, ValueError):
+        return None            # math domain errors, overflow: not a case to judge
+    value = float(value)
+    return value if math.isfinite(value) and abs(value) < LARGEST else None
+
+
+def partial(fn, args, value: float, i: int, idx, h: float) -> float | None:
+    """d f / d args[i][idx], or None when differences cannot be trusted here.
+
+    f is evaluated at x +- h, h/2, h/4, h/8.  Central differences D(s) are
+    Richardson-extrapolated, (4 D(s/2) - D(s)) / 3, which cancels the s**2
+    error term, at s = h and at s = h/4; the two must agree (a branch threshold
+    within reach makes them differ).  One-sided differences, extrapolated the
+    same way, must agree from the left and from the right: at a kink such as
+    abs(0) or a tie in max, central differences are stable but meaningless.
+    """
+    def at(delta):
+        moved = fresh(args)
+        if idx is None:
+            moved[i] = moved[i] + delta
+        else:
+            moved[i][idx] += delta
+        return call(fn, moved)
+    steps = (h, h / 2, h / 4, h / 8)
+    up, down = [at(s) for s in steps], [at(-s) for s in steps]
+    if None in up or None in down:
+        return None
+    central = [(u - d) / (2 * s) for u, d, s in zip(up, down, steps)]
+    wide, narrow = (4 * central[1] - central[0]) / 3, (4 * central[3] - central[2]) / 3
+    right = [(u - value) / s for u, s in zip(up, steps)]
+    left = [(value - d) / s for d, s in zip(down, steps)]
+    right_ext, left_ext = 2 * right[3] - right[2], 2 * left[3] - left[2]
+    scale = max(1.0, abs(narrow))
+    if abs(wide - narrow) > STABLE * scale or abs(right_ext - left_ext) > KINK * scale:
+        return None
+    return narrow
+
+
+def fd_gradient(fn, args, value: float, wrt) -> list | None:
+    """Finite-difference gradients for each parameter in ``wrt``, or None when
+    any partial derivative cannot be trusted."""
+    grads = []
+    for i in wrt:
+        x = args[i]
+        g = np.zeros(np.shape(x))
+        for idx in (np.ndindex(np.shape(x)) if np.ndim(x) else [None]):
+            d = partial(fn, args, value, i, idx, STEP * max(1.0, abs(float(x if idx is None else x[idx]))))
+            if d is None:
+                return None
+            g[() if idx is None else idx] = d
+        grads.append(float(g) if np.ndim(x) == 0 else g)
+    return grads
+
+
+@dataclass(frozen=True)
+class Reference:
+    value: float
+    grads: list
+
+
+def reference(fn, args, wrt) -> Reference | None:
+    value = call(fn, args)
+    if value is None:
+        return None
+    grads = fd_gradient(fn, args, value, wrt)
+    return None if grads is None else Reference(value, grads)
+
+
+# Shadows of the kinked functions the grammar uses, recording whether a call
+# meets a tie (or abs a zero).
+TIE_PRELUDE = '''import builtins as _builtins
+import numpy as _np
+
+TIES = []
+
+
+def _min(a, b):
+    TIES.append(a == b)
+    return _builtins.min(a, b)
+
+
+def _max(a, b):
+    TIES.append(a == b)
+    return _builtins.max(a, b)
+
+
+def _abs(x):
+    TIES.append(x == 0)
+    return _builtins.abs(x)
+
+
+def _np_max(a):
+    TIES.append(_np.count_nonzero(a == _np.max(a)) > 1)
+    return _np.max(a)
+
+
+'''
+
+
+def meets_tie(program: Program, directory: Path) -> bool:
+    """Whether a min, max, abs or np.max meets a tie at these arguments.
+
+    There pullback returns a subgradient by its convention (as JAX and PyTorch
+    do), which finite differences cannot judge, even where f itself is smooth:
+    ``min(np.max(p), p[0])`` is ``p[0]`` wherever ``p[0]`` is the maximum.
+    """
+    source = re.sub(r"\bnp\.max\(", "_np_max(", program.source)
+    source = re.sub(r"(?<![\w.])(min|max|abs)\(", r"_\1(", source)
+    fn = load(dataclasses.replace(program, source=TIE_PRELUDE + source), directory)
+    ties = sys.modules[fn.__module__].TIES
+    ties.clear()
+    call(fn, program.args)
+    return any(ties)
+
+
+# ------------------------------------------------------------------ comparisons
+def value_error(value, ref: Reference) -> str | None:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return f"value {value!r} is not a float"
+    if not abs(v - ref.value) <= VALUE_RTOL * max(1.0, abs(ref.value)):
+        return f"value {v!r}, expected {ref.value!r}"
+    return None
+
+
+def grad_error(grads, ref: Reference, wrt) -> str | None:
+    scale = max([1.0] + [float(np.max(np.abs(g))) for g in ref.grads])
+    tol = GRAD_RTOL * scale + 1e-9 * abs(ref.value)
+    for g, expected, i in zip(grads, ref.grads, wrt):
+        got = np.asarray(g, dtype=float)
+        if got.shape != np.shape(expected):
+            return f"gradient of argument {i} has shape {got.shape}, expected {np.shape(expected)}"
+        if not np.all(np.abs(got - expected) <= tol):
+            return f"gradient of argument {i} is {np.round(got, 6)}, expected {np.round(expected, 6)}"
+    return None
+
+
+def mutation(args, before) -> str | None:
+    for i, (a, b) in enumerate(zip(args, before)):
+        if isinstance(b, np.ndarray) and not np.array_equal(a, b):
+            return f"argument {i} changed from {b} to {a}"
+    return None
+
+
+def describe(exc: BaseException) -> str:
+    """The exception and the innermost frame it came from (for a Numba
+    compile error, the line of Numba's report that says why)."""
+    frame = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+    where = f" ({Path(frame[0].filename).name}:{frame[0].lineno})" if frame else ""
+    lines = str(exc).strip().splitlines() or [""]
+    first = lines[0]
+    if first.endswith("Numba reported:"):
+        first = re.sub(r"( at the code generated for .*)?\.? Numba reported:$", "", first)
+        first += ": " + numba_reason(lines[1:])
+    return f"{type(exc).__name__}: {first}{where}"
+
+
+def numba_reason(report: list[str]) -> str:
+    """The first line of Numba's report past its 'Failed in ... pipeline' headers,
+    and the pullback rule it was typing, if any."""
+    reason = next((line.strip() for line in report if line.strip()
+                   and not re.match(r"(\w+Error: )?Failed in ", line.strip())), "")
+    rule = re.search(r"pullback/rules/\w+\.py.*?\n(def \w+)", "\n".join(report), re.DOTALL)
+    return reason + (f" [{rule.group(1)}]" if rule else "")
+
+
+# ------------------------------------------------------------------ entry points
+def guarded(entry: str, body) -> Outcome:
+    """Run one entry point's check, turning exceptions into outcomes."""
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            problem = body()
+    except pullback.PullbackError as exc:
+        return Outcome("refused", entry, describe(exc))
+    except Exception as exc:                     # noqa: BLE001 - any other error is a crash
+        return Outcome("crash", entry, describe(exc))
+    return Outcome(problem[0], entry, problem[1]) if problem else Outcome("correct", entry)
+
+
+def first_problem(*checks) -> tuple[str, str] | None:
+    for kind, message in checks:
+        if message:
+            return kind, message
+    return None
+
+
+def check_value_and_grad(fn, program: Program, ref: Reference, jit: bool) -> Outcome:
+    """value_and_grad, called twice: the second call must agree with the first
+    (a derivative that keeps state between calls would not)."""
+    def body():
+        g = pullback.value_and_grad(fn, argnums=program.wrt, jit=jit)
+        for _ in range(2):
+            args = fresh(program.args)
+            before = fresh(args)
+            value, grads = g(*args)
+            problem = first_problem(("mutated", mutation(args, before)),
+                                    ("wrong", value_error(value, ref)),
+                                    ("wrong", grad_error(grads, ref, program.wrt)))
+            if problem:
+                return problem
+        return None
+    return guarded("value_and_grad", body)
+
+
+def check_grad(fn, program: Program, ref: Reference, jit: bool) -> Outcome:
+    def body():
+        args = fresh(program.args)
+        before = fresh(args)
+        grads = pullback.grad(fn, argnums=program.wrt, jit=jit)(*args)
+        return first_problem(("mutated", mutation(args, before)),
+                             ("wrong", grad_error(grads, ref, program.wrt)))
+    return guarded("grad", body)
+
+
+def check_vjp(fn, program: Program, ref: Reference, jit: bool) -> Outcome:
+    """vjp, then its ``back`` twice; ``None`` is the cotangent of an int."""
+    def body():
+        args = fresh(program.args)
+        before = fresh(args)
+        value, back = pullback.vjp(fn, *args, jit=jit)
+        problem = first_problem(("mutated", mutation(args, before)), ("wrong", value_error(value, ref)))
+        if problem:
+            return problem
+        for _ in range(2):
+            cot = back(1.0)
+            ints = [i for i in range(len(args)) if i not in program.wrt]
+            problem = first_problem(
+                ("mutated", mutation(args, before)),
+                ("wrong", next((f"cotangent of int argument {i} is {cot[i]!r}" for i in ints
+                                if cot[i] is not None), None)),
+                ("wrong", grad_error([cot[i] for i in program.wrt], ref, program.wrt)))
+            if problem:
+                return problem
+        return None
+    return guarded("vjp", body)
+
+
+def check(program: Program, jit: bool, directory: Path) -> Outcome:
+    """The outcome of one program on one backend (``discard`` if it cannot be judged)."""
+    fn = load(program, directory)
+    ref = None if meets_tie(program, directory) else reference(fn, program.args, program.wrt)
+    if ref is None:
+        return Outcome("discard")
+    return worst([check_value_and_grad(fn, program, ref, jit),
+                  check_grad(fn, program, ref, jit),
+                  check_vjp(fn, program, ref, jit)])

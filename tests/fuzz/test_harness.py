@@ -1,0 +1,131 @@
+"""Checks of the fuzz harness itself: the grammar makes programs whose primal
+runs, the finite differences are accurate where they answer and refuse to
+answer at kinks and branch thresholds, and the feature profiles are consistent.
+None of this calls pullback's derivatives, so a failure here is the harness's."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, seed, settings
+
+from .features import (
+    BACKENDS,
+    FEATURES,
+    KNOWN_BROKEN,
+    KNOWN_BROKEN_NUMBA,
+    KNOWN_BROKEN_PYTHON,
+    ci_features,
+    parse_features,
+)
+from .grammar import Program, format_args, programs
+from .oracle import Outcome, call, fd_gradient, load, meets_tie, partial, worst
+
+
+# ------------------------------------------------------------------ grammar
+@seed(10)
+@settings(max_examples=150, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+@given(program=programs(frozenset(FEATURES)))
+def test_programs_run(program, tmp_path_factory):
+    """Every generated primal either runs or fails with an arithmetic error
+    (overflow, math domain), never with an error of the generator's making:
+    an unbound name, an index out of range, a bad type."""
+    fn = load(program, tmp_path_factory.getbasetemp())
+    value = call(fn, program.args)
+    assert value is None or math.isfinite(value)
+    assert program.wrt == tuple(i for i, a in enumerate(program.args) if not isinstance(a, int))
+    assert program.constructs <= set(FEATURES)
+
+
+@seed(10)
+@settings(max_examples=100, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+@given(program=programs(frozenset()))
+def test_no_features_means_plain_code(program):
+    """With every feature off, only assignments and arithmetic remain."""
+    assert program.constructs == set()
+    for word in ("for ", "while ", "if ", "helper", "np.zeros", "**"):
+        assert word not in program.source.split('"""')[-1]
+
+
+def test_format_args_round_trips():
+    args = (0.25, np.array([1.0, -0.5]), 3)
+    assert [np.array_equal(a, b) for a, b in zip(eval(format_args(args)), args)] == [True] * 3
+
+
+# ------------------------------------------------------------------ oracle
+def smooth(x, p):
+    return math.sin(x) * np.sum(p * p) + math.exp(p[0])
+
+
+def test_fd_gradient_is_accurate():
+    p = np.array([0.3, -0.7])
+    got = fd_gradient(smooth, (0.4, p), smooth(0.4, p), (0, 1))
+    assert got[0] == pytest.approx(math.cos(0.4) * np.sum(p * p), rel=1e-9)
+    np.testing.assert_allclose(got[1], 2 * math.sin(0.4) * p + [math.exp(p[0]), 0.0], rtol=1e-9)
+
+
+@pytest.mark.parametrize("fn, x", [
+    (abs, 0.0),                                  # a kink: central differences say 0
+    (lambda x: max(x, 0.0), 0.0),                # a kink: central differences say 0.5
+    (lambda x: x if x > 0.5 else 2.0 * x, 0.5),  # a branch threshold
+    (lambda x: x if x > 0.5 else x + 1e-3, 0.501),   # a jump within reach
+])
+def test_fd_refuses_kinks_and_thresholds(fn, x):
+    assert partial(fn, [x], fn(x), 0, None, 4e-3) is None
+
+
+def test_fd_answers_beside_a_kink():
+    assert partial(abs, [-0.3], 0.3, 0, None, 4e-3) == pytest.approx(-1.0, rel=1e-12)
+
+
+@pytest.mark.parametrize("body, args, tie", [
+    ("return min(np.max(p), p[0])", (np.array([0.7, 0.2]),), True),
+    ("return min(np.max(p), p[1])", (np.array([0.7, 0.2]),), False),
+    ("return max(p[0], p[1]) + abs(p[0] - 0.7)", (np.array([0.7, 0.2]),), True),
+    ("return np.max(p) + abs(p[1])", (np.array([0.7, 0.7]),), True),
+    ("return np.maximum(p[0], p[1]) + maxi(p)", (np.array([0.7, 0.7]),), False),
+])
+def test_meets_tie(body, args, tie, tmp_path):
+    source = f"import numpy as np\n\n\ndef maxi(p):\n    return 0.0\n\n\ndef f(p):\n    {body}\n"
+    assert meets_tie(Program(source, args, (0,), frozenset()), tmp_path) == tie
+
+
+def test_worst_outcome_wins():
+    kinds = ["correct", "refused", "mutated", "wrong", "crash"]
+    outcomes = [Outcome(k) for k in kinds]
+    assert worst(outcomes).kind == "crash"
+    assert worst(outcomes[:2]).kind == "refused"
+    assert [o.failed for o in outcomes] == [False, False, True, True, True]
+
+
+def test_signature_drops_names_and_numbers():
+    a = Outcome("crash", "grad", "NameError: name 'dx0' is not defined (<pullback f_grad #3>:11)")
+    b = Outcome("crash", "grad", "NameError: name 'dp1' is not defined (<pullback f_grad #9>:40)")
+    assert a.signature == b.signature == "crash: NameError: name '_' is not defined"
+
+
+def test_load_gives_each_source_its_own_module(tmp_path):
+    one = load(Program("def f(x):\n    return 2.0 * x\n", (1.0,), (0,), frozenset()), tmp_path)
+    two = load(Program("def f(x):\n    return 3.0 * x\n", (1.0,), (0,), frozenset()), tmp_path)
+    assert (one(1.0), two(1.0)) == (2.0, 3.0)
+
+
+# ------------------------------------------------------------------ features
+def test_known_broken_names_are_features():
+    for table in (KNOWN_BROKEN, KNOWN_BROKEN_PYTHON, KNOWN_BROKEN_NUMBA):
+        assert set(table) <= set(FEATURES)
+        assert all(cause.startswith(("issue 10 cause", "new:")) for cause in table.values())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ci_profile_leaves_out_exactly_the_known_broken(backend):
+    off = set(KNOWN_BROKEN) | set(KNOWN_BROKEN_NUMBA if backend == "numba" else KNOWN_BROKEN_PYTHON)
+    assert ci_features(backend) == set(FEATURES) - off
+
+
+def test_parse_features():
+    assert parse_features("all,-pow") == set(FEATURES) - {"pow"}
+    assert parse_features("pow, kinks") == {"pow", "kinks"}
+    with pytest.raises(ValueError, match="unknown fuzz feature"):
+        parse_features("no_such_thing")

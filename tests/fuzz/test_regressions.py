@@ -1,0 +1,374 @@
+"""The failures the random-program tests found, each as the smallest program
+that shows it, checked against analytic values and gradients.
+
+Each case goes through the same oracle as the fuzz tests (value_and_grad twice,
+grad, vjp; arguments must not change), so "correct" means the same thing here.
+A case that fails today is ``xfail(strict=True)`` with its cause: "issue 10
+cause N" for the causes listed in issue 10, "new: ..." for the ones the fuzzer
+found besides.  When a fix makes a case pass, strict xfail turns it into a
+failure: remove the mark, and the construct's entry in features.KNOWN_BROKEN*.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+from .features import BACKENDS
+from .grammar import Program
+from .oracle import (
+    Reference,
+    check_grad,
+    check_value_and_grad,
+    check_vjp,
+    fd_gradient,
+    worst,
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    fn: object
+    args: tuple
+    value: float
+    grads: tuple                     # analytic gradient of each float argument
+    xfail: dict = field(default_factory=dict)   # backend -> reason
+
+    @property
+    def wrt(self) -> tuple[int, ...]:
+        return tuple(i for i, a in enumerate(self.args) if not isinstance(a, int))
+
+
+CAUSE_1 = "issue 10 cause 1: a negative literal base of ** loses its parentheses"
+CAUSE_2 = "issue 10 cause 2: a reassigned parameter keeps the new value's gradient"
+CAUSE_3 = "issue 10 cause 3: a parameter no active path reaches has no adjoint (NameError)"
+CAUSE_4 = "issue 10 cause 4: after an inner loop reusing the outer variable, reads use the outer value"
+CAUSE_5 = "issue 10 cause 5: leaving a while loop early (break, return) unbalances its tape"
+CAUSE_6 = "issue 10 cause 6: reversed(range(...)) with break/continue: trip_count undefined"
+CAUSE_8 = "issue 10 cause 8: a row write h[i] = p into a 2-D local array loses the gradient"
+CAUSE_9 = "issue 10 cause 9: a view read after a write through the original name"
+CAUSE_11 = "issue 10 cause 11: a tuple packed then indexed"
+CAUSE_12 = ("issue 10 cause 12: an element adjoint h[i] reached while dh is still the scalar 0.0 "
+            "it starts as (after an early return, or for an array made in a loop)")
+CAUSE_13 = "issue 10 cause 13: Numba: an overwritten element of a local array (SyntaxError)"
+CAUSE_13_SAVE = "issue 10 cause 13: Numba: 'cannot save the value' of a tuple element or a helper's result"
+CAUSE_14 = "issue 10 cause 14: vjp writes into the caller's array when f writes into its argument"
+NUMBA_DOT = "README known limit: np.dot's rule runs on the Python backend only (NumbaCompileError)"
+NEW_READONLY = ("new: an array redefined (h += c, or p = p * c) then read by element and by np.sum: "
+                "its adjoint is np.sum's read-only broadcast, which the element's adjoint writes into")
+NEW_UNKNOWN_KIND = ("new: a value of unknown kind (np.dot of two vectors, a tuple element, a helper's "
+                    "result reassigned in a loop) breaks the reverse sweep: a read-only adjoint written "
+                    "into, or a tuple multiplied as a number")
+NEW_AUG_ALIAS = ("new: h += a then h[i] = e is refused as a write through an alias of an internal "
+                 "temporary ('h = _t1 makes no copy'): a refusal of valid code, naming generated names")
+NEW_NUMBA_AUG = "new: Numba: h = np.zeros(n); h += x counts x's gradient twice"
+NEW_DOT_SLICE = "new: np.dot written into a slice h[a:b] = np.dot(...): its rule gets an array cotangent"
+NEW_NUMBA_SLICE = ("new: Numba: a slice write into a local array is refused with a bare TypeError, "
+                   "not a PullbackError")
+
+
+# ------------------------------------------------------------------ programs
+def neg_pow_base(x):
+    return x * (-1.5) ** 2
+
+
+def float_param_reassigned(x, p):
+    x = 1.0
+    return x + np.sum(p)
+
+
+def array_param_rebound(p, q):
+    p = q * 1.0
+    return np.sum(p) + np.sum(q)
+
+
+def array_param_rebound_then_read(p):
+    p = p * 1.0
+    return p[1] + np.sum(p)
+
+
+def sign_only(x):
+    return 3.0 * np.sign(x)
+
+
+def dead_parameter(x, y):
+    return y * 2.0
+
+
+def nested_loop_reuse(p):
+    s = 1.0
+    for i in range(0, -1, -1):
+        for i in range(2):
+            pass
+        s = s + p[i]
+    return s
+
+
+def while_and_break(p):
+    it = 2
+    s = 0.0
+    while it >= 0 and s < 10.0:
+        if it == 0:
+            break
+        s = s + p[it] * p[it]
+        it -= 1
+    return s
+
+
+def return_inside_while(x):
+    s = 2.0 * x
+    for i in range(1):
+        c = 1
+        while c >= 0 and s < 10.0:
+            if c == 1:
+                return s * x
+            c -= 1
+    return s
+
+
+def reversed_range_continue(x, p):
+    s = x
+    for k in reversed(range(3)):
+        if k == 1:
+            continue
+        s = s * p[k]
+    return s
+
+
+def row_write(p):
+    h = np.zeros((2, 2))
+    h[1] = p
+    return h[1, 0] + h[1, 1]
+
+
+def row_write_then_sum(p):
+    h = np.zeros((2, 2))
+    h[1] = p
+    return np.sum(h)
+
+
+def view_read_after_write(p):
+    q = p.copy()
+    r = q[1:]
+    q[1] = 2.0 * q[0]
+    return r[0]
+
+
+def early_return_after_array_update(x):
+    b = np.zeros(2)
+    b[0] = x
+    if x > 0.6:
+        return x
+    b *= x
+    return np.sum(b)
+
+
+def early_return_array_made_in_loop(p):
+    for i in range(2):
+        h = p.copy()
+        if i > 0:
+            return np.sum(h)
+    return 0.0
+
+
+def array_made_in_loop_overwritten(p):
+    s = 1.0
+    for i in range(1):
+        h = p * 2.0
+        s = h[0]
+        h[0] = 1.0
+    return s
+
+
+def overwritten_element_then_sum(p):
+    h = p.copy()
+    h[0] = 1.0
+    return np.sum(h)
+
+
+def tuple_element_updated(p):
+    t = p[0], p[1]
+    s = t[0]
+    s += 1.0
+    return s + p[0]
+
+
+def tuple_element_scales_array(p):
+    t = 1.0, 2.0
+    h = p * t[0]
+    return h[0]
+
+
+def helper(a, b):
+    return a, 2.0
+
+
+def helper_result_in_loop(p):
+    s = 1.0
+    h = p * s
+    for i in range(1):
+        u, w = helper(h[i], 1.0)
+        s = u
+    return s + np.sum(h)
+
+
+def writes_into_argument(x, p):
+    p[0] = x
+    return x + np.sum(p)
+
+
+def array_augassign_then_read(p):
+    h = p.copy()
+    h += 1.0
+    return h[0] + np.sum(h)
+
+
+def scaled_by_dot_then_read(p):
+    h = p * np.dot(p, p)
+    return h[0] + np.sum(h)
+
+
+def augassign_then_element_write(p):
+    h = p * 1.0
+    h += p
+    h[0] = 1.0
+    return np.sum(h)
+
+
+def scalar_added_into_zeros(x):
+    h = np.zeros(3)
+    h += x
+    return np.sum(h)
+
+
+def dot_into_slice(p):
+    h = np.zeros(2)
+    h[0:1] = np.dot(p, p)
+    return np.sum(h)
+
+
+def slice_write(p):
+    h = np.zeros(3)
+    h[0:2] = p[0:2] * 2.0
+    return np.sum(h)
+
+
+P3 = np.array([0.3, 0.5, 0.7])
+
+CASES = {
+    "neg_pow_base": Case(neg_pow_base, (0.3,), 0.675, (2.25,), {"python": CAUSE_1, "numba": CAUSE_1}),
+    "float_param_reassigned": Case(float_param_reassigned, (0.3, P3), 2.5, (0.0, np.ones(3)),
+                                   {"python": CAUSE_2, "numba": CAUSE_2}),
+    "array_param_rebound": Case(array_param_rebound, (P3, P3), 3.0, (np.zeros(3), 2 * np.ones(3)),
+                                {"python": CAUSE_2, "numba": CAUSE_2}),
+    "array_param_rebound_then_read": Case(array_param_rebound_then_read, (P3,), 2.0,
+                                          (np.array([1.0, 2.0, 1.0]),),
+                                          {"python": NEW_READONLY, "numba": CAUSE_2}),
+    "sign_only": Case(sign_only, (0.7,), 3.0, (0.0,), {"python": CAUSE_3, "numba": CAUSE_3}),
+    "dead_parameter": Case(dead_parameter, (0.3, 0.5), 1.0, (0.0, 2.0),
+                           {"python": CAUSE_3, "numba": CAUSE_3}),
+    "nested_loop_reuse": Case(nested_loop_reuse, (P3,), 1.5, (np.array([0.0, 1.0, 0.0]),),
+                              {"python": CAUSE_4, "numba": CAUSE_4}),
+    "while_and_break": Case(while_and_break, (P3,), 0.74, (np.array([0.0, 1.0, 1.4]),),
+                            {"python": CAUSE_5}),
+    "return_inside_while": Case(return_inside_while, (0.3,), 0.18, (1.2,), {"python": CAUSE_5}),
+    "reversed_range_continue": Case(reversed_range_continue, (0.3, P3), 0.063,
+                                    (0.21, np.array([0.21, 0.0, 0.09])),
+                                    {"python": CAUSE_6, "numba": CAUSE_6}),
+    "row_write": Case(row_write, (P3[:2].copy(),), 0.8, (np.ones(2),), {"python": CAUSE_8}),
+    "row_write_then_sum": Case(row_write_then_sum, (P3[:2].copy(),), 0.8, (np.ones(2),),
+                               {"python": CAUSE_8, "numba": CAUSE_13}),
+    "view_read_after_write": Case(view_read_after_write, (P3,), 0.6, (np.array([2.0, 0.0, 0.0]),),
+                                  {"python": CAUSE_9, "numba": CAUSE_9}),
+    "early_return_after_array_update": Case(early_return_after_array_update, (0.7,), 0.7, (1.0,),
+                                            {"python": CAUSE_12, "numba": CAUSE_13}),
+    "early_return_array_made_in_loop": Case(early_return_array_made_in_loop, (P3,), 1.5, (np.ones(3),),
+                                            {"python": CAUSE_12}),
+    "array_made_in_loop_overwritten": Case(array_made_in_loop_overwritten, (P3,), 0.6,
+                                           (np.array([2.0, 0.0, 0.0]),), {"python": CAUSE_12}),
+    "overwritten_element_then_sum": Case(overwritten_element_then_sum, (P3,), 2.2,
+                                         (np.array([0.0, 1.0, 1.0]),), {"numba": CAUSE_13}),
+    "tuple_element_updated": Case(tuple_element_updated, (P3,), 1.6, (np.array([2.0, 0.0, 0.0]),),
+                                  {"numba": CAUSE_13_SAVE}),
+    "tuple_element_scales_array": Case(tuple_element_scales_array, (P3,), 0.3, (np.array([1.0, 0.0, 0.0]),),
+                                       {"python": NEW_UNKNOWN_KIND, "numba": CAUSE_11}),
+    "helper_result_in_loop": Case(helper_result_in_loop, (P3,), 1.8, (np.array([2.0, 1.0, 1.0]),),
+                                  {"python": NEW_UNKNOWN_KIND, "numba": CAUSE_13_SAVE}),
+    "writes_into_argument": Case(writes_into_argument, (0.4, P3), 2.0, (2.0, np.array([0.0, 1.0, 1.0])),
+                                 {"python": CAUSE_14, "numba": CAUSE_13 + ", then cause 14"}),
+    "array_augassign_then_read": Case(array_augassign_then_read, (P3,), 5.8, (np.array([2.0, 1.0, 1.0]),),
+                                      {"python": NEW_READONLY}),
+    "scaled_by_dot_then_read": Case(scaled_by_dot_then_read, (P3,), 1.494, (np.array([2.74, 2.63, 3.35]),),
+                                    {"python": NEW_UNKNOWN_KIND, "numba": NUMBA_DOT}),
+    "augassign_then_element_write": Case(augassign_then_element_write, (P3,), 3.4,
+                                         (np.array([0.0, 2.0, 2.0]),),
+                                         {"python": NEW_AUG_ALIAS, "numba": NEW_AUG_ALIAS}),
+    "scalar_added_into_zeros": Case(scalar_added_into_zeros, (0.4,), 1.2, (3.0,), {"numba": NEW_NUMBA_AUG}),
+    "dot_into_slice": Case(dot_into_slice, (P3,), 0.83, (2 * P3,),
+                           {"python": NEW_DOT_SLICE, "numba": NEW_NUMBA_SLICE}),
+    "slice_write": Case(slice_write, (P3,), 1.6, (np.array([2.0, 2.0, 0.0]),), {"numba": NEW_NUMBA_SLICE}),
+}
+
+
+def params():
+    for name, case in CASES.items():
+        for backend in BACKENDS:
+            reason = case.xfail.get(backend)
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            yield pytest.param(name, backend, marks=marks, id=f"{name}-{backend}")
+
+
+@pytest.mark.parametrize("name, backend", list(params()))
+def test_regression(name, backend, tmp_path):
+    """Correct on every entry point: value, gradient, no argument changed.
+    A refusal (PullbackError) is not enough here: these programs must work."""
+    case = CASES[name]
+    program = Program(source="", args=case.args, wrt=case.wrt, constructs=frozenset())
+    ref = Reference(case.value, list(case.grads))
+    jit = backend == "numba"
+    outcome = worst([check(case.fn, program, ref, jit)
+                     for check in (check_value_and_grad, check_grad, check_vjp)])
+    assert outcome.kind == "correct", str(outcome)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_expected_values_agree_with_finite_differences(name):
+    """The analytic references above are themselves checked, against the
+    oracle's finite differences, so that a typo cannot make a case pass."""
+    case = CASES[name]
+    value = case.fn(*[np.copy(a) if isinstance(a, np.ndarray) else a for a in case.args])
+    assert math.isclose(value, case.value, rel_tol=1e-12, abs_tol=1e-12)
+    fd = fd_gradient(case.fn, case.args, value, case.wrt)
+    assert fd is not None, "finite differences are unstable at these arguments"
+    for got, expected in zip(fd, case.grads):
+        np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-9)
+
+
+# ------------------------------------------------------------------ cause 7
+HELPER_MODULE = '''
+def helper(a):
+    return {c} * a
+
+
+def f(x):
+    return helper(x)
+'''
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.xfail(strict=True, reason="issue 10 cause 7: the derivative cache is keyed by the code "
+                                       "object, which two modules with the same text share")
+def test_same_code_in_two_modules(backend, tmp_path):
+    """Two modules with the same ``f`` text calling different helpers: equal
+    code objects must not share one derivative."""
+    import pullback
+
+    from .oracle import load
+    grads = []
+    for c in (2.0, 5.0):
+        source = HELPER_MODULE.format(c=c)
+        fn = load(Program(source=source, args=(1.0,), wrt=(0,), constructs=frozenset()), tmp_path)
+        grads.append(pullback.grad(fn, jit=backend == "numba")(1.0))
+    assert grads == [2.0, 5.0]
