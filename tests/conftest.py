@@ -6,11 +6,6 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 
-def pytest_addoption(parser):
-    parser.addoption("--update-golden", action="store_true", default=False,
-                     help="rewrite tests/golden/expected from the current generated source")
-
-
 @pytest.fixture(params=[False, True], ids=["python", "numba"])
 def jit(request):
     """Run a test on both backends: plain Python and Numba."""
@@ -22,3 +17,5 @@ def pytest_addoption(parser):
     knows them however it is started; see tests/fuzz/options.py."""
     from fuzz.options import add_options
     add_options(parser)
+    parser.addoption("--update-golden", action="store_true", default=False,
+                     help="rewrite tests/golden/expected from the current generated source")
