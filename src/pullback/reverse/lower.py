@@ -129,6 +129,8 @@ def render(tr, code) -> list:
 def zeros(tr, name) -> ast.expr:
     """A zero adjoint for ``name``'s current value."""
     k = tr.kinds.get(name)
+    if k is not None and k.ndim == 0 and k.dtype in "fc":
+        return ast.Constant(0.0)
     if k is not None and k.ndim is not None and k.ndim > 0 and k.dtype == "f":
         return call(ast.Attribute(ast.Name(tr.helper(np, "np")), "zeros_like", ast.Load()),
                      ast.Name(name))

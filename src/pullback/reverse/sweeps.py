@@ -207,7 +207,11 @@ _REVERSE = ir.table("reverse sweep", {
 
 
 def init_adjoints(tr) -> list:
-    out = []
+    """The adjoints that exist before the reverse sweep: buffers, lists, and the
+    zero gradient of each differentiated parameter that nothing flows into (the
+    result does not depend on it, or only through non-differentiable steps such as
+    ``np.sign`` or a comparison), so that every returned adjoint is bound."""
+    out = [assign(tr.d(p), zeros(tr, p)) for p in tr.wrt if p not in tr.active]
     for name in sorted(tr.active):
         if name in tr.local_temps:
             continue
