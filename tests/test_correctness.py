@@ -65,3 +65,19 @@ def test_generated_code_that_reads_an_unbound_name_is_an_internal_error():
     with pytest.raises(InternalError, match="'dx'"):
         check_bound(src, {"helper"})
     ast.parse(src)      # the source itself is valid Python
+
+
+# -------------------------------------------- cause 2: assignment to a float parameter
+def _rebinds_parameter(p, y, x, A):
+    x = np.sum(A)
+    return y + x + np.sum(p)
+
+
+def test_rebound_parameter_has_zero_gradient(jit):
+    args = (np.array([0.3, 0.7, 0.9, 0.2]), 0.5, 0.25, np.array([0.75, 0.75]))
+    g = pullback.grad(_rebinds_parameter, argnums=(0, 1, 2), jit=jit)
+    for _ in range(2):
+        dp, dy, dx = g(*args)
+        assert_close(dp, np.ones(4))
+        assert dy == 1.0 and dx == 0.0
+    check_against_fd(_rebinds_parameter, args, (0, 1, 2, 3), jit)

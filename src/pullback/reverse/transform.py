@@ -123,7 +123,7 @@ class ReverseTransform:
         forward = sweeps.init_saved(self) + sweeps.fwd_block(self, body)
         swept = cleanup.drop_dead_resets(
             lower.render(self, sweeps.initial_resets(self) + sweeps.rev_block(self, body)),
-            set(self.adj.values()))
+            set(self.adj.values()), {self.d(p) for p in self.wrt})
         reverse = self.tape.between() + sweeps.init_adjoints(self) + cleanup.propagate_copies(self, swept)
         for p in sorted(self.list_buffers & set(self.wrt)):
             dn = self.d(p)
