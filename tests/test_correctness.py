@@ -81,3 +81,25 @@ def test_rebound_parameter_has_zero_gradient(jit):
         assert_close(dp, np.ones(4))
         assert dy == 1.0 and dx == 0.0
     check_against_fd(_rebinds_parameter, args, (0, 1, 2, 3), jit)
+
+
+# ------------------------------- cause 6: reversed(range(...)) whose trip count is unused
+def _reversed_loop_that_continues(x, A):
+    for kk in reversed(range(A.shape[0])):
+        continue
+    return x * x
+
+
+def _reversed_loop_that_breaks(x, p):
+    s = x
+    for k in reversed(range(1, len(p), 2)):
+        if p[k] > 0.5:
+            break
+        s = s * p[k]
+    return s
+
+
+def test_reversed_range_with_only_control_flow_in_the_body(jit):
+    assert pullback.grad(_reversed_loop_that_continues, jit=jit)(0.3, np.ones((3, 2))) == 0.6
+    p = np.array([0.3, 0.4, 0.9, 0.2, 0.1, 0.7])
+    check_against_fd(_reversed_loop_that_breaks, (0.7, p), (0, 1), jit)

@@ -141,6 +141,19 @@ class ReverseTransform:
             out += ir.dispatch(_PREPARE, s)(self, s)
         return out
 
+    def _prepare_assign(self, s: ir.Assign) -> list:
+        """A call whose function name would not name its callee in the generated code
+        (a function of pullback's own that the normalizer calls, such as the trip
+        count of ``reversed(range(...))``) calls it through a helper bound to it."""
+        e = s.expr
+        if not (isinstance(e, ast.Call) and isinstance(e.func, ast.Name)
+                and s.callee is not None and s.method is None) \
+                or self.resolve(e.func.id) is s.callee:
+            return [s]
+        s = copy.copy(s)
+        s.expr = ast.Call(ast.Name(self.helper(s.callee, e.func.id)), e.args, e.keywords)
+        return [s]
+
     def _prepare_if(self, s: ir.If) -> list:
         out = []
         s = copy.copy(s)
@@ -284,6 +297,7 @@ class ReverseTransform:
 
 
 _PREPARE = ir.table("loop bookkeeping", {
-    ir.Assign: lambda tr, s: [s], ir.SetItem: lambda tr, s: [s], ir.Return: lambda tr, s: [s],
+    ir.Assign: ReverseTransform._prepare_assign, ir.SetItem: lambda tr, s: [s],
+    ir.Return: lambda tr, s: [s],
     ir.If: ReverseTransform._prepare_if, ir.For: ReverseTransform._prepare_for,
     ir.While: ReverseTransform._prepare_while})
