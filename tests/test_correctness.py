@@ -103,3 +103,44 @@ def test_reversed_range_with_only_control_flow_in_the_body(jit):
     assert pullback.grad(_reversed_loop_that_continues, jit=jit)(0.3, np.ones((3, 2))) == 0.6
     p = np.array([0.3, 0.4, 0.9, 0.2, 0.1, 0.7])
     check_against_fd(_reversed_loop_that_breaks, (0.7, p), (0, 1), jit)
+
+
+# ------------------------------------------ cause 8: an int index on a 2-D array is a row
+def _row_write(p):
+    h = np.zeros((2, 2))
+    h[1] = p
+    return h[1, 0] + h[1, 1]
+
+
+def _scalar_into_row(x):
+    h = np.zeros((2, 2))
+    h[1] = x[0]
+    return h[1, 0] + 2.0 * h[1, 1]
+
+
+def _row_recurrence(inputs, W):
+    h = np.zeros((4, 3))
+    for t in range(3):
+        h[t + 1] = np.dot(inputs[t], W) + h[t]
+    return np.sum(h[1:])
+
+
+def _overwritten_rows(p):
+    h = np.ones((3, 2))
+    for t in range(2):
+        h[t + 1] = h[t] * p + 1.0
+        h[t] = h[t + 1] * h[t]          # the old row is needed by the reverse sweep
+    return np.sum(h * h)
+
+
+def test_row_write_into_a_2d_array(jit):
+    assert_close(pullback.grad(_row_write, jit=jit)(np.array([0.3, 0.4])), [1.0, 1.0])
+    assert_close(pullback.grad(_scalar_into_row, jit=jit)(np.array([0.3, 0.4])), [3.0, 0.0])
+
+
+@pytest.mark.parametrize("jit", [False], ids=["python"])
+def test_rows_written_in_a_loop(jit):
+    r = np.random.default_rng(0)
+    check_against_fd(_row_recurrence, (r.standard_normal((3, 2)), r.standard_normal((2, 3))),
+                     (0, 1), jit)
+    check_against_fd(_overwritten_rows, (np.array([0.3, 0.6]),), (0,), jit)

@@ -73,8 +73,6 @@ _R_INDEX = ("np.r_[...] / np.c_[...] is taken for a constant: the cotangent is s
 _LIST_INDEX = "a list literal index x[[0, 0]] is lowered to the tuple x[(0, 0)] (IndexError)"
 _SLICE_IN_INDEX = ("a list or np.newaxis next to a slice in an index: the reverse sweep emits "
                    "a bare slice in a tuple, (_t1, :) (SyntaxError)")
-_ROW_OF_2D = ("h[t] = ... on a 2-D array: an integer index is taken for an element, not a row "
-              "(the row's adjoint is a view that is zeroed before use)")
 _REMAINDER = "np.remainder (np.mod, and x % y on arrays)"
 _LINSPACE = "np.linspace is listed as non-differentiable: d/dstart and d/dstop are silently dropped"
 
@@ -237,9 +235,6 @@ PYTHON: dict[str, Expect] = {
                                    "calls np.result_type on the tuple (TypeError)"),
     "tangent/inlining_contextmanager": syntax("with"),
     "tangent/listcomp": syntax("list comprehension outside sum()"),
-    "tangent/init_array_grad_maybe_active": crash(_ROW_OF_2D + "; a scalar written into a row "
-                                                  "is not unbroadcast (ValueError)"),
-    "tangent/rnn": wrong(_ROW_OF_2D + ": d/dinputs is zero"),
     "tangent/extended_slice": crash(_SLICE_IN_INDEX),
 }
 

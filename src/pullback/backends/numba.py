@@ -113,7 +113,7 @@ class NumbaTape(PythonTape):
     def push_element(self, array, index):
         tape, k = self._tape(array + "[]")
         item = ast.unparse(ast.Subscript(ast.Name(array), index, ast.Load()))
-        if not self.t_scalar_index(index):
+        if not self.t.selects_element(array, index):
             raise TypeError("the Numba backend saves overwritten array elements one at a "
                             f"time; {item} = ... writes a slice")
         return self._store(array + "[]", tape, k, item)

@@ -155,7 +155,7 @@ def subscript_adjoint(tr, s, e, g):
     if basic and (tr.stable(name) or (tr.backend.fixed_types and tr.buffer(name))):
         # The heart of the matter: one in-place update of one buffer.
         tr.contribs[name] = tr.contribs.get(name, 0) + 1
-        if not isinstance(index, ast.Tuple) and ir.is_basic_scalar_index(index, tr.kind):
+        if tr.selects_element(name, index):
             tr.element_contribs[name] = tr.element_contribs.get(name, 0) + 1
         return [InPlace(name, copy.deepcopy(index), g)]
     tr.read(base, value=False)
@@ -280,16 +280,13 @@ def setitem_adjoint(tr, s: ir.SetItem) -> list:
         g = ast.Subscript(ast.Name(tr.d(s.array)), copy.deepcopy(s.index), ast.Load())
         if tr.is_active(s.value):
             contrib = g
-            if not all(ir.is_basic_scalar_index(i, tr.kind) for i in
-                       (s.index.elts if isinstance(s.index, ast.Tuple) else [s.index])):
-                # A slice of the adjoint is a view: copy it before zeroing the slice.
+            if not tr.selects_element(s.array, s.index):
+                # A row or slice of the adjoint is a view: copy it before zeroing it,
+                # and sum it when one scalar was written into all of it.
                 contrib = ast.Call(ast.Attribute(g, "copy", ast.Load()), [], [])
-            vk = tr.kind(s.value)
-            if vk.ndim == 0 and not all(ir.is_basic_scalar_index(i, tr.kind) for i in
-                                        (s.index.elts if isinstance(s.index, ast.Tuple)
-                                         else [s.index])):
-                contrib = ast.Call(ast.Name(tr.helper(_unbroadcast(), "unbroadcast")),
-                                   [contrib, ast.Name(s.value.id)], [])
+                if tr.kind(s.value).ndim == 0:
+                    contrib = ast.Call(ast.Name(tr.helper(_unbroadcast(), "unbroadcast")),
+                                       [contrib, ast.Name(s.value.id)], [])
             code.append(accum(tr, s.value.id, contrib))
         code.append(ZeroElement(s.array, copy.deepcopy(s.index)))
     return code

@@ -84,6 +84,10 @@ class ReverseTransform:
             return kind_of_value(atom.value)
         return Kind(None, "o")
 
+    def selects_element(self, array, index) -> bool:
+        """Whether ``array[index]`` is one element (not a row or a slice) of ``array``."""
+        return ir.selects_element(index, self.kinds.get(array, Kind(None, "o")).ndim, self.kind)
+
     def is_active(self, atom) -> bool:
         return isinstance(atom, ast.Name) and atom.id in self.active
 
@@ -112,7 +116,7 @@ class ReverseTransform:
             # Python list in CPython (no NumPy scalar boxing per update).
             sets = [st for st in ir.walk(body) if isinstance(st, ir.SetItem)]
             scalar_writes_only = {st.array for st in sets} - {
-                st.array for st in sets if not ir.is_basic_scalar_index(st.index, self.kind)}
+                st.array for st in sets if not self.selects_element(st.array, st.index)}
             self.list_buffers = {
                 p for p in self.active if self.stable(p) and self.kinds[p].ndim == 1
                 and (p in self.wrt or p not in self.fn.params)
