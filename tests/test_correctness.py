@@ -118,10 +118,10 @@ def _scalar_into_row(x):
     return h[1, 0] + 2.0 * h[1, 1]
 
 
-def _row_recurrence(inputs, W):
+def _row_recurrence(inputs, w):
     h = np.zeros((4, 3))
     for t in range(3):
-        h[t + 1] = np.dot(inputs[t], W) + h[t]
+        h[t + 1] = inputs[t] * w + h[t] * h[t]
     return np.sum(h[1:])
 
 
@@ -138,9 +138,102 @@ def test_row_write_into_a_2d_array(jit):
     assert_close(pullback.grad(_scalar_into_row, jit=jit)(np.array([0.3, 0.4])), [3.0, 0.0])
 
 
-@pytest.mark.parametrize("jit", [False], ids=["python"])
 def test_rows_written_in_a_loop(jit):
     r = np.random.default_rng(0)
-    check_against_fd(_row_recurrence, (r.standard_normal((3, 2)), r.standard_normal((2, 3))),
+    check_against_fd(_row_recurrence, (0.5 * r.standard_normal((3, 3)), r.standard_normal(3)),
                      (0, 1), jit)
     check_against_fd(_overwritten_rows, (np.array([0.3, 0.6]),), (0,), jit)
+
+
+# ------------------------------ cause 13: what the Numba backend saves for the reverse sweep
+def _fills_local_array(x, p):
+    out = np.zeros(3)
+    for k in range(3):
+        out[k] = x * p[k]
+    return np.sum(out * out)
+
+
+def _pair(a, b):
+    return a * b, a + b
+
+
+def _tuple_helper_in_loop(x, p):
+    s = 0.0
+    for k in range(3):
+        u, v = _pair(x, p[k])
+        s = s + u * v
+    return s
+
+
+def _scaled(a, v):
+    return a * 2.0, v * a
+
+
+def _mixed_tuple_helper_in_loop(x, p):
+    s = 0.0
+    for k in range(3):
+        u, w = _scaled(x * p[k], p)
+        s = s + u * np.sum(w)
+    return s
+
+
+def _early_tuple_return(a, b):
+    if a > b:
+        return a, b
+    return b * a, a
+
+
+def _early_tuple_helper_in_loop(x, p):
+    s = 0.0
+    for k in range(len(p)):
+        u, v = _early_tuple_return(x, p[k])
+        s = s + u * v
+    return s
+
+
+def _boolean_temporaries(x, p):
+    s = 0.0
+    for k in range(len(p)):
+        big = np.sum(p * x) > x
+        mask = p > x * k
+        if big:
+            s = s + x * p[k]
+        s = s + np.sum(p * mask) * x
+    return s
+
+
+def _reassigned_reshape(x):
+    z = x.reshape(2, 2) * 1.0
+    z = z - 1.0
+    return np.sum(z * z)
+
+
+_P4 = np.array([0.3, 0.7, 0.9, 0.2])
+
+
+@pytest.mark.parametrize("f, args", [
+    (_fills_local_array, (0.5, _P4)),
+    (_tuple_helper_in_loop, (0.5, _P4)),
+    (_mixed_tuple_helper_in_loop, (0.5, _P4)),
+    (_early_tuple_helper_in_loop, (0.5, _P4)),
+    (_boolean_temporaries, (0.5, _P4)),
+    (_reassigned_reshape, (np.array([0.1, 0.2, 0.3, 0.4]),)),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_saved_values_of_every_kind(f, args, jit):
+    check_against_fd(f, args, tuple(range(len(args))), jit)
+
+
+def _untyped_in_loop(x, p):
+    s = 0.0
+    for k in range(len(p)):
+        g = np.sum(p, axis=0) * x        # a number or an array: not known before it runs
+        if g < 1.0:
+            s = s + g
+    return s
+
+
+def test_a_saved_value_of_unknown_type_is_refused_under_numba():
+    check_against_fd(_untyped_in_loop, (0.5, _P4), (0, 1), jit=False)
+    with pytest.raises(pullback.NumbaCompileError, match="np.sum.*\n.*line") as info:
+        pullback.grad(_untyped_in_loop, argnums=(0, 1), jit=True)(0.5, _P4)
+    assert "g = np.sum(p, axis=0) * x" in str(info.value)

@@ -240,8 +240,6 @@ PYTHON: dict[str, Expect] = {
 
 # Numba backend (jit=True), for the cases marked numba=True.
 NUMBA: dict[str, Expect] = {
-    "tangent/active_subscript": crash("saving an overwritten element of a local array names its "
-                                      "tape _tape_y[]_1 (SyntaxError while generating code)"),
 }
 
 

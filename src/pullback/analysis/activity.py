@@ -147,7 +147,7 @@ class KindInference:
             kinds = [self.expr(x) for x in e.elts]
             # A tuple of ints (a shape) keeps its length in ndim.
             return Kind(len(kinds), "t") if all(k.dtype in "bi" and k.ndim == 0
-                                                for k in kinds) else OTHER
+                                                for k in kinds) else Kind(None, "o", tuple(kinds))
         if isinstance(e, ast.Call):
             return self.call(e, stmt)
         return OTHER
@@ -183,6 +183,9 @@ class KindInference:
 
     def subscript(self, e):
         base = self.expr(e.value)
+        k = e.slice.value if isinstance(e.slice, ast.Constant) else None
+        if base.items is not None and isinstance(k, int) and -len(base.items) <= k < len(base.items):
+            return base.items[k]
         if base.dtype == "t":
             return Kind(None, "t") if isinstance(e.slice, ast.Slice) else INT
         if base.ndim is None:

@@ -65,6 +65,10 @@ class PythonTape:
     def pop(self, name):
         return parse_statements(f"{name} = _fpop()" if self._float(name) else f"{name} = _pop()")
 
+    def element_key(self, array, index):
+        """The tape that saves ``array[index]`` (one stack holds everything here)."""
+        return array + "[]"
+
     def push_element(self, array, index):
         item = ast.Subscript(ast.Name(array), index, ast.Load())
         if not self.t.selects_element(array, index):

@@ -13,6 +13,7 @@ import ast
 import copy
 
 from ..core import ir
+from ..core.errors import NumbaCompileError
 from .lower import zeros
 from .ops import (Accum, Branch, LoopInfo, Reset, Restore, ReverseFor, assign, aug_add, call, comment,
                   names_in)
@@ -31,22 +32,53 @@ def init_saved(tr) -> list:
         names |= {n for n in tr.active - tr.top_level - set(tr.fn.params)
                   - tr.local_temps if tr.buffer(n)}
     out = [assign(name, placeholder(tr, name)) for name in sorted(names)]
+    if tr.backend.fixed_types:
+        for name, st in zip(sorted(names), out):
+            if isinstance(st.value, ast.Constant) and st.value.value is None:
+                raise _untyped_before_assignment(tr, name)
     return tr.tape.setup() + out
+
+
+def _untyped_before_assignment(tr, name):
+    """Numba gives a variable one type, so one saved before its first assignment needs
+    a placeholder of that type; when its kind is not known here there is none."""
+    first = next(s for s in ir.walk(tr.fn.body) if name in s.writes())
+    what = f"`{name}`" if not name.startswith("_") or not isinstance(first, ir.Assign) \
+        else f"the value of `{ast.unparse(first.expr)}`"
+    return tr.error(first, f"{what} under the Numba backend: the reverse sweep needs it saved "
+                    "before it is first assigned, and its type (a number or an array, and "
+                    "its rank) is not known before the function runs",
+                    "assign a variable of that type before the loop or branch that first "
+                    "sets it (for example `g = np.zeros(n)`), or use jit=False",
+                    cls=NumbaCompileError)
 
 
 def placeholder(tr, name) -> ast.expr:
     """A value of ``name``'s kind, for before its first assignment (Numba needs
     one type per variable): an empty float array of its rank, 0, False, 0.0."""
-    kind = tr.kinds.get(name)
+    return _placeholder_of(tr, tr.kinds.get(name))
+
+
+def _placeholder_of(tr, kind) -> ast.expr:
+    """A value of ``kind``: a tuple of its items' placeholders for a tuple."""
+    if kind is not None and kind.items is not None:
+        return ast.Tuple([_placeholder_of(tr, k) for k in kind.items], ast.Load())
     if kind is None or kind.ndim is None:
         return ast.Constant(None)
     if kind.ndim == 0:
         return ast.Constant({"i": 0, "b": False}.get(kind.dtype, 0.0))
-    if kind.ndim > 0 and kind.dtype == "f":
+    if kind.ndim > 0 and kind.dtype in _DTYPES:
+        np_name = ast.Name(tr.helper(np, "np"))
         shape = ast.Tuple([ast.Constant(0)] * kind.ndim, ast.Load())
-        return call(ast.Attribute(ast.Name(tr.helper(np, "np")), "zeros", ast.Load()),
-                     shape)
+        out = call(ast.Attribute(np_name, "zeros", ast.Load()), shape)
+        if kind.dtype != "f":
+            out.keywords = [ast.keyword("dtype", ast.Attribute(np_name, _DTYPES[kind.dtype],
+                                                                ast.Load()))]
+        return out
     return ast.Constant(None)
+
+
+_DTYPES = {"f": "float64", "b": "bool_", "i": "int64", "c": "complex128"}
 
 
 def fwd_block(tr, stmts) -> list:
@@ -135,7 +167,8 @@ def _pushes_if(tr, s: ir.If) -> dict:
 
 _PUSHES = ir.table("pushes per iteration", {
     ir.Assign: lambda tr, s: {s.target: 1} if tr.needs_save(s.target, s) else {},
-    ir.SetItem: lambda tr, s: {s.array + "[]": 1} if s.array in tr.value_reads else {},
+    ir.SetItem: lambda tr, s: {tr.tape.element_key(s.array, s.index): 1}
+    if s.array in tr.value_reads else {},
     ir.For: lambda tr, s: {s.var: 1} if tr.needs_save(s.var, s) else {},
     ir.If: _pushes_if,
     ir.While: lambda tr, s: {},       # nested loops reserve for themselves
