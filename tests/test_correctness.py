@@ -237,3 +237,44 @@ def test_a_saved_value_of_unknown_type_is_refused_under_numba():
     with pytest.raises(pullback.NumbaCompileError, match="np.sum.*\n.*line") as info:
         pullback.grad(_untyped_in_loop, argnums=(0, 1), jit=True)(0.5, _P4)
     assert "g = np.sum(p, axis=0) * x" in str(info.value)
+
+
+# ---------------- cause 12: an element written into an array whose adjoint is still 0.0
+def _write_then_early_return(x):
+    B = np.zeros(2)
+    B[0] = x
+    if x > 0.6:
+        return x
+    B *= x
+    return np.sum(B)
+
+
+def _rebound_array_written_in_a_loop(x, p):
+    B = np.zeros(3)
+    s = 0.0
+    for k in range(3):
+        B[k] = x * p[k]
+        if p[k] > 0.5:
+            s = s + np.sum(B)
+        B = B * 0.5
+    return s
+
+
+@pytest.mark.parametrize("x", [0.5, 0.7])
+def test_element_write_into_an_array_rebound_later(x, jit):
+    check_against_fd(_write_then_early_return, (x,), (0,), jit)
+    check_against_fd(_rebound_array_written_in_a_loop, (x, np.array([0.3, 0.7, 0.9])), (0, 1),
+                     jit)
+
+
+def _rebinds_to_its_own_view_then_writes(x):
+    B = x * 1.0
+    C = B
+    B = B[1:]
+    B[0] = 1.0          # changes C[1]
+    return C[1] * x[0]
+
+
+def test_x_equals_f_of_x_hands_the_array_over_unless_it_is_a_view(jit):
+    with pytest.raises(pullback.UnsupportedSyntaxError, match=r"B = B\[1:\] is a view"):
+        pullback.grad(_rebinds_to_its_own_view_then_writes, jit=jit)(np.array([1.0, 2.0, 3.0]))

@@ -23,7 +23,7 @@ from ..rules import registry
 from ..rules.elementwise import unbroadcast
 from ..rules.methods import METHODS
 from ..rules.scalar import OPERATORS
-from .ops import Accum, BufferUpdate, InPlace, Reset, Scatter, TupleItem, ZeroElement, assign, call
+from .ops import Accum, AsBuffer, BufferUpdate, InPlace, Reset, Scatter, TupleItem, ZeroElement, assign, call
 
 # Operators applied to arrays use the NumPy ufunc's rule (it knows broadcasting).
 _ARRAY_OPS = {
@@ -277,6 +277,11 @@ def setitem_adjoint(tr, s: ir.SetItem) -> list:
     tr.read(s.index)
     tr.updated_in_place.add(s.array)
     if s.array in tr.active:
+        if not tr.buffer(s.array):
+            # Its adjoint may still be the number 0.0 (nothing reached it, say, on the
+            # path taken): make it an array of the variable's shape before indexing it.
+            tr.read(ast.Name(s.array), value=False)
+            code.append(AsBuffer(s.array, tr.helper(buffer_like, "buffer_like")))
         g = ast.Subscript(ast.Name(tr.d(s.array)), copy.deepcopy(s.index), ast.Load())
         if tr.is_active(s.value):
             contrib = g

@@ -101,7 +101,7 @@ class ReverseTransform:
     def run(self) -> Generated:
         body = self.prepare(self.fn.body)
         ir.number(body)
-        aliasing.check_aliasing(body, self.kind, self.location)
+        aliasing.check_aliasing(body, self.kind, self.location, set(self.fn.params))
         self.count_sites(body, in_loop=False, top=True)
         for p in self.fn.params:
             self.sites[p] = self.sites.get(p, 0) + 1
