@@ -278,3 +278,25 @@ def _rebinds_to_its_own_view_then_writes(x):
 def test_x_equals_f_of_x_hands_the_array_over_unless_it_is_a_view(jit):
     with pytest.raises(pullback.UnsupportedSyntaxError, match=r"B = B\[1:\] is a view"):
         pullback.grad(_rebinds_to_its_own_view_then_writes, jit=jit)(np.array([1.0, 2.0, 3.0]))
+
+
+# ----------------------------------------------- cause 11: a tuple indexed by an int variable
+def _tuple_item_by_argument(a, b, c, i):
+    t = a, b, c
+    return t[i]
+
+
+def _tuple_items_in_a_loop(a, b, c, p):
+    s = 0.0
+    for i in range(3):
+        t = a * p[i], b, c
+        s = s + t[i] * t[(i + 1) % 3]
+    return s
+
+
+@pytest.mark.parametrize("i", [0, 1, 2])
+def test_tuple_indexed_by_an_int_variable(i, jit):
+    grads = pullback.grad(_tuple_item_by_argument, argnums=(0, 1, 2), jit=jit)(0.1, 0.2, 0.3, i)
+    assert grads == tuple(1.0 if k == i else 0.0 for k in range(3))
+    check_against_fd(_tuple_items_in_a_loop, (0.1, 0.2, 0.3, np.array([0.5, -1.5, 2.0])),
+                     (0, 1, 2, 3), jit)

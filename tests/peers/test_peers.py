@@ -231,8 +231,6 @@ PYTHON: dict[str, Expect] = {
     "tangent/numpy_atleast_2d": missing("np.atleast_2d"),
     "tangent/numpy_atleast_3d": missing("np.atleast_3d"),
     "tangent/dict_wrapper": missing("dict"),
-    "tangent/passthru_pack": crash("x[i] with a variable i on a tuple of floats: buffer_like "
-                                   "calls np.result_type on the tuple (TypeError)"),
     "tangent/inlining_contextmanager": syntax("with"),
     "tangent/listcomp": syntax("list comprehension outside sum()"),
     "tangent/extended_slice": crash(_SLICE_IN_INDEX),

@@ -15,6 +15,7 @@ shapes and booleans are never active.
 from __future__ import annotations
 
 import ast
+import functools
 import math
 
 import numpy as np
@@ -186,6 +187,8 @@ class KindInference:
         k = e.slice.value if isinstance(e.slice, ast.Constant) else None
         if base.items is not None and isinstance(k, int) and -len(base.items) <= k < len(base.items):
             return base.items[k]
+        if base.items and self.expr(e.slice) == INT:
+            return functools.reduce(join, base.items)       # t[i]: any of its items
         if base.dtype == "t":
             return Kind(None, "t") if isinstance(e.slice, ast.Slice) else INT
         if base.ndim is None:

@@ -142,12 +142,14 @@ def subscript_adjoint(tr, s, e, g):
     index = e.slice
     tr.read(index)
     bk = tr.kind(base)
-    if bk.ndim is None and isinstance(index, ast.Constant) and isinstance(index.value, int):
-        # An item of a tuple-valued result, such as np.linalg.slogdet(A)[1].
+    constant = isinstance(index, ast.Constant) and isinstance(index.value, int)
+    if bk.ndim is None and (constant or bk.items is not None and tr.kind(index) == Kind(0, "i")):
+        # An item of a tuple: t[1], np.linalg.slogdet(A)[1], or t[i] with an int i
+        # when t is known to be a tuple (not just a value of unknown kind).
         tr.read(base, value=False)
         tr.contribs[base.id] = tr.contribs.get(base.id, 0) + 1
         tr.updated_in_place.add(base.id)
-        return [TupleItem(base.id, index.value, g, tr.helper(add_item, "add_item"))]
+        return [TupleItem(base.id, copy.deepcopy(index), g, tr.helper(add_item, "add_item"))]
     basic = all(ir.is_basic_index(i, tr.kind) for i in
                 (index.elts if isinstance(index, ast.Tuple) else [index]))
     name = base.id

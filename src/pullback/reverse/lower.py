@@ -100,8 +100,8 @@ class _Render:
         dn = self.tr.d(c.name)
         self.reads(c.g)
         self.rebinds(dn)
-        self.out.append(assign(dn, call(c.helper, ast.Name(dn), ast.Name(c.name),
-                                        ast.Constant(c.k), c.g)))
+        self.reads(c.k)
+        self.out.append(assign(dn, call(c.helper, ast.Name(dn), ast.Name(c.name), c.k, c.g)))
 
     def scatter(self, c: Scatter):
         dn = self.tr.d(c.name)

@@ -81,8 +81,9 @@ class BufferUpdate:
 
 @dataclass
 class TupleItem:
+    """the cotangent of the tuple ``name`` gets ``g`` added at item ``k`` (an atom)"""
     name: str
-    k: int
+    k: ast.expr
     g: ast.expr
     helper: str
 
