@@ -300,3 +300,50 @@ def test_tuple_indexed_by_an_int_variable(i, jit):
     assert grads == tuple(1.0 if k == i else 0.0 for k in range(3))
     check_against_fd(_tuple_items_in_a_loop, (0.1, 0.2, 0.3, np.array([0.5, -1.5, 2.0])),
                      (0, 1, 2, 3), jit)
+
+
+# ------------------------------------- cause 4: a loop body that rebinds the loop variable
+def _inner_loop_reuses_the_variable(p):
+    s = 0.0
+    for kk in range(4):
+        for kk in range(len(p), 0, -1):
+            pass
+        s = p[kk]
+    return s
+
+
+def _inner_enumerate_reuses_the_variable(p, n):
+    c = 0.0
+    for m in range(n, -1, -1):
+        for m, acc in enumerate(p):
+            pass
+        c = p[m]
+    return c
+
+
+def _inner_loop_with_work_reuses_the_variable(x, p):
+    s = 0.0
+    for k in range(3):
+        s = s + x * p[k]
+        for k in range(k, len(p)):
+            s = s * p[k]
+        s = s + p[k] * x
+    return s
+
+
+def _assigns_the_loop_variable(x, p):
+    s = 0.0
+    for i in range(3):
+        t = x * p[i]
+        i = 3 - i
+        s = s + t * p[i]
+    return s
+
+
+def test_loop_body_that_rebinds_the_loop_variable(jit):
+    p = np.array([0.3, 0.7, 0.9, 0.2])
+    assert_close(pullback.grad(_inner_loop_reuses_the_variable, jit=jit)(p), [0, 1, 0, 0])
+    assert_close(pullback.grad(_inner_enumerate_reuses_the_variable, jit=jit)(p, 2),
+                 [0, 0, 0, 1])
+    check_against_fd(_inner_loop_with_work_reuses_the_variable, (0.5, p), (0, 1), jit)
+    check_against_fd(_assigns_the_loop_variable, (0.5, p), (0, 1), jit)

@@ -176,6 +176,15 @@ class ReverseTransform:
         out = []
         s = copy.copy(s)
         s.body = self.prepare(s.body)
+        if any(s.var in t.writes() for t in ir.walk(s.body)):
+            # The body rebinds the loop variable (an inner loop over the same name, an
+            # assignment), so at the end of an iteration it no longer holds the index
+            # the reverse loop sets.  Loop over a fresh index and assign the variable
+            # from it, as an ordinary statement whose overwritten values are saved.
+            index = self.names.fresh(f"_{s.var.lstrip('_')}_")
+            self.kinds[index] = self.kinds.get(s.var, Kind(0, "i"))
+            s.body = [ir.Assign(s.line, s.var, ast.Name(index))] + s.body
+            s.var = index
         lo, st = s.start, s.step
         if not isinstance(lo, ast.Constant):
             lo = ast.Name(self.names.fresh("_start"))
