@@ -347,3 +347,50 @@ def test_loop_body_that_rebinds_the_loop_variable(jit):
                  [0, 0, 0, 1])
     check_against_fd(_inner_loop_with_work_reuses_the_variable, (0.5, p), (0, 1), jit)
     check_against_fd(_assigns_the_loop_variable, (0.5, p), (0, 1), jit)
+
+
+# ------------------------------------- cause 5: a while loop left by break or return
+def _while_with_break(p):
+    it = 2
+    g2 = 0.0
+    t = 0.0
+    while it >= 0 and g2 < 10.0:
+        if it == 0:
+            break
+        t = p[it]
+        it -= 1
+    return t
+
+
+def _while_with_break_in_a_loop(x, p):
+    s = 0.0
+    for k in range(3):
+        y = x * p[k]
+        n = 0
+        while y * y < 4.0 and n < 5:
+            y = y * 1.5 + p[n]
+            n += 1
+            if y > 1.5:
+                break
+        s = s + y * p[k]
+    return s
+
+
+def _while_with_return(x, p):
+    y = x
+    i = 0
+    while i < len(p) and y < 3.0:
+        y = y * p[i] + x
+        if y > 2.0:
+            return y * y
+        i += 1
+    return y
+
+
+def test_while_loop_left_by_break_or_return(jit):
+    assert_close(pullback.grad(_while_with_break, jit=jit)(np.array([0.1, 0.2, 0.3])),
+                 [0.0, 1.0, 0.0])
+    p = np.array([0.9, 1.2, 0.8, 1.1, 1.3])
+    for x in (0.3, 0.9):
+        check_against_fd(_while_with_break_in_a_loop, (x, p), (0, 1), jit)
+        check_against_fd(_while_with_return, (x, p), (0, 1), jit)

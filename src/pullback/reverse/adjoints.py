@@ -70,6 +70,8 @@ def _adjoint_for(tr, s: ir.For):
 
 def _adjoint_while(tr, s: ir.While):
     tr.read(ast.Name(s.trips))
+    if s.exit_flag is not None:
+        tr.read(ast.Name(s.exit_flag))      # did the last iteration skip the condition?
     _header_reads(tr, s)
     gen_adjoints(tr, s.cond)
     gen_adjoints(tr, s.body)

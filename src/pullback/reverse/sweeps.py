@@ -226,8 +226,17 @@ def _rev_for(tr, s: ir.For) -> list:
 
 
 def _rev_while(tr, s: ir.While) -> list:
-    body = rev_block(tr, s.cond) + rev_block(tr, s.body)
-    return [ReverseFor(None, LoopInfo(None, None, s.trips), body)] if body else []
+    cond, body = rev_block(tr, s.cond), rev_block(tr, s.body)
+    first = []
+    if cond and s.exit_flag is not None:
+        # An iteration that breaks (or returns) leaves before the condition is tested
+        # again, so the last iteration of a loop left that way pushed nothing there:
+        # the first reverse iteration skips the condition's reverse.
+        broke = tr.names.fresh("_broke")
+        first = [assign(broke, ast.Name(s.exit_flag))]
+        cond = [Branch(broke, [assign(broke, ast.Constant(False))], cond)]
+    body = cond + body
+    return first + [ReverseFor(None, LoopInfo(None, None, s.trips), body)] if body else []
 
 
 def _rev_return(tr, s: ir.Return) -> list:
