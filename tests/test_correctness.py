@@ -394,3 +394,59 @@ def test_while_loop_left_by_break_or_return(jit):
     for x in (0.3, 0.9):
         check_against_fd(_while_with_break_in_a_loop, (x, p), (0, 1), jit)
         check_against_fd(_while_with_return, (x, p), (0, 1), jit)
+
+
+# ------------------------------- cause 9: a view read after a write through the original
+def _view_read_after_write(p):
+    q = p.copy()
+    r = q[1:]
+    q[1] = 2 * q[0]
+    return r[0]
+
+
+def _view_of_a_view_read_after_write(p):
+    q = p * 1.0
+    r = q.reshape(2, 2)
+    s = r[1]
+    for k in range(2):
+        q[k + 2] = q[k] * p[k]
+    return np.sum(s * s)
+
+
+def _alias_read_after_write(p):
+    q = p * 1.0
+    r = q
+    q[0] = q[1] * q[2]
+    return np.sum(r * p)
+
+
+@pytest.mark.parametrize("f", [_view_read_after_write, _view_of_a_view_read_after_write,
+                               _alias_read_after_write])
+def test_view_read_after_a_write_through_the_original_is_refused(f, jit):
+    with pytest.raises(pullback.UnsupportedSyntaxError, match="a view of it") as info:
+        pullback.grad(f, jit=jit)(np.array([0.3, 0.7, 0.9, 0.2]))
+    assert "test_correctness.py" in str(info.value) and "line" in str(info.value)
+
+
+def _view_read_before_write(p):
+    q = p * 1.0
+    r = q[1:]
+    t = np.sum(r * r)
+    q[1] = 2 * q[0]
+    return t + np.sum(q)
+
+
+def _double_buffered(p):
+    h = p * 1.0
+    for t in range(3):
+        hn = np.zeros(4)
+        for i in range(4):
+            hn[i] = np.sin(h[i]) * p[i]
+        h = hn
+    return np.sum(h)
+
+
+def test_views_that_never_see_a_later_write_are_fine(jit):
+    p = np.array([0.3, 0.7, 0.9, 0.2])
+    check_against_fd(_view_read_before_write, (p,), (0,), jit)
+    check_against_fd(_double_buffered, (p,), (0,), jit)

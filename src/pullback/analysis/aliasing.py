@@ -89,5 +89,94 @@ def check_aliasing(stmts, kind, location, params=()) -> None:
             raise UnsupportedSyntaxError(
                 f"a write into {s.target!r}, which shares memory with another array "
                 f"({s.target} = {ast.unparse(e)} {how})", location(later[0].line),
-                f"write `{s.target} = {ast.unparse(e)}.copy()` to work on a copy, or "
+                f"write `{s.target} = {_copy_of(e)}` to work on a copy, or "
                 "write through the original array")
+
+
+def check_stale_views(stmts, kind, location, params=()) -> None:
+    """Refuse a write into an array after a view of it was taken, when the view is
+    read after the write (``r = q[1:]; q[1] = ...; ... r[0]``).  The view sees the
+    write; the transform, which follows values by name, would not (the derivative
+    of ``r[0]`` would miss the write).  Views of views count: a write into ``q``
+    changes every view whose chain of bases reaches ``q``.  A write after ``q`` is
+    bound to a new array (``hn = np.empty(n)`` at the top of each iteration, with
+    ``h = hn`` at its end), or a read after the view's name is bound afresh, is
+    fine."""
+    flow = _Flow(stmts)
+    views = [(s, view_made_by(s, kind, stmts, params)) for s in ir.walk(stmts)
+             if isinstance(s, ir.Assign)]
+    views = [(s, v[0]) for s, v in views if v is not None and v[0] is not None]
+    bases = {}
+    for s, base in views:
+        bases.setdefault(s.target, set()).add(base)
+    sets = [st for st in ir.walk(stmts) if isinstance(st, ir.SetItem)]
+    for s, _ in views:
+        reaches = _base_closure(s.target, bases)
+        for w in sets:
+            if w.array not in reaches or not flow.reaches(s, w, w.array):
+                continue
+            read = next((r for r in ir.walk(stmts) if s.target in r.reads() and r is not w
+                         and flow.reaches(w, r, s.target)), None)
+            if read is not None:
+                raise UnsupportedSyntaxError(
+                    f"a write into {w.array!r} while {s.target!r}, a view of it "
+                    f"({s.target} = {ast.unparse(s.expr)}), is still read later (line "
+                    f"{read.line})", location(w.line),
+                    f"take a copy for the view, `{s.target} = {_copy_of(s.expr)}`, or "
+                    f"write into {w.array!r} before taking the view")
+
+
+def _copy_of(expr) -> str:
+    return ast.unparse(ast.Call(ast.Attribute(expr, "copy", ast.Load()), [], []))
+
+
+def _base_closure(name, bases) -> set:
+    """Every array ``name`` is a view of, directly or through other views."""
+    out, todo = set(), [name]
+    while todo:
+        for b in bases.get(todo.pop(), ()):
+            if b not in out:
+                out.add(b)
+                todo.append(b)
+    return out
+
+
+class _Flow:
+    """Which statement may run after which, and which assignments every path between
+    two statements passes, read off the structured program (sids in program order)."""
+
+    def __init__(self, stmts):
+        self.loops = _enclosing_loops(stmts)
+        self.blocks = {}        # sid -> the blocks around it, outermost first
+        self.assigns = {}       # name -> the Assigns that bind it
+        self._visit(stmts, ())
+
+    def _visit(self, block, path):
+        for st in block:
+            self.blocks[st.sid] = path
+            if isinstance(st, ir.Assign):       # (a loop may bind its variable 0 times)
+                self.assigns.setdefault(st.target, []).append(st)
+            for k, sub in enumerate(st.blocks()):
+                self._visit(sub, path + ((st.sid, k),))
+
+    def _dominates(self, a, b) -> bool:
+        """Every path to ``b`` passes ``a`` first: ``a`` is earlier, in a block around
+        ``b`` (or ``b``'s own)."""
+        pa = self.blocks[a.sid]
+        return a.sid < b.sid and self.blocks[b.sid][:len(pa)] == pa
+
+    def reaches(self, first, then, name) -> bool:
+        """Whether ``then`` may run after ``first`` with ``name`` not bound again in
+        between: later in the program or in a later iteration of a loop around both,
+        unless an assignment of ``name`` on every such path comes between."""
+        common = self.loops[first.sid] & self.loops[then.sid]
+        if then.sid <= first.sid and not common:
+            return False
+        for a in self.assigns.get(name, ()):
+            if a is first or not self._dominates(a, then):
+                continue
+            if then.sid > first.sid and a.sid > first.sid:
+                return False
+            if then.sid <= first.sid and max(common) in self.loops[a.sid]:
+                return False
+        return True

@@ -102,6 +102,7 @@ class ReverseTransform:
         body = self.prepare(self.fn.body)
         ir.number(body)
         aliasing.check_aliasing(body, self.kind, self.location, set(self.fn.params))
+        aliasing.check_stale_views(body, self.kind, self.location, set(self.fn.params))
         self.count_sites(body, in_loop=False, top=True)
         for p in self.fn.params:
             self.sites[p] = self.sites.get(p, 0) + 1
