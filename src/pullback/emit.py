@@ -10,12 +10,14 @@ show the generated code.
 from __future__ import annotations
 
 import ast
+import builtins
 import itertools
 import linecache
 import math
 import types
 
 from .backends.base import Deferred
+from .core.errors import InternalError
 from .reverse.transform import Generated
 
 _counter = itertools.count(1)
@@ -86,6 +88,7 @@ def build(gen: Generated, fname: str, user_globals: dict, user_closure: dict,
     src = source_of(gen, fname)
     bound = dict(externals)
     bound.update(gen.helpers)
+    check_bound(src, set(bound) | set(user_closure) | set(user_globals))
     free = sorted(set(bound) | set(user_closure))
     # Wrap in a maker so the names in `free` compile as closure variables.
     maker_src = f"def __pb_make({', '.join(free)}):\n" + \
@@ -101,6 +104,25 @@ def build(gen: Generated, fname: str, user_globals: dict, user_closure: dict,
     fn = types.FunctionType(fn_code, user_globals, fname, (1.0,), cells)
     linecache.cache[filename] = (len(maker_src), None, maker_src.splitlines(True), filename)
     return backend.finish(fn, src, filename, maker_src), src
+
+
+def check_bound(src: str, outer: set) -> None:
+    """Every name the generated function reads must be bound somewhere: one of its
+    parameters, a name it assigns, or ``outer`` (a helper, a value bound at transform
+    time, the user's globals and closure) or a builtin.  A name bound nowhere is a
+    transform bug that would surface as a NameError when the gradient runs (or a
+    Numba typing error); it is reported here, by name, instead."""
+    fn = ast.parse(src).body[0]
+    stored = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+    read = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else stored).add(node.id)
+    unbound = sorted(n for n in read - stored - outer if not hasattr(builtins, n))
+    if unbound:
+        raise InternalError(f"the generated derivative {fn.name} reads "
+                            f"{', '.join(map(repr, unbound))}, which it never binds "
+                            f"(a bug in pullback: please report it with the function)")
 
 
 def rebind(fn, src: str, old_closure: dict, new_closure: dict, backend):

@@ -1,6 +1,8 @@
 """Kinds and activity on small programs: what carries a derivative and what never does."""
 from __future__ import annotations
 
+import numpy as np
+
 from pullback.core.kinds import BOOL, FLOAT, INT, Kind
 
 from .programs import ARGS_MIXED, lower, mixed, through_nondifferentiable
@@ -28,3 +30,23 @@ def test_a_value_that_reaches_the_result_only_through_a_product_with_zero_is_sti
 def test_nothing_flows_through_non_differentiable_primitives():
     _, _, active = lower(through_nondifferentiable, x=FLOAT)
     assert "s" not in active and "f" not in active
+
+
+def _reshapes(p, n):
+    a = p.reshape(2, 2)
+    b = p.reshape((2, 2, 1))
+    c = p.reshape(-1)
+    d = np.reshape(p, (4, 1))
+    e = np.expand_dims(p, 0)
+    f = np.broadcast_to(p, (3, 4))
+    g = np.squeeze(d)
+    h = p.reshape(n, -1)
+    return a, b, c, d, e, f, g, h
+
+
+def test_reshapes_take_the_rank_of_their_shape():
+    # Regression: reshape once took its input's rank, so a row of the reshaped
+    # array looked like a scalar and a view of it escaped the aliasing check.
+    _, kinds, _ = lower(_reshapes, p=Kind(1, "f"), n=INT)
+    ranks = {v: kinds[v].ndim for v in "abcdefgh"}
+    assert ranks == {"a": 2, "b": 3, "c": 1, "d": 2, "e": 2, "f": 2, "g": -1, "h": 2}

@@ -15,6 +15,7 @@ shapes and booleans are never active.
 from __future__ import annotations
 
 import ast
+import functools
 
 from ..core import ir
 from ..core.kinds import BOOL, INT, MISSING, OTHER, SHAPE, Kind, broadcast, join, kind_of_value
@@ -120,7 +121,7 @@ class KindInference:
         kinds = [self.expr(x) for x in e.elts]
         # A tuple of ints (a shape) keeps its length in ndim.
         return Kind(len(kinds), "t") if all(k.dtype in "bi" and k.ndim == 0
-                                            for k in kinds) else OTHER
+                                            for k in kinds) else Kind(None, "o", tuple(kinds))
 
     def _matmul(self, a, b):
         if a.ndim in (None, -1) or b.ndim in (None, -1):
@@ -153,6 +154,11 @@ class KindInference:
 
     def subscript(self, e):
         base = self.expr(e.value)
+        k = e.slice.value if isinstance(e.slice, ast.Constant) else None
+        if base.items is not None and isinstance(k, int) and -len(base.items) <= k < len(base.items):
+            return base.items[k]
+        if base.items and self.expr(e.slice) == INT:
+            return functools.reduce(join, base.items)       # t[i]: any of its items
         if base.dtype == "t":
             return Kind(None, "t") if isinstance(e.slice, ast.Slice) else INT
         if base.ndim is None:

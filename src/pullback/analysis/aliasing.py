@@ -8,14 +8,48 @@ from ..core.errors import UnsupportedSyntaxError
 from ..rules import registry
 
 
-def check_aliasing(stmts, kind, location) -> None:
-    """Refuse in-place writes into an array that may share memory with another
-    name: the write would change the other array behind the transform's back
-    (or the caller's array, which we never mutate).
+def _sole_definition(name, copy_stmt, stmts, params):
+    """The one assignment of ``name`` when ``copy_stmt`` (``x = name``) is its only
+    use, else None.  Then ``x`` is the array's only name from there on: ``x = x *
+    0.5`` computes into a temporary and renames it, and the array is a view only if
+    the temporary's own definition makes one."""
+    if name in params:
+        return None
+    readers = [st for st in ir.walk(stmts) if name in st.reads()]
+    sites = [st for st in ir.walk(stmts) if name in st.writes()]
+    if readers == [copy_stmt] and len(sites) == 1 and isinstance(sites[0], ir.Assign):
+        return sites[0]
+    return None
 
-    ``stmts`` is numbered (sids in program order); ``kind(atom)`` gives an
-    atom's kind and ``location(line)`` the user's source location."""
-    loops = {}           # sid -> sids of the loops around it
+
+def view_made_by(s, kind, stmts, params):
+    """``(base, how, expr)`` when the assignment ``s`` makes ``s.target`` share memory
+    with the array named ``base``: ``s.target = expr`` ``how`` ("is a view", ...)
+    says why, for messages.  None when ``s`` makes a new array."""
+    e = s.expr
+    if isinstance(e, ast.Name) and kind(e).ndim != 0:
+        d = _sole_definition(e.id, s, stmts, params)
+        if d is None:
+            return e.id, "makes no copy", e
+        return view_made_by(ir.Assign(d.line, s.target, d.expr, d.callee, d.method), kind,
+                            stmts, params)
+    if isinstance(e, ast.Subscript) and kind(ast.Name(s.target)).ndim != 0:
+        return _root(e.value), "is a view", e
+    if isinstance(e, ast.Attribute) and e.attr in ("T", "mT", "real", "imag"):
+        return _root(e.value), "is a view", e
+    if isinstance(e, ast.Call) and _may_be_view(s):
+        base = e.func.value if s.method is not None else (e.args[0] if e.args else None)
+        return _root(base), "may be a view", e
+    return None
+
+
+def _root(atom):
+    return atom.id if isinstance(atom, ast.Name) else None
+
+
+def _enclosing_loops(stmts) -> dict:
+    """sid -> sids of the loops around the statement."""
+    loops = {}
 
     def visit(block, enclosing):
         for st in block:
@@ -24,6 +58,18 @@ def check_aliasing(stmts, kind, location) -> None:
                 visit(sub, enclosing | ({st.sid} if isinstance(st, (ir.For, ir.While))
                                         else frozenset()))
     visit(stmts, frozenset())
+    return loops
+
+
+def check_aliasing(stmts, kind, location, params=()) -> None:
+    """Refuse in-place writes into an array that may share memory with another
+    name: the write would change the other array behind the transform's back
+    (or the caller's array, which we never mutate).
+
+    ``stmts`` is numbered (sids in program order); ``kind(atom)`` gives an
+    atom's kind, ``location(line)`` the user's source location, ``params`` the
+    function's parameters."""
+    loops = _enclosing_loops(stmts)
     sets = [st for st in ir.walk(stmts) if isinstance(st, ir.SetItem)]
     for s in ir.walk(stmts):
         if not isinstance(s, ir.Assign):
@@ -31,24 +77,13 @@ def check_aliasing(stmts, kind, location) -> None:
         # Writes into s.target that may run while it still aliases another array.
         later = [w for w in sets if w.array == s.target and (
             w.sid > s.sid or loops[w.sid] & loops[s.sid])]
-        if not later:
-            continue
-        written = {s.target: later[0]}
-        e, source = s.expr, None
-        if isinstance(e, ast.Name) and kind(e).ndim != 0:
-            source = f"{s.target} = {e.id} makes no copy"
-        elif isinstance(e, ast.Subscript) and kind(ast.Name(s.target)).ndim != 0:
-            source = f"{s.target} = {ast.unparse(e)} is a view"
-        elif isinstance(e, ast.Attribute) and e.attr in ("T", "mT", "real", "imag"):
-            source = f"{s.target} = {ast.unparse(e)} is a view"
-        elif isinstance(e, ast.Call) and _may_be_view(s):
-            source = f"{s.target} = {ast.unparse(e)} may be a view"
-        if source is not None:
-            w = written[s.target]
+        view = view_made_by(s, kind, stmts, params) if later else None
+        if view is not None:
+            _, how, e = view
             raise UnsupportedSyntaxError(
-                f"a write into {w.array!r}, which shares memory with another array "
-                f"({source})", location(w.line),
-                f"write `{s.target} = {ast.unparse(e)}.copy()` to work on a copy, or "
+                f"a write into {s.target!r}, which shares memory with another array "
+                f"({s.target} = {ast.unparse(e)} {how})", location(later[0].line),
+                f"write `{s.target} = {_copy_of(e)}` to work on a copy, or "
                 "write through the original array")
 
 
@@ -57,3 +92,92 @@ def _may_be_view(s: ir.Assign) -> bool:
     fn = registry.method(s.method) if s.method is not None else s.callee
     rule = registry.lookup(fn) if fn is not None else None
     return rule is not None and rule.view
+
+
+def check_stale_views(stmts, kind, location, params=()) -> None:
+    """Refuse a write into an array after a view of it was taken, when the view is
+    read after the write (``r = q[1:]; q[1] = ...; ... r[0]``).  The view sees the
+    write; the transform, which follows values by name, would not (the derivative
+    of ``r[0]`` would miss the write).  Views of views count: a write into ``q``
+    changes every view whose chain of bases reaches ``q``.  A write after ``q`` is
+    bound to a new array (``hn = np.empty(n)`` at the top of each iteration, with
+    ``h = hn`` at its end), or a read after the view's name is bound afresh, is
+    fine."""
+    flow = _Flow(stmts)
+    views = [(s, view_made_by(s, kind, stmts, params)) for s in ir.walk(stmts)
+             if isinstance(s, ir.Assign)]
+    views = [(s, v[0]) for s, v in views if v is not None and v[0] is not None]
+    bases = {}
+    for s, base in views:
+        bases.setdefault(s.target, set()).add(base)
+    sets = [st for st in ir.walk(stmts) if isinstance(st, ir.SetItem)]
+    for s, _ in views:
+        reaches = _base_closure(s.target, bases)
+        for w in sets:
+            if w.array not in reaches or not flow.reaches(s, w, w.array):
+                continue
+            read = next((r for r in ir.walk(stmts) if s.target in r.reads() and r is not w
+                         and flow.reaches(w, r, s.target)), None)
+            if read is not None:
+                raise UnsupportedSyntaxError(
+                    f"a write into {w.array!r} while {s.target!r}, a view of it "
+                    f"({s.target} = {ast.unparse(s.expr)}), is still read later (line "
+                    f"{read.line})", location(w.line),
+                    f"take a copy for the view, `{s.target} = {_copy_of(s.expr)}`, or "
+                    f"write into {w.array!r} before taking the view")
+
+
+def _copy_of(expr) -> str:
+    return ast.unparse(ast.Call(ast.Attribute(expr, "copy", ast.Load()), [], []))
+
+
+def _base_closure(name, bases) -> set:
+    """Every array ``name`` is a view of, directly or through other views."""
+    out, todo = set(), [name]
+    while todo:
+        for b in bases.get(todo.pop(), ()):
+            if b not in out:
+                out.add(b)
+                todo.append(b)
+    return out
+
+
+class _Flow:
+    """Which statement may run after which, and which assignments every path between
+    two statements passes, read off the structured program (sids in program order)."""
+
+    def __init__(self, stmts):
+        self.loops = _enclosing_loops(stmts)
+        self.blocks = {}        # sid -> the blocks around it, outermost first
+        self.assigns = {}       # name -> the Assigns that bind it
+        self._visit(stmts, ())
+
+    def _visit(self, block, path):
+        for st in block:
+            self.blocks[st.sid] = path
+            if isinstance(st, ir.Assign):       # (a loop may bind its variable 0 times)
+                self.assigns.setdefault(st.target, []).append(st)
+            for k, sub in enumerate(st.blocks()):
+                self._visit(sub, path + ((st.sid, k),))
+
+    def _dominates(self, a, b) -> bool:
+        """Every path to ``b`` passes ``a`` first: ``a`` is earlier, in a block around
+        ``b`` (or ``b``'s own)."""
+        pa = self.blocks[a.sid]
+        return a.sid < b.sid and self.blocks[b.sid][:len(pa)] == pa
+
+    def reaches(self, first, then, name) -> bool:
+        """Whether ``then`` may run after ``first`` with ``name`` not bound again in
+        between: later in the program or in a later iteration of a loop around both,
+        unless an assignment of ``name`` on every such path comes between."""
+        common = self.loops[first.sid] & self.loops[then.sid]
+        if then.sid <= first.sid and not common:
+            return False
+        for a in self.assigns.get(name, ()):
+            if a is first or not self._dominates(a, then):
+                continue
+            if then.sid > first.sid and a.sid > first.sid:
+                return False
+            if then.sid <= first.sid and max(common) in self.loops[a.sid]:
+                return False
+        return True

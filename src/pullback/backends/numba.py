@@ -14,7 +14,7 @@ import types
 import numpy as np
 
 from ..core.errors import NumbaCompileError
-from ..core.runtime import reserve
+from ..core.runtime import reserve, snapshot
 from .base import Backend, parse_statements
 from .python import PythonTape
 
@@ -43,57 +43,68 @@ _NUMBA_DTYPES = {"f": "np.float64", "i": "np.int64", "b": "np.bool_", "c": "np.c
 
 
 class NumbaTape(PythonTape):
+    """One tape per saved variable (and per array whose elements or rows are saved).
+
+    A number of a known dtype goes to a typed array with its own counter; anything
+    else (an array, a tuple, a value whose kind is not known before it runs) to a
+    list, whose item type Numba infers from the appends.  Tapes are keyed by the
+    saved variable, or ``a[]`` for elements of ``a`` and ``a[:]`` for its rows and
+    slices; their names are identifiers made from the key."""
+
     def __init__(self, transform):
         super().__init__(transform)
         self.tapes: dict[str, tuple] = {}
 
-    def _tape(self, name):
-        if name not in self.tapes:
-            self.tapes[name] = (self.t.names.fresh(f"_tape_{name.lstrip('_')}_"),
-                                self.t.names.fresh(f"_k_{name.lstrip('_')}_"))
-        return self.tapes[name]
+    def _tape(self, key):
+        if key not in self.tapes:
+            stem = key.lstrip("_").replace("[]", "_items").replace("[:]", "_rows")
+            self.tapes[key] = (self.t.names.fresh(f"_tape_{stem}_"),
+                               self.t.names.fresh(f"_k_{stem}_"))
+        return self.tapes[key]
 
     def between(self) -> list:
         return []
 
+    def _dtype(self, key):
+        """The typed-array dtype of a tape of numbers, None for a list tape."""
+        if key.endswith("[:]"):
+            return None
+        kind = self.t.kinds.get(key[:-2] if key.endswith("[]") else key)
+        if key.endswith("[]"):
+            return _NUMBA_DTYPES.get(getattr(kind, "dtype", "f"), "np.float64")
+        if kind is None or kind.ndim != 0:
+            return None
+        return _NUMBA_DTYPES.get(kind.dtype)
+
     def setup_code(self) -> list:
         np_name = self.t.helper(np, "np")
         out = []
-        for name, (tape, k) in self.tapes.items():
-            kind = self.t.kinds.get(name)
-            if name.endswith("[]"):
-                dtype = "np.float64"
-            elif kind is None or kind.ndim != 0 or kind.dtype not in _NUMBA_DTYPES:
-                if kind is not None and kind.ndim and kind.ndim > 0 and kind.dtype == "f":
-                    shape = "(" + "0, " * kind.ndim + ")"
-                    out += parse_statements(f"{tape} = [{np_name}.zeros({shape})]\n{tape}.pop()")
-                    continue
-                raise TypeError(f"the Numba backend cannot save the value of {name!r} "
-                                f"(kind {kind}) for the reverse sweep")
-            else:
-                dtype = _NUMBA_DTYPES[kind.dtype]
+        for key, (tape, k) in self.tapes.items():
+            dtype = self._dtype(key)
+            if dtype is None:
+                out += parse_statements(f"{tape} = []")
+                continue
             dtype = dtype.replace("np.", np_name + ".")
             out += parse_statements(f"{tape} = {np_name}.empty(64, dtype={dtype})\n{k} = 0")
         return out
 
-    def _is_list(self, name):
-        kind = self.t.kinds.get(name)
-        return not name.endswith("[]") and (kind is None or kind.ndim != 0)
+    def element_key(self, array, index):
+        return array + ("[]" if self.t.selects_element(array, index) else "[:]")
 
     def reserve(self, counts: dict, trips: ast.expr) -> list:
         out = []
         r = self.t.helper(reserve, "reserve")
-        for name, c in counts.items():
-            if not name.endswith("[]") and self._is_list(name):
+        for key, c in counts.items():
+            if self._dtype(key) is None:
                 continue
-            tape, k = self._tape(name)
+            tape, k = self._tape(key)
             need = ast.unparse(trips) + (f" * {c}" if c != 1 else "")
             out += parse_statements(f"{tape} = {r}({tape}, {k} + {need})")
         return out
 
     def push(self, name):
         tape, k = self._tape(name)
-        if self._is_list(name):
+        if self._dtype(name) is None:
             return parse_statements(f"{tape}.append({name})")
         return self._store(name, tape, k, name)
 
@@ -106,21 +117,29 @@ class NumbaTape(PythonTape):
 
     def pop(self, name):
         tape, k = self._tape(name)
-        if self._is_list(name):
+        if self._dtype(name) is None:
             return parse_statements(f"{name} = {tape}.pop()")
         return parse_statements(f"{k} -= 1\n{name} = {tape}[{k}]")
 
     def push_element(self, array, index):
-        tape, k = self._tape(array + "[]")
+        key = self.element_key(array, index)
+        tape, k = self._tape(key)
         item = ast.unparse(ast.Subscript(ast.Name(array), index, ast.Load()))
-        if not self.t_scalar_index(index):
-            raise TypeError("the Numba backend saves overwritten array elements one at a "
-                            f"time; {item} = ... writes a slice")
-        return self._store(array + "[]", tape, k, item)
+        if self._dtype(key) is None:
+            # A row or slice is a view of the array: save a copy (where the rank is not
+            # known, snapshot() leaves a number as it is).
+            ndim = getattr(self.t.kinds.get(array), "ndim", None)
+            saved = f"{item}.copy()" if ndim is not None and ndim >= 0 else \
+                f"{self.t.helper(snapshot, 'snapshot')}({item})"
+            return parse_statements(f"{tape}.append({saved})")
+        return self._store(key, tape, k, item)
 
     def pop_element(self, array, index):
-        tape, k = self._tape(array + "[]")
+        key = self.element_key(array, index)
+        tape, k = self._tape(key)
         item = ast.unparse(ast.Subscript(ast.Name(array), index, ast.Load()))
+        if self._dtype(key) is None:
+            return parse_statements(f"{item} = {tape}.pop()")
         return parse_statements(f"{k} -= 1\n{item} = {tape}[{k}]")
 
 

@@ -16,11 +16,12 @@ from numba.extending import overload
 from ..core import runtime
 from ..rules.elementwise import unbroadcast
 from ..rules.reductions import mean_vjp, sum_vjp
-from ..rules.shapes import array_vjp
+from ..rules.shapes import array_vjp, reshape_vjp
 
 # Helpers with a Numba twin: the emitter must not njit them itself.
-OVERLOADED = {unbroadcast, sum_vjp, mean_vjp, array_vjp, runtime.zeros_like,
-              runtime.buffer_like}
+OVERLOADED = {unbroadcast, sum_vjp, mean_vjp, array_vjp, reshape_vjp, runtime.zeros_like,
+              runtime.buffer_like, runtime.snapshot, runtime.accumulate, runtime.add_item,
+              runtime.item_cotangent}
 
 
 def _is_none(t):
@@ -107,6 +108,8 @@ def _zeros_like(value):
         return lambda value: 0.0
     if isinstance(value, types.Array):
         return lambda value: np.zeros(value.shape)
+    if isinstance(value, types.BaseTuple):
+        return _tuple_impl("value", len(value), "zeros_like(value[{0}])".format)
     return None
 
 
@@ -124,4 +127,77 @@ def _buffer_like(adjoint, value):
         return lambda adjoint, value: adjoint
     if isinstance(value, types.Array):
         return lambda adjoint, value: np.zeros(value.shape) + adjoint
+    return None
+
+
+@overload(runtime.snapshot)
+def _snapshot(value):
+    if isinstance(value, types.Array):
+        return lambda value: value.copy()
+    return lambda value: value
+
+
+@overload(reshape_vjp)
+def _reshape_vjp(g, a, order="C"):
+    # C order (the default and what x.reshape(...) passes); other orders: jit=False.
+    if isinstance(g, types.Array) and isinstance(a, types.Array):
+        def impl(g, a, order="C"):
+            if order != "C":
+                raise ValueError("pullback (Numba backend): reshape with order other than "
+                                 "'C' is not supported; use jit=False")
+            return np.ascontiguousarray(g).reshape(a.shape)
+        return impl
+    return None
+
+
+# ---- tuple cotangents: a tuple's cotangent is a tuple of its items' cotangents, built
+# by zeros_like and updated item by item (so its type never changes, as Numba needs).
+def _tuple_impl(params, n, item):
+    """An implementation ``def impl(params): return (item(0), ..., item(n - 1),)``;
+    ``item(i)`` is source text, which may call the runtime helpers by name."""
+    items = "".join(item(i) + ", " for i in range(n))
+    namespace = {"zeros_like": runtime.zeros_like, "accumulate": runtime.accumulate}
+    exec(f"def impl({params}):\n    return ({items})\n", namespace)
+    return namespace["impl"]
+
+
+def _literal_index(k):
+    return k.literal_value if isinstance(k, types.IntegerLiteral) else None
+
+
+@overload(runtime.accumulate)
+def _accumulate(total, more):
+    if isinstance(total, types.BaseTuple) and isinstance(more, types.BaseTuple) \
+            and len(total) == len(more):
+        return _tuple_impl("total, more", len(total), "accumulate(total[{0}], more[{0}])".format)
+    if isinstance(total, (types.Number, types.Array)) and isinstance(more, (types.Number,
+                                                                            types.Array)):
+        return lambda total, more: total + more
+    return None
+
+
+@overload(runtime.item_cotangent, prefer_literal=True)
+def _item_cotangent(cotangent, k):
+    if isinstance(cotangent, types.Number):
+        return lambda cotangent, k: cotangent
+    at = _literal_index(k)
+    if isinstance(cotangent, types.BaseTuple) and at is not None:
+        return lambda cotangent, k: cotangent[at]
+    if isinstance(cotangent, (types.UniTuple, types.Array)):
+        return lambda cotangent, k: cotangent[k]
+    return None
+
+
+@overload(runtime.add_item, prefer_literal=True)
+def _add_item(cotangent, value, k, g):
+    if not isinstance(cotangent, types.BaseTuple):
+        return None
+    at = _literal_index(k)
+    if at is not None:
+        # A constant index (t[1] of a tuple of any item types): add to that item only.
+        return _tuple_impl("cotangent, value, k, g", len(cotangent),
+                           lambda i: f"cotangent[{i}]" + (" + g" if i == at else ""))
+    if isinstance(cotangent, types.UniTuple):
+        return _tuple_impl("cotangent, value, k, g", len(cotangent),
+                           lambda i: f"(cotangent[{i}] + g if k == {i} else cotangent[{i}])")
     return None

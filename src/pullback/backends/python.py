@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 
-from ..core import ir as _ir
 from .base import Backend, Deferred, parse_statements
 
 
@@ -66,9 +65,14 @@ class PythonTape:
     def pop(self, name):
         return parse_statements(f"{name} = _fpop()" if self._float(name) else f"{name} = _pop()")
 
+    def element_key(self, array, index):
+        """The tape that saves ``array[index]`` (one stack holds everything here)."""
+        return array + "[]"
+
     def push_element(self, array, index):
         item = ast.Subscript(ast.Name(array), index, ast.Load())
-        if not self.t_scalar_index(index):
+        if not self.t.selects_element(array, index):
+            # A row or slice is a view: save a copy, not what the write will change.
             item = ast.Call(ast.Attribute(item, "copy", ast.Load()), [], [])
         self.used.add("any")
         return [ast.Expr(ast.Call(ast.Name("_push"), [item], []))]
@@ -76,10 +80,6 @@ class PythonTape:
     def pop_element(self, array, index):
         return [ast.Assign([ast.Subscript(ast.Name(array), index, ast.Store())],
                            ast.Call(ast.Name("_pop"), [], []))]
-
-    def t_scalar_index(self, index):
-        parts = index.elts if isinstance(index, ast.Tuple) else [index]
-        return all(_ir.is_basic_scalar_index(i, self.t.kind) for i in parts)
 
 
 PYTHON = PythonBackend()

@@ -206,3 +206,13 @@ def is_basic_scalar_index(i, kind) -> bool:
     """An index that picks one position along its axis (an int)."""
     return not isinstance(i, ast.Slice) and is_basic_index(i, kind) and not (
         isinstance(i, ast.Constant) and i.value in (None, Ellipsis))
+
+
+def selects_element(index, ndim, kind) -> bool:
+    """Whether ``a[index]`` is one element of an array ``a`` of rank ``ndim``: an int
+    for every axis.  Fewer ints than axes select a row (``h[1]`` of a 2-D ``h``), a
+    view whose adjoint and saved value are arrays; an unknown rank (-1, None) is
+    not taken for an element."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    return ndim is not None and len(parts) == ndim and all(
+        is_basic_scalar_index(i, kind) for i in parts)

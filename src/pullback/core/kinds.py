@@ -16,6 +16,10 @@ import numpy as np
 class Kind:
     ndim: int | None
     dtype: str
+    #: The kinds of a tuple's items, when the tuple is built where it is known
+    #: (``t = (a, b)``; a helper returning ``a, b``), so that ``t[0]`` has a kind
+    #: and, under Numba, the tuple a placeholder and a typed cotangent.
+    items: tuple | None = None
 
     @property
     def numeric_float(self) -> bool:
@@ -30,7 +34,8 @@ class Kind:
         return self.ndim is not None and self.ndim != 0
 
     def __repr__(self):
-        return f"Kind({self.ndim}, {self.dtype!r})"
+        items = "" if self.items is None else f", items={self.items!r}"
+        return f"Kind({self.ndim}, {self.dtype!r}{items})"
 
 
 INT = Kind(0, "i")
@@ -80,7 +85,10 @@ def join(a: Kind | None, b: Kind | None) -> Kind | None:
         ndim = None
     else:
         ndim = -1
-    return Kind(ndim, dtype)
+    items = None
+    if a.items is not None and b.items is not None and len(a.items) == len(b.items):
+        items = tuple(join(x, y) for x, y in zip(a.items, b.items))
+    return Kind(ndim, dtype, items)
 
 
 def broadcast(kinds, dtype=None) -> Kind:

@@ -36,6 +36,12 @@ def buffer_like(adjoint, value):
     return np.zeros(np.shape(value), dtype=np.result_type(value, 1.0)) + adjoint
 
 
+def snapshot(value):
+    """A copy of an array (a saved row or slice must not change with the array it
+    was read from); a number as it is."""
+    return value.copy() if isinstance(value, np.ndarray) else value
+
+
 def zeros_like(value):
     """A float zero of value's shape (a Python float for a scalar)."""
     if np.ndim(value) == 0:

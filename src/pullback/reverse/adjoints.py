@@ -21,7 +21,7 @@ from ..frontend.resolve import is_library
 from ..rules import registry, results
 from ..rules.elementwise import unbroadcast
 from ..rules.scalar import OPERATORS
-from .ops import Accum, BufferUpdate, InPlace, Reset, Scatter, TupleItem, ZeroElement, assign, call
+from .ops import Accum, AsBuffer, BufferUpdate, InPlace, Reset, Scatter, TupleItem, ZeroElement, assign, call
 
 # Operators applied to arrays use the NumPy ufunc's rule (it knows broadcasting).
 _ARRAY_OPS = {
@@ -68,6 +68,8 @@ def _adjoint_for(tr, s: ir.For):
 
 def _adjoint_while(tr, s: ir.While):
     tr.read(ast.Name(s.trips))
+    if s.exit_flag is not None:
+        tr.read(ast.Name(s.exit_flag))      # did the last iteration skip the condition?
     _header_reads(tr, s)
     gen_adjoints(tr, s.cond)
     gen_adjoints(tr, s.body)
@@ -157,12 +159,14 @@ def subscript_adjoint(tr, s, e, g):
     index = e.slice
     tr.read(index)
     bk = tr.kind(base)
-    if bk.ndim is None and isinstance(index, ast.Constant) and isinstance(index.value, int):
-        # An item of a tuple-valued result, such as np.linalg.slogdet(A)[1].
+    constant = isinstance(index, ast.Constant) and isinstance(index.value, int)
+    if bk.ndim is None and (constant or bk.items is not None and tr.kind(index) == Kind(0, "i")):
+        # An item of a tuple: t[1], np.linalg.slogdet(A)[1], or t[i] with an int i
+        # when t is known to be a tuple (not just a value of unknown kind).
         tr.read(base, value=False)
         tr.contribs[base.id] = tr.contribs.get(base.id, 0) + 1
         tr.updated_in_place.add(base.id)
-        return [TupleItem(base.id, index.value, g, tr.helper(add_item, "add_item"))]
+        return [TupleItem(base.id, copy.deepcopy(index), g, tr.helper(add_item, "add_item"))]
     basic = all(ir.is_basic_index(i, tr.kind) for i in
                 (index.elts if isinstance(index, ast.Tuple) else [index]))
     name = base.id
@@ -170,7 +174,7 @@ def subscript_adjoint(tr, s, e, g):
     if basic and (tr.stable(name) or (tr.backend.fixed_types and tr.buffer(name))):
         # The heart of the matter: one in-place update of one buffer.
         tr.contribs[name] = tr.contribs.get(name, 0) + 1
-        if not isinstance(index, ast.Tuple) and ir.is_basic_scalar_index(index, tr.kind):
+        if tr.selects_element(name, index):
             tr.element_contribs[name] = tr.element_contribs.get(name, 0) + 1
         return [InPlace(name, copy.deepcopy(index), g)]
     tr.read(base, value=False)
@@ -295,19 +299,21 @@ def setitem_adjoint(tr, s: ir.SetItem) -> list:
     tr.read(s.index)
     tr.updated_in_place.add(s.array)
     if s.array in tr.active:
+        if not tr.buffer(s.array):
+            # Its adjoint may still be the number 0.0 (nothing reached it, say, on the
+            # path taken): make it an array of the variable's shape before indexing it.
+            tr.read(ast.Name(s.array), value=False)
+            code.append(AsBuffer(s.array, tr.helper(buffer_like, "buffer_like")))
         g = ast.Subscript(ast.Name(tr.d(s.array)), copy.deepcopy(s.index), ast.Load())
         if tr.is_active(s.value):
             contrib = g
-            if not all(ir.is_basic_scalar_index(i, tr.kind) for i in
-                       (s.index.elts if isinstance(s.index, ast.Tuple) else [s.index])):
-                # A slice of the adjoint is a view: copy it before zeroing the slice.
+            if not tr.selects_element(s.array, s.index):
+                # A row or slice of the adjoint is a view: copy it before zeroing it,
+                # and sum it when one scalar was written into all of it.
                 contrib = ast.Call(ast.Attribute(g, "copy", ast.Load()), [], [])
-            vk = tr.kind(s.value)
-            if vk.ndim == 0 and not all(ir.is_basic_scalar_index(i, tr.kind) for i in
-                                        (s.index.elts if isinstance(s.index, ast.Tuple)
-                                         else [s.index])):
-                contrib = ast.Call(ast.Name(tr.helper(_unbroadcast(), "unbroadcast")),
-                                   [contrib, ast.Name(s.value.id)], [])
+                if tr.kind(s.value).ndim == 0:
+                    contrib = ast.Call(ast.Name(tr.helper(_unbroadcast(), "unbroadcast")),
+                                       [contrib, ast.Name(s.value.id)], [])
             code.append(accum(tr, s.value.id, contrib))
         code.append(ZeroElement(s.array, copy.deepcopy(s.index)))
     return code

@@ -60,9 +60,13 @@ def _is_copy(st) -> bool:
             and isinstance(st.targets[0], ast.Name) and isinstance(st.value, ast.Name))
 
 
-def drop_dead_resets(stmts, adjoint_names) -> list:
-    """Remove trailing ``dv = 0.0`` / ``dv = zeros_like(v)`` that nothing reads."""
-    out, live = [], set()
+def drop_dead_resets(stmts, adjoint_names, returned=()) -> list:
+    """Remove trailing ``dv = 0.0`` / ``dv = zeros_like(v)`` that nothing reads.
+
+    ``returned`` names the adjoints the function returns: they are read at the end,
+    so their last reset stays (a parameter rebound before it is read, ``x = 2.0``,
+    has gradient zero, not whatever reached the local ``x``)."""
+    out, live = [], set(returned)
     for st in reversed(stmts):
         if (isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Name)
                 and st.targets[0].id in adjoint_names and st.targets[0].id not in live

@@ -17,6 +17,7 @@ from ..core.errors import InternalError
 from ..core.runtime import accumulate, zeros_like
 from .ops import (
     Accum,
+    AsBuffer,
     Branch,
     BufferUpdate,
     InPlace,
@@ -113,20 +114,22 @@ class _Lowering:
         self.out.append(ast.AugAssign(ast.Subscript(ast.Name(self.tr.d(c.name)), c.index,
                                                     ast.Store()), ast.Add(), c.g))
 
-    def buffer_update(self, c: BufferUpdate):
+    def as_buffer(self, c: AsBuffer):
         dn = self.tr.d(c.name)
-        self.reads(c.g)
         self.defined(dn)
         self.out.append(assign(dn, call(c.helper, ast.Name(dn), ast.Name(c.name))))
-        self.out.append(ast.AugAssign(ast.Subscript(ast.Name(dn), c.index, ast.Store()),
-                                      ast.Add(), c.g))
+
+    def buffer_update(self, c: BufferUpdate):
+        self.reads(c.g)
+        self.as_buffer(AsBuffer(c.name, c.helper))
+        self.in_place(InPlace(c.name, c.index, c.g))
 
     def tuple_item(self, c: TupleItem):
         dn = self.tr.d(c.name)
         self.reads(c.g)
         self.defined(dn)
-        self.out.append(assign(dn, call(c.helper, ast.Name(dn), ast.Name(c.name),
-                                        ast.Constant(c.k), c.g)))
+        self.reads(c.k)
+        self.out.append(assign(dn, call(c.helper, ast.Name(dn), ast.Name(c.name), c.k, c.g)))
 
     def scatter(self, c: Scatter):
         dn = self.tr.d(c.name)
@@ -167,7 +170,7 @@ class _Lowering:
 
 _RENDER = {
     Accum: _Lowering.accum, Reset: _Lowering.reset, Restore: _Lowering.restore,
-    InPlace: _Lowering.in_place, BufferUpdate: _Lowering.buffer_update,
+    InPlace: _Lowering.in_place, AsBuffer: _Lowering.as_buffer, BufferUpdate: _Lowering.buffer_update,
     TupleItem: _Lowering.tuple_item, Scatter: _Lowering.scatter,
     ZeroElement: _Lowering.zero_element, Branch: _Lowering.branch,
     ReverseFor: _Lowering.reverse_for,
@@ -177,6 +180,8 @@ _RENDER = {
 def zeros(tr, name) -> ast.expr:
     """A zero adjoint for ``name``'s current value."""
     k = tr.kinds.get(name)
+    if k is not None and k.ndim == 0 and k.dtype in "fc":
+        return ast.Constant(0.0)
     if k is not None and k.ndim is not None and k.ndim > 0 and k.dtype == "f":
         return call(ast.Attribute(ast.Name(tr.helper(np, "np")), "zeros_like", ast.Load()),
                      ast.Name(name))

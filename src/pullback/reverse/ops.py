@@ -64,6 +64,14 @@ class InPlace:
 
 
 @dataclass
+class AsBuffer:
+    """adjoint(name) becomes an array of name's shape (zeros plus what it held), so
+    that its elements can be read and written in place."""
+    name: str
+    helper: str
+
+
+@dataclass
 class BufferUpdate:
     name: str
     index: ast.expr
@@ -73,8 +81,9 @@ class BufferUpdate:
 
 @dataclass
 class TupleItem:
+    """the cotangent of the tuple ``name`` gets ``g`` added at item ``k`` (an atom)"""
     name: str
-    k: int
+    k: ast.expr
     g: ast.expr
     helper: str
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..analysis.storage import BUFFER, LIST, VALUE
 from ..core import ir
+from ..core.errors import NumbaCompileError
 from .lower import zeros
 from .ops import Accum, Branch, LoopInfo, Reset, Restore, ReverseFor, assign, aug_add, call, comment, names_in
 
@@ -31,22 +32,53 @@ def init_saved(tr) -> list:
         names |= {n for n in tr.active - tr.top_level - set(tr.fn.params)
                   if tr.storage[n].how == BUFFER}
     out = [assign(name, placeholder(tr, name)) for name in sorted(names)]
+    if tr.backend.fixed_types:
+        for name, st in zip(sorted(names), out):
+            if isinstance(st.value, ast.Constant) and st.value.value is None:
+                raise _untyped_before_assignment(tr, name)
     return tr.tape.setup() + out
+
+
+def _untyped_before_assignment(tr, name):
+    """Numba gives a variable one type, so one saved before its first assignment needs
+    a placeholder of that type; when its kind is not known here there is none."""
+    first = next(s for s in ir.walk(tr.fn.body) if name in s.writes())
+    what = f"`{name}`" if not name.startswith("_") or not isinstance(first, ir.Assign) \
+        else f"the value of `{ast.unparse(first.expr)}`"
+    return tr.error(first, f"{what} under the Numba backend: the reverse sweep needs it saved "
+                    "before it is first assigned, and its type (a number or an array, and "
+                    "its rank) is not known before the function runs",
+                    "assign a variable of that type before the loop or branch that first "
+                    "sets it (for example `g = np.zeros(n)`), or use jit=False",
+                    cls=NumbaCompileError)
 
 
 def placeholder(tr, name) -> ast.expr:
     """A value of ``name``'s kind, for before its first assignment (Numba needs
     one type per variable): an empty float array of its rank, 0, False, 0.0."""
-    kind = tr.kinds.get(name)
+    return _placeholder_of(tr, tr.kinds.get(name))
+
+
+def _placeholder_of(tr, kind) -> ast.expr:
+    """A value of ``kind``: a tuple of its items' placeholders for a tuple."""
+    if kind is not None and kind.items is not None:
+        return ast.Tuple([_placeholder_of(tr, k) for k in kind.items], ast.Load())
     if kind is None or kind.ndim is None:
         return ast.Constant(None)
     if kind.ndim == 0:
         return ast.Constant({"i": 0, "b": False}.get(kind.dtype, 0.0))
-    if kind.ndim > 0 and kind.dtype == "f":
+    if kind.ndim > 0 and kind.dtype in _DTYPES:
+        np_name = ast.Name(tr.helper(np, "np"))
         shape = ast.Tuple([ast.Constant(0)] * kind.ndim, ast.Load())
-        return call(ast.Attribute(ast.Name(tr.helper(np, "np")), "zeros", ast.Load()),
-                     shape)
+        out = call(ast.Attribute(np_name, "zeros", ast.Load()), shape)
+        if kind.dtype != "f":
+            out.keywords = [ast.keyword("dtype", ast.Attribute(np_name, _DTYPES[kind.dtype],
+                                                                ast.Load()))]
+        return out
     return ast.Constant(None)
+
+
+_DTYPES = {"f": "float64", "b": "bool_", "i": "int64", "c": "complex128"}
 
 
 def fwd_block(tr, stmts) -> list:
@@ -135,7 +167,8 @@ def _pushes_if(tr, s: ir.If) -> dict:
 
 _PUSHES = ir.table("pushes per iteration", {
     ir.Assign: lambda tr, s: {s.target: 1} if tr.needs_save(s.target, s) else {},
-    ir.SetItem: lambda tr, s: {s.array + "[]": 1} if s.array in tr.value_reads else {},
+    ir.SetItem: lambda tr, s: {tr.tape.element_key(s.array, s.index): 1}
+    if s.array in tr.value_reads else {},
     ir.For: lambda tr, s: {s.var: 1} if tr.needs_save(s.var, s) else {},
     ir.If: _pushes_if,
     ir.While: lambda tr, s: {},       # nested loops reserve for themselves
@@ -193,8 +226,17 @@ def _rev_for(tr, s: ir.For) -> list:
 
 
 def _rev_while(tr, s: ir.While) -> list:
-    body = rev_block(tr, s.cond) + rev_block(tr, s.body)
-    return [ReverseFor(None, LoopInfo(None, None, s.trips), body)] if body else []
+    cond, body = rev_block(tr, s.cond), rev_block(tr, s.body)
+    first = []
+    if cond and s.exit_flag is not None:
+        # An iteration that breaks (or returns) leaves before the condition is tested
+        # again, so the last iteration of a loop left that way pushed nothing there:
+        # the first reverse iteration skips the condition's reverse.
+        broke = tr.names.fresh("_broke")
+        first = [assign(broke, ast.Name(s.exit_flag))]
+        cond = [Branch(broke, [assign(broke, ast.Constant(False))], cond)]
+    body = cond + body
+    return first + [ReverseFor(None, LoopInfo(None, None, s.trips), body)] if body else []
 
 
 def _rev_return(tr, s: ir.Return) -> list:
@@ -207,8 +249,11 @@ _REVERSE = ir.table("reverse sweep", {
 
 
 def init_adjoints(tr) -> list:
-    """Adjoints allocated before the reverse sweep: lists and buffers."""
-    out = []
+    """The adjoints that exist before the reverse sweep: buffers, lists, and the
+    zero gradient of each differentiated parameter that nothing flows into (the
+    result does not depend on it, or only through non-differentiable steps such as
+    ``np.sign`` or a comparison), so that every returned adjoint is bound."""
+    out = [assign(tr.d(p), zeros(tr, p)) for p in tr.wrt if p not in tr.active]
     for name in sorted(tr.active):
         dn, how = tr.d(name), tr.storage[name].how
         if how == LIST:

@@ -84,6 +84,10 @@ class ReverseTransform:
             return kind_of_value(atom.value)
         return Kind(None, "o")
 
+    def selects_element(self, array, index) -> bool:
+        """Whether ``array[index]`` is one element (not a row or a slice) of ``array``."""
+        return ir.selects_element(index, self.kinds.get(array, Kind(None, "o")).ndim, self.kind)
+
     def is_active(self, atom) -> bool:
         return isinstance(atom, ast.Name) and atom.id in self.active
 
@@ -97,7 +101,8 @@ class ReverseTransform:
     def run(self) -> Generated:
         body = self.prepare(self.fn.body)
         ir.number(body)
-        aliasing.check_aliasing(body, self.kind, self.location)
+        aliasing.check_aliasing(body, self.kind, self.location, set(self.fn.params))
+        aliasing.check_stale_views(body, self.kind, self.location, set(self.fn.params))
         self.count_sites(body, in_loop=False, top=True)
         for p in self.fn.params:
             self.sites[p] = self.sites.get(p, 0) + 1
@@ -112,7 +117,7 @@ class ReverseTransform:
             # Python list in CPython (no NumPy scalar boxing per update).
             sets = [st for st in ir.walk(body) if isinstance(st, ir.SetItem)]
             scalar_writes_only = {st.array for st in sets} - {
-                st.array for st in sets if not ir.is_basic_scalar_index(st.index, self.kind)}
+                st.array for st in sets if not self.selects_element(st.array, st.index)}
             self.list_buffers = {
                 p for p in self.active if self.stable(p) and self.kinds[p].ndim == 1
                 and (p in self.wrt or p not in self.fn.params)
@@ -125,7 +130,7 @@ class ReverseTransform:
         forward = sweeps.init_saved(self) + sweeps.fwd_block(self, body)
         swept = cleanup.drop_dead_resets(
             lower.render(self, sweeps.initial_resets(self) + sweeps.rev_block(self, body)),
-            set(self.adj.values()))
+            set(self.adj.values()), {self.d(p) for p in self.wrt})
         reverse = self.tape.between() + sweeps.init_adjoints(self) + cleanup.propagate_copies(self, swept)
         for p in sorted(set(self.storage.names(storage.LIST)) & set(self.wrt)):
             dn = self.d(p)
@@ -142,6 +147,19 @@ class ReverseTransform:
         for s in stmts:
             out += ir.dispatch(_PREPARE, s)(self, s)
         return out
+
+    def _prepare_assign(self, s: ir.Assign) -> list:
+        """A call whose function name would not name its callee in the generated code
+        (a function of pullback's own that the normalizer calls, such as the trip
+        count of ``reversed(range(...))``) calls it through a helper bound to it."""
+        e = s.expr
+        if not (isinstance(e, ast.Call) and isinstance(e.func, ast.Name)
+                and s.callee is not None and s.method is None) \
+                or self.resolve(e.func.id) is s.callee:
+            return [s]
+        s = copy.copy(s)
+        s.expr = ast.Call(ast.Name(self.helper(s.callee, e.func.id)), e.args, e.keywords)
+        return [s]
 
     def _prepare_if(self, s: ir.If) -> list:
         out = []
@@ -161,6 +179,15 @@ class ReverseTransform:
         out = []
         s = copy.copy(s)
         s.body = self.prepare(s.body)
+        if any(s.var in t.writes() for t in ir.walk(s.body)):
+            # The body rebinds the loop variable (an inner loop over the same name, an
+            # assignment), so at the end of an iteration it no longer holds the index
+            # the reverse loop sets.  Loop over a fresh index and assign the variable
+            # from it, as an ordinary statement whose overwritten values are saved.
+            index = self.names.fresh(f"_{s.var.lstrip('_')}_")
+            self.kinds[index] = self.kinds.get(s.var, Kind(0, "i"))
+            s.body = [ir.Assign(s.line, s.var, ast.Name(index))] + s.body
+            s.var = index
         lo, st = s.start, s.step
         if not isinstance(lo, ast.Constant):
             lo = ast.Name(self.names.fresh("_start"))
@@ -287,6 +314,7 @@ class ReverseTransform:
 
 
 _PREPARE = ir.table("loop bookkeeping", {
-    ir.Assign: lambda tr, s: [s], ir.SetItem: lambda tr, s: [s], ir.Return: lambda tr, s: [s],
+    ir.Assign: ReverseTransform._prepare_assign, ir.SetItem: lambda tr, s: [s],
+    ir.Return: lambda tr, s: [s],
     ir.If: ReverseTransform._prepare_if, ir.For: ReverseTransform._prepare_for,
     ir.While: ReverseTransform._prepare_while})

@@ -83,6 +83,35 @@ def flat(fn, args, kws, call) -> Kind:
     return Kind(1, _first(args).dtype)
 
 
+def reshaped(fn, args, kws, call) -> Kind:
+    """``reshape``, ``broadcast_to``, ``x.reshape(...)``: the first argument's dtype,
+    with as many dimensions as the shape has entries (a tuple of ints, one int, or
+    ints passed one by one); of unknown rank when the shape's length is not known."""
+    first = _first(args)
+    dtype = first.dtype if first.dtype in DTYPE_ORDER else "f"
+    shape = list(args[1:]) + [kws[k] for k in ("shape", "newshape") if k in kws]
+    if len(shape) == 1 and shape[0].dtype == "t" and shape[0].ndim is not None:
+        return Kind(shape[0].ndim, dtype)
+    if shape and all(k.ndim == 0 and k.dtype in "bi" for k in shape):
+        return Kind(len(shape), dtype)
+    return Kind(-1, dtype)
+
+
+def expanded(fn, args, kws, call) -> Kind:
+    """``expand_dims(a, axis)``: one more dimension for an int axis."""
+    first, axis = _first(args), (args[1:] or [kws.get("axis", OTHER)])[0]
+    dtype = first.dtype if first.dtype in DTYPE_ORDER else "f"
+    if first.ndim is not None and first.ndim >= 0 and axis.ndim == 0 and axis.dtype in "bi":
+        return Kind(first.ndim + 1, dtype)
+    return Kind(-1, dtype)
+
+
+def rank_unknown(fn, args, kws, call) -> Kind:
+    """``squeeze``: the first argument's dtype, a rank not known before it runs."""
+    first = _first(args)
+    return Kind(-1, first.dtype if first.dtype in DTYPE_ORDER else "f")
+
+
 def retyped(fn, args, kws, call) -> Kind:
     """``astype``: the first argument's rank, a dtype not known here."""
     return Kind(_first(args).ndim, "o")

@@ -200,6 +200,7 @@ def astype(a, dtype, order="K", casting="unsafe", subok=True, copy=True):
 # Registrations
 
 defrule(np.reshape, "a, /, shape=None, order='C', *, newshape=None, copy=None", view=True,
+        result=results.reshaped,
         a="reshape_vjp(g, a, order)")
 defrule(np.ravel, "a, order='C'", result=results.flat, view=True, methods=("ravel",),
         a="reshape_vjp(g, a, order)")
@@ -211,9 +212,10 @@ defrule(np.swapaxes, "a, axis1, axis2", view=True, methods=("swapaxes",),
         a="swapaxes_vjp(g, a, axis1, axis2)")
 defrule(np.moveaxis, "a, source, destination", view=True,
         a="moveaxis_vjp(g, a, source, destination)")
-defrule(np.squeeze, "a, axis=None", view=True, methods=("squeeze",), a="squeeze_vjp(g, a)")
-defrule(np.expand_dims, "a, axis", view=True, a="squeeze_vjp(g, a)")
-defrule(np.broadcast_to, "array, shape, subok=False", view=True,
+defrule(np.squeeze, "a, axis=None", view=True, result=results.rank_unknown, methods=("squeeze",),
+        a="squeeze_vjp(g, a)")
+defrule(np.expand_dims, "a, axis", view=True, result=results.expanded, a="squeeze_vjp(g, a)")
+defrule(np.broadcast_to, "array, shape, subok=False", view=True, result=results.reshaped,
         array="broadcast_to_vjp(g, array)")
 defrule(np.concatenate, "arrays, /, axis=0, out=None, *, dtype=None, casting='same_kind'",
         result=results.unknown, arrays="concatenate_vjp(g, arrays, axis)")
@@ -231,7 +233,7 @@ defrule(astype, "a, dtype, order='K', casting='unsafe', subok=True, copy=True",
 _SLOTS = 32
 defrule(reshape_method,
         "a, /, " + ", ".join(f"d{i}=None" for i in range(_SLOTS)) + ", *, order='C', copy=None",
-        view=True, methods=("reshape",), a="reshape_vjp(g, a, order)")
+        view=True, result=results.reshaped, methods=("reshape",), a="reshape_vjp(g, a, order)")
 _AXES = ", ".join(f"ax{i}" for i in range(8))
 defrule(transpose_method, "a, /, " + ", ".join(f"ax{i}=None" for i in range(8)),
         view=True, methods=("transpose",),

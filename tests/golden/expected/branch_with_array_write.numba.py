@@ -1,2 +1,75 @@
-# the transform raised SyntaxError:
-# invalid syntax (<unknown>, line 1)
+def branch_with_array_write_grad(x, p, _seed=1.0):
+    """Value and reverse-mode gradient of branch_with_array_write with respect to x, p."""
+    # ---- forward sweep
+    _tape_t4_1 = np.empty(64, dtype=np.bool_)
+    _k_t4_1 = 0
+    _tape_out_items_1 = np.empty(64, dtype=np.float64)
+    _k_out_items_1 = 0
+    _t4 = False
+    # from: out = np.zeros(len(p))
+    _t1 = len(p)
+    out = np.zeros(_t1)
+    # from: for i in range(len(p)):
+    _t2 = len(p)
+    _n1 = trip_count(0, _t2, 1)
+    _tape_t4_1 = reserve(_tape_t4_1, _k_t4_1 + _n1)
+    _tape_out_items_1 = reserve(_tape_out_items_1, _k_out_items_1 + _n1 * 2)
+    for i in range(0, _t2, 1):
+        # from: if p[i] > 0.0:
+        _t3 = p[i]
+        _tape_t4_1[_k_t4_1] = _t4
+        _k_t4_1 += 1
+        _t4 = _t3 > 0.0
+        if _t4:
+            # from: out[i] = x * p[i]
+            _t5 = p[i]
+            _t6 = x * _t5
+            _tape_out_items_1[_k_out_items_1] = out[i]
+            _k_out_items_1 += 1
+            out[i] = _t6
+        else:
+            # from: out[i] = math.sin(p[i])
+            _t7 = p[i]
+            _t8 = math.sin(_t7)
+            _tape_out_items_1[_k_out_items_1] = out[i]
+            _k_out_items_1 += 1
+            out[i] = _t8
+    # from: return np.sum(out * out)
+    _t9 = out * out
+    _t10 = np.sum(_t9)
+    _value = _t10
+    # ---- reverse sweep
+    dout = np.zeros_like(out)
+    dp = np.zeros_like(p)
+    dx = 0.0
+    d_t10 = _seed
+    # from: return np.sum(out * out)
+    d_t9 = sum_vjp(d_t10, _t9, None, False, True)
+    dout += unbroadcast(d_t9 * out, out)
+    dout += unbroadcast(d_t9 * out, out)
+    # from: for i in range(len(p)):
+    for i in range(_n1 - 1, -1, -1):
+        # from: if p[i] > 0.0:
+        if _t4:
+            # from: out[i] = x * p[i]
+            d_t6 = dout[i]
+            dout[i] = 0.0
+            _k_out_items_1 -= 1
+            out[i] = _tape_out_items_1[_k_out_items_1]
+            _t5 = p[i]
+            dx = dx + d_t6 * _t5
+            d_t5 = d_t6 * x
+            dp[i] += d_t5
+        else:
+            # from: out[i] = math.sin(p[i])
+            d_t8 = dout[i]
+            dout[i] = 0.0
+            _k_out_items_1 -= 1
+            out[i] = _tape_out_items_1[_k_out_items_1]
+            _t7 = p[i]
+            d_t7 = d_t8 * math.cos(_t7)
+            dp[i] += d_t7
+        _k_t4_1 -= 1
+        _t4 = _tape_t4_1[_k_t4_1]
+    # from: out = np.zeros(len(p))
+    return _value, (dx, dp)

@@ -1,2 +1,88 @@
-# the transform raised SyntaxError:
-# invalid syntax (<unknown>, line 1)
+def slice_write_grad(u, c, _seed=1.0):
+    """Value and reverse-mode gradient of slice_write with respect to u, c."""
+    # ---- forward sweep
+    _tape_t1_1 = []
+    _tape_t2_1 = []
+    _tape_t3_1 = []
+    _tape_t4_1 = []
+    _tape_t5_1 = []
+    _tape_t6_1 = []
+    _tape_t7_1 = []
+    _tape_t8_1 = []
+    _tape_v_rows_1 = []
+    _t1 = np.zeros((0,))
+    _t2 = np.zeros((0,))
+    _t3 = np.zeros((0,))
+    _t4 = np.zeros((0,))
+    _t5 = np.zeros((0,))
+    _t6 = np.zeros((0,))
+    _t7 = np.zeros((0,))
+    _t8 = np.zeros((0,))
+    # from: v = u.copy()
+    v = u.copy()
+    # from: for step in range(3):
+    _n1 = trip_count(0, 3, 1)
+    for step in range(0, 3, 1):
+        # from: v[1:-1] = v[1:-1] + c * (v[2:] - 2.0 * v[1:-1] + v[:-2])
+        _tape_t1_1.append(_t1)
+        _t1 = v[1:-1]
+        _tape_t2_1.append(_t2)
+        _t2 = v[2:]
+        _tape_t3_1.append(_t3)
+        _t3 = v[1:-1]
+        _tape_t4_1.append(_t4)
+        _t4 = 2.0 * _t3
+        _tape_t5_1.append(_t5)
+        _t5 = _t2 - _t4
+        _tape_t6_1.append(_t6)
+        _t6 = v[:-2]
+        _tape_t7_1.append(_t7)
+        _t7 = _t5 + _t6
+        _tape_t8_1.append(_t8)
+        _t8 = c * _t7
+        _t9 = _t1 + _t8
+        _tape_v_rows_1.append(v[1:-1].copy())
+        v[1:-1] = _t9
+    # from: return np.sum(v * v)
+    _t10 = v * v
+    _t11 = np.sum(_t10)
+    _value = _t11
+    # ---- reverse sweep
+    du = np.zeros_like(u)
+    dv = np.zeros_like(v)
+    dc = 0.0
+    d_t11 = _seed
+    # from: return np.sum(v * v)
+    d_t10 = sum_vjp(d_t11, _t10, None, False, True)
+    dv += unbroadcast(d_t10 * v, v)
+    dv += unbroadcast(d_t10 * v, v)
+    # from: for step in range(3):
+    for _ in range(_n1):
+        # from: v[1:-1] = v[1:-1] + c * (v[2:] - 2.0 * v[1:-1] + v[:-2])
+        d_t9 = dv[1:-1].copy()
+        dv[1:-1] = 0.0
+        v[1:-1] = _tape_v_rows_1.pop()
+        d_t1 = unbroadcast(d_t9, _t1)
+        d_t8 = unbroadcast(d_t9, _t8)
+        dc = dc + unbroadcast(d_t8 * _t7, c)
+        d_t7 = unbroadcast(d_t8 * c, _t7)
+        _t8 = _tape_t8_1.pop()
+        d_t5 = unbroadcast(d_t7, _t5)
+        d_t6 = unbroadcast(d_t7, _t6)
+        _t7 = _tape_t7_1.pop()
+        dv[:-2] += d_t6
+        _t6 = _tape_t6_1.pop()
+        d_t2 = unbroadcast(d_t5, _t2)
+        d_t4 = unbroadcast(-d_t5, _t4)
+        _t5 = _tape_t5_1.pop()
+        d_t3 = unbroadcast(d_t4 * 2.0, _t3)
+        _t4 = _tape_t4_1.pop()
+        dv[1:-1] += d_t3
+        _t3 = _tape_t3_1.pop()
+        dv[2:] += d_t2
+        _t2 = _tape_t2_1.pop()
+        dv[1:-1] += d_t1
+        _t1 = _tape_t1_1.pop()
+    # from: v = u.copy()
+    du += array_vjp(dv, u)
+    return _value, (du, dc)
