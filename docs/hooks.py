@@ -5,12 +5,17 @@ pullback while the site is built, so the pages cannot drift from the code:
 
 ``<!-- primitives -->``
     is replaced by the tables of registered primitives, read from the rule
-    registry (``pullback.rules.registry``).
+    registry (``pullback.rules.registry``).  Each is named as its public
+    namespace spells it (``np.linalg.svd``, ``scipy.special.psi``), found by
+    identity, so a new library rule appears without a change here.  The build
+    warns (and so fails, being strict) when SciPy, whose rules are registered
+    only when it is installed, is missing.
 
 ``<!-- output -->`` or ``<!-- output LANG -->`` right after a ```python block
     is replaced by what that block printed, as a ``LANG`` block (``text`` if
-    not given).  A page with such a marker has its ```python blocks run in
-    order, in one fresh namespace, up to its last marker.
+    not given); a block that prints nothing there is an error.  A page with
+    such a marker has its ```python blocks run in order, in one fresh
+    namespace, up to its last marker.
 
 ``tests/test_docs.py`` runs every block of every page with :func:`run_page`,
 the same function the build uses, and checks the expected results written in
@@ -29,6 +34,7 @@ import ast
 import contextlib
 import importlib.util
 import io
+import logging
 import os
 import re
 import shutil
@@ -37,6 +43,8 @@ import tempfile
 from dataclasses import dataclass
 
 import numpy as np
+
+log = logging.getLogger("mkdocs.plugins.pullback_docs")
 
 # --------------------------------------------------------------------- code blocks
 
@@ -264,6 +272,10 @@ def render_outputs(markdown: str, name: str) -> str:
             raise RuntimeError(f"{name}: the block at line {b.line} has an output marker but "
                                f"was not run ({r.skipped})")
         text = r.stdout.rstrip("\n")
+        if not text.strip():
+            raise RuntimeError(f"{name}: the block at line {b.line} has an output marker but "
+                               "printed nothing (an example of an error that is no longer "
+                               "raised?)")
         fence = f'{b.indent}```{b.output} title="output"\n' + "".join(
             f"{b.indent}{line}\n" if line else "\n" for line in text.split("\n")) + f"{b.indent}```"
         start, end = b.marker
@@ -280,8 +292,16 @@ def render_outputs(markdown: str, name: str) -> str:
 _SYMBOLS = {"Add": "a + b", "Sub": "a - b", "Mult": "a * b", "Div": "a / b", "Pow": "a ** b",
             "USub": "-a", "UAdd": "+a", "Mod": "a % b", "MatMult": "a @ b", "FloorDiv": "a // b"}
 
-_GROUPS = ["Python operators", "Python builtins", "math", "NumPy", "numpy.linalg",
-           "ndarray methods", "Other"]
+# The public namespaces a registered function is looked up in, by identity, in
+# this order: its group on the page and how it is spelled there.  SciPy's are
+# there only when SciPy is installed (its rules are registered only then).
+_NAMESPACES = [("math", "math", "math."), ("NumPy", "numpy", "np."),
+               ("numpy.linalg", "numpy.linalg", "np.linalg."),
+               ("scipy.special", "scipy.special", "scipy.special."),
+               ("scipy.linalg", "scipy.linalg", "scipy.linalg.")]
+
+_GROUPS = (["Python operators", "Python builtins"] + [g for g, _, _ in _NAMESPACES]
+           + ["ndarray methods", "Other"])
 
 STATUS = {
     "rule": "derivative rule",
@@ -301,17 +321,51 @@ class Primitive:
     key: str = ""             # the dotted name, to sort by
 
 
-def _aliases(fn, module) -> list[str]:
-    return sorted(n for n in dir(module) if not n.startswith("_") and getattr(module, n) is fn
-                  and n != getattr(fn, "__name__", None))
+def _public_names() -> dict:
+    """id(function) -> (group, prefix, [its public names in that namespace]), for every
+    function of the namespaces in ``_NAMESPACES`` that can be imported."""
+    found: dict = {}
+    for group, module_name, prefix in _NAMESPACES:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        for name in sorted(dir(module)):
+            if name.startswith("_"):
+                continue
+            obj = getattr(module, name, None)
+            if callable(obj) and not isinstance(obj, type):
+                entry = found.setdefault(id(obj), (group, prefix, []))
+                if entry[0] == group:           # the first namespace that has it wins
+                    entry[2].append(name)
+    return found
+
+
+def _spelled(fn, prefix: str, names: list) -> str:
+    """``np.absolute`` (also ``np.abs``): its own name first when that is public."""
+    own = getattr(fn, "__name__", None)
+    first = own if own in names else names[0]
+    extra = [n for n in names if n != first]
+    return f"`{prefix}{first}`" + (f" (also {', '.join(f'`{prefix}{a}`' for a in extra)})"
+                                   if extra else "")
+
+
+def missing_namespaces() -> list[str]:
+    """The namespaces of ``_NAMESPACES`` that cannot be imported (their rules are not
+    registered, so the page would not list them)."""
+    return [m for _, m, _ in _NAMESPACES if importlib.util.find_spec(m.split(".")[0]) is None]
 
 
 def catalogue() -> list[Primitive]:
     """Every primitive in the rule registry, as the documentation lists it.
 
-    pullback's own helpers that user code never calls (the loop trip counter) are
-    left out: :func:`internal` lists them.  Functions that stand in for ndarray
-    methods are listed as those methods."""
+    A function is named as its public namespace spells it (``np.linalg.svd``,
+    ``scipy.special.psi``), found by identity, so a rule added to the library is
+    listed under its public name without any change here.  pullback's own helpers
+    that user code never calls (the loop trip counter) are left out:
+    :func:`internal` lists them.  Functions that stand in for ndarray methods are
+    listed as those methods.  Only a function outside every known namespace (a
+    rule you registered for your own function) is listed under "Other"."""
     import operator
 
     from pullback.rules import registry
@@ -319,6 +373,7 @@ def catalogue() -> list[Primitive]:
 
     spelled = {id(fn): _SYMBOLS.get(op, op) for op, fn in OPERATORS.items()}
     spelled[id(operator.getitem)] = "a[i]"
+    public = _public_names()
     out = []
     for rule in registry._RULES.values():
         fn = rule.fn
@@ -333,15 +388,9 @@ def catalogue() -> list[Primitive]:
                 else f"`operator.{fn.__name__}`"
         elif module == "builtins":
             group, name = "Python builtins", f"`{fn.__name__}`"
-        elif module == "math":
-            group, name = "math", f"`math.{fn.__name__}`"
-        elif module == "numpy.linalg":
-            group, name = "numpy.linalg", f"`np.linalg.{fn.__name__}`"
-        elif module == "numpy":
-            extra = _aliases(fn, np)
-            group = "NumPy"
-            name = f"`np.{fn.__name__}`" + (f" (also {', '.join(f'`np.{a}`' for a in extra)})"
-                                             if extra else "")
+        elif id(fn) in public:
+            group, prefix, names = public[id(fn)]
+            name = _spelled(fn, prefix, names)
         elif rule.methods:
             group, name = "ndarray methods", f"`a.{rule.methods[0]}()`"
         elif module.startswith("pullback."):
@@ -349,7 +398,7 @@ def catalogue() -> list[Primitive]:
         else:
             group, name = "Other", f"`{rule.name}`"
         out.append(Primitive(group, name, status, tuple(rule.adjoints), tuple(rule.methods),
-                             rule.view, f"{module}.{getattr(fn, '__name__', '')}".lower()))
+                             rule.view, name.lower()))
     return sorted(out, key=lambda p: (_GROUPS.index(p.group), p.key))
 
 
@@ -393,4 +442,9 @@ def render(markdown: str, name: str) -> str:
 
 
 def on_page_markdown(markdown, page, config, files):
+    if "<!-- primitives -->" in markdown:
+        for module in missing_namespaces():
+            # A warning fails the strict build: the published table must be complete.
+            log.warning("docs/hooks.py: %s is not installed, so the table of primitives "
+                        "would leave out its rules (pip install -e '.[docs]')", module)
     return render(markdown, page.file.src_path)

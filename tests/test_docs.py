@@ -19,6 +19,7 @@ import subprocess
 import sys
 import warnings
 
+import numpy as np
 import pytest
 
 import pullback
@@ -76,11 +77,33 @@ def test_expected_value_comments_are_checked():
 
 
 def test_a_page_cannot_leave_rules_behind():
+    """A page's registrations, new ones and replacements of library rules alike, are
+    undone after it."""
+    import math
+
+    from pullback.rules import registry
+    before = dict(registry._RULES)
+    gamma_rule = registry.lookup(math.gamma)
+    assert gamma_rule is not None            # the library's rule, which the page replaces
     page = ("```python\nimport math\nimport pullback\n"
-            "@pullback.rule(math.gamma)\ndef gamma_vjp(g, ans, x):\n    return g\n```\n")
+            "@pullback.rule(math.gamma)\ndef gamma_vjp(g, ans, x):\n    return g\n\n"
+            "def mine(x):\n    return x\n\n"
+            "@pullback.rule(mine)\ndef mine_vjp(g, ans, x):\n    return 2.0 * g\n\n"
+            "assert pullback.grad(lambda x: math.gamma(x))(1.5) == 1.0\n```\n")
     hooks.run_page(page, "rule.md")
-    with pytest.raises(pullback.MissingRuleError):
-        pullback.grad(lambda x: __import__("math").gamma(x))(1.5)
+    assert registry._RULES == before
+    assert registry.lookup(math.gamma) is gamma_rule
+    # The library's derivative again: gamma'(x) = gamma(x) digamma(x).
+    assert pullback.check_grad(lambda x: math.gamma(x), 1.5)
+
+
+def test_output_markers_need_output():
+    """An example whose output is shown must print something: an error example whose
+    error is no longer raised fails the build instead of showing an empty box."""
+    page = ("```python\ntry:\n    pass\nexcept ValueError as err:\n    print(err)\n```\n\n"
+            "<!-- output -->\n")
+    with pytest.raises(RuntimeError, match="printed nothing"):
+        hooks.render(page, "silent.md")
 
 
 def test_output_markers_show_what_the_block_printed():
@@ -101,8 +124,42 @@ def test_the_primitives_table_is_the_registry():
     for line in ("| `np.prod` | derivative rule | `a` | `a.prod()` |",
                  "| `len` | no derivative flows (non-differentiable) |",
                  "| `np.full` | kind only, no rule yet |",
-                 "| `np.reshape` | derivative rule | `a` |  | yes |"):
+                 "| `np.reshape` | derivative rule | `a` |  | yes |",
+                 "| `np.absolute` (also `np.abs`) | derivative rule | `x` |",
+                 "| `np.logaddexp` | derivative rule | `x1`, `x2` |",
+                 "| `math.atan2` | derivative rule | `y`, `x` |",
+                 "| `np.tensordot` | derivative rule | `a`, `b` |",
+                 "| `np.linalg.cholesky` | derivative rule | `a` |",
+                 "| `np.linalg.svd` | derivative rule | `a` |"):
         assert line in table
+    if importlib.util.find_spec("scipy") is not None:
+        for line in ("| `scipy.special.psi` (also `scipy.special.digamma`) | derivative rule |",
+                     "| `scipy.special.logsumexp` | derivative rule | `a`, `b` |",
+                     "| `scipy.linalg.solve_triangular` | derivative rule | `a`, `b` |"):
+            assert line in table
+
+
+def test_every_library_rule_is_listed_under_its_public_name():
+    """A rule added to the library appears in the table by the name its namespace
+    gives it (found by identity), never under "Other", which is for your own rules."""
+    import math
+
+    from pullback.rules import registry
+    with hooks.isolated_registry():
+        for key, rule in list(registry._RULES.items()):
+            if rule.vjp_tuple is not None:          # pullback.rule: a user's rule
+                del registry._RULES[key]
+        others = [p.name for p in hooks.catalogue() if p.group == "Other"]
+        assert not others, f"library rules with no public name on the page: {others}"
+
+        def mine(x):
+            return 2.0 * x
+        pullback.rule(mine)(lambda g, ans, x: 2.0 * g)
+        assert [p.group for p in hooks.catalogue() if "mine" in p.name] == ["Other"]
+    names = {p.name.split("`")[1] for p in hooks.catalogue()}
+    for fn, name in ((math.lgamma, "math.lgamma"), (np.hypot, "np.hypot"),
+                     (np.kron, "np.kron"), (np.linalg.eigh, "np.linalg.eigh")):
+        assert registry.lookup(fn) is not None and name in names
 
 
 def test_how_it_works_shows_each_stage():
