@@ -450,3 +450,54 @@ def test_views_that_never_see_a_later_write_are_fine(jit):
     p = np.array([0.3, 0.7, 0.9, 0.2])
     check_against_fd(_view_read_before_write, (p,), (0,), jit)
     check_against_fd(_double_buffered, (p,), (0,), jit)
+
+
+# ------------------------------------------------- cause 10: lists changed in place
+class _MyList(list):
+    pass
+
+
+def _list_as_stack(x):
+    st = []
+    st.append(x)
+    a = st.pop()
+    return x * a
+
+
+def _list_subclass_as_stack(x):
+    st = _MyList()
+    st.append(x)
+    a = st.pop()
+    return x * a
+
+
+def _list_accumulated(x):
+    out = []
+    for i in range(3):
+        out.append(x * i)
+    return sum(out)
+
+
+def _array_sorted_in_place(x):
+    q = np.array([x, 2.0 * x, 0.5])
+    q.sort()
+    return q[0]
+
+
+@pytest.mark.parametrize("f", [_list_as_stack, _list_subclass_as_stack, _list_accumulated,
+                               _array_sorted_in_place])
+def test_a_container_changed_in_place_is_refused_at_its_line(f, jit):
+    # Once: a crash in generated code, or (a list subclass) the gradient x instead of 2x.
+    with pytest.raises(pullback.UnsupportedSyntaxError, match="in place") as info:
+        pullback.grad(f, jit=jit)(0.3)
+    assert "test_correctness.py" in str(info.value)
+    assert "np.zeros" in str(info.value)          # says what to write instead
+
+
+def _list_literal(x):
+    st = [x, 2.0 * x]
+    return st[0] * st[1]
+
+
+def test_a_list_literal_read_by_index_still_works():
+    assert_close(pullback.grad(_list_literal)(0.3), 4.0 * 0.3)

@@ -50,3 +50,19 @@ def test_reshapes_take_the_rank_of_their_shape():
     _, kinds, _ = lower(_reshapes, p=Kind(1, "f"), n=INT)
     ranks = {v: kinds[v].ndim for v in "abcdefgh"}
     assert ranks == {"a": 2, "b": 3, "c": 1, "d": 2, "e": 2, "f": 2, "g": -1, "h": 2}
+
+
+def _products(v, M):
+    a = np.dot(v, v)
+    b = np.dot(M, v)
+    c = v @ M
+    d = np.matmul(M, M)
+    e = np.dot(2.0, v)
+    return a, b, c, d, e
+
+
+def test_products_take_the_rank_numpy_gives_them():
+    # np.dot of two vectors is a number: with an unknown rank, a while condition
+    # on it had no Numba type and the transform crashed (StopIteration).
+    _, kinds, _ = lower(_products, v=Kind(1, "f"), M=Kind(2, "f"))
+    assert {n: kinds[n].ndim for n in "abcde"} == {"a": 0, "b": 1, "c": 1, "d": 2, "e": 1}

@@ -62,39 +62,11 @@ FEATURES: dict[str, str] = {
 # Constructs left out of the default (CI) profile because a known cause still
 # makes them fail, on both backends.  Delete an entry when its cause is fixed
 # (tests/fuzz/test_regressions.py has each cause's smallest program).
-KNOWN_BROKEN: dict[str, str] = {
-    "neg_pow_base": "issue 10 cause 1",
-    "param_reassign": "issue 10 cause 2",
-    "array_param_reassign": "issue 10 cause 2 (on Python, also test_regressions NEW_READONLY)",
-    "dead_param": "issue 10 cause 3",
-    "nested_reuse": "issue 10 cause 4",
-    "reversed_range": "issue 10 cause 6",
-    "shared_code": "issue 10 cause 7",
-    "slice_view": "issue 10 cause 9",
-    "tuple_index": "issue 10 cause 11 (on Python, test_regressions NEW_UNKNOWN_KIND)",
-    "arg_write": "issue 10 cause 14 (on Numba, cause 13 first)",
-}
+KNOWN_BROKEN: dict[str, str] = {}
 
 # The same, for causes seen on one backend only.
-KNOWN_BROKEN_PYTHON: dict[str, str] = {
-    "while_exit": "issue 10 cause 5",
-    "row_write": "issue 10 cause 8",
-    "return_in_loop": "issue 10 cause 12",
-    "block_array": "issue 10 cause 12 (the same mechanism: an array's adjoint is still the scalar 0.0)",
-    "array_augassign": "new: np.sum's read-only adjoint written into (test_regressions NEW_READONLY)",
-    "dot": "new: np.dot's result has an unknown kind (test_regressions NEW_UNKNOWN_KIND)",
-    "helper_tuple": "new: a helper's result has an unknown kind (test_regressions NEW_UNKNOWN_KIND)",
-}
-KNOWN_BROKEN_NUMBA: dict[str, str] = {
-    "array_augassign": "new: h = np.zeros(n); h += x counts x twice (test_regressions NEW_NUMBA_AUG)",
-    "element_write": "issue 10 cause 13",
-    "local_matrix": "issue 10 cause 13 (its element writes)",
-    "row_write": "issue 10 cause 13 (needs local_matrix; a row write then np.sum fails the same way)",
-    "helper_tuple": "issue 10 cause 13 (cannot save a helper's tuple in a loop)",
-    "dot": "issue 10 cause 13 (np.dot's result has an unknown rank: cannot save it)",
-    "slice_write": "new: Numba refuses slice writes with a bare TypeError (test_regressions NEW_NUMBA_SLICE)",
-    "slice_broadcast": "new: Numba refuses slice writes with a bare TypeError (test_regressions NEW_NUMBA_SLICE)",
-}
+KNOWN_BROKEN_PYTHON: dict[str, str] = {}
+KNOWN_BROKEN_NUMBA: dict[str, str] = {}
 
 BACKENDS = ("python", "numba")
 

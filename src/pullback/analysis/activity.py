@@ -233,7 +233,10 @@ def _differentiable_operands(s, kinds) -> set[str]:
     if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.Not, ast.Invert)):
         return set()
     if isinstance(e, ast.Subscript):
-        return ir.atom_names(e.value)
+        # A float in an index (np.r_[x, y]) carries a derivative too: the reverse
+        # sweep refuses it with its line rather than drop it.
+        return ir.atom_names(e.value) | {n for n in ir.atom_names(e.slice)
+                                         if kinds.get(n) is not None and kinds[n].dtype in "fc"}
     if isinstance(e, ast.Attribute):
         return ir.atom_names(e.value) if e.attr in ("T", "mT", "real", "imag") else set()
     if isinstance(e, ast.Call):

@@ -9,6 +9,7 @@ backend compiles something.
 from __future__ import annotations
 
 import ast
+import re
 import types
 
 import numpy as np
@@ -202,9 +203,9 @@ class _LazyNumba:
 
 
 def _first_lines(text, n):
-    lines = text.splitlines()
+    """The first ``n`` lines of Numba's report, without its terminal colour codes."""
+    lines = re.sub(r"\x1b\[[0-9;]*m", "", text).splitlines()
     return "\n".join(lines[:n]) + ("\n..." if len(lines) > n else "")
-
 
 
 NUMBA = NumbaBackend()

@@ -30,8 +30,12 @@ def reserve(tape, needed):
 
 def buffer_like(adjoint, value):
     """An adjoint ready for in-place element updates: ``adjoint`` itself when it
-    is already an array of ``value``'s shape, else zeros plus what it holds."""
-    if isinstance(adjoint, np.ndarray) and adjoint.shape == np.shape(value):
+    is already a writable array of ``value``'s shape that owns its memory, else
+    zeros plus what it holds.  A rule may return a read-only broadcast
+    (``sum_vjp``) or a view of another cotangent (``reshape_vjp``); writing into
+    those would fail or change a value that is still read, so they are copied."""
+    if isinstance(adjoint, np.ndarray) and adjoint.shape == np.shape(value) \
+            and adjoint.flags.writeable and adjoint.flags.owndata:
         return adjoint
     return np.zeros(np.shape(value), dtype=np.result_type(value, 1.0)) + adjoint
 

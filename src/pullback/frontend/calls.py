@@ -20,6 +20,15 @@ _ITER_BUILTINS = (range, enumerate, zip, reversed)
 MAX_INLINE_DEPTH = 32
 
 
+# Methods that change their receiver in place (lists, dicts, sets, ndarrays).  The
+# transform follows values by name, so a value put into a container and taken out
+# again would lose its derivative: such calls are refused, never run unseen.
+IN_PLACE_METHODS = frozenset({
+    "append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort", "update",
+    "setdefault", "popitem", "add", "discard", "fill", "put", "itemset", "resize",
+    "partition", "setfield", "__setitem__", "__iadd__", "__isub__", "__imul__"})
+
+
 class Calls:
     """Mixin of the Normalizer: lowering calls and inlining user functions."""
 
@@ -37,6 +46,14 @@ class Calls:
         if fn is UNRESOLVED:
             if isinstance(e.func, ast.Attribute):
                 # A method of a local value: x.sum(axis=0), A.dot(v), x.copy().
+                if e.func.attr in IN_PLACE_METHODS:
+                    raise self.error(
+                        f"`{ast.unparse(e.func)}(...)`, which changes "
+                        f"`{ast.unparse(e.func.value)}` in place", e, scope,
+                        "pullback follows values by name, not containers changed in place "
+                        "(a list used as a stack, an array sorted in place); write into a "
+                        "NumPy array instead (`out = np.zeros(n)`, then `out[i] = v`), or "
+                        "build a tuple")
                 recv = self.lower_expr(e.func.value, scope)
                 args = [self.lower_expr(a, scope) for a in e.args]
                 kws = [ast.keyword(k.arg, self.lower_expr(k.value, scope)) for k in e.keywords]

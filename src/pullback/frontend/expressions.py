@@ -93,6 +93,10 @@ class Expressions:
             return ast.Slice(*parts)
         if isinstance(s, ast.Tuple):
             return ast.Tuple([self.lower_index(x, scope) for x in s.elts], ast.Load())
+        if isinstance(s, ast.List):
+            # x[[0, 2]] picks elements; a tuple x[(0, 2)] would index two axes.
+            items = [self.lower_expr(x, scope) for x in s.elts]
+            return self.as_name(ast.List(items, ast.Load()), s, scope)
         return self.lower_expr(s, scope)
 
     def lower_compare(self, e, scope):

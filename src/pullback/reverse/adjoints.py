@@ -154,6 +154,11 @@ _EXPRESSION_ADJOINTS = {
 
 def subscript_adjoint(tr, s, e, g):
     base = e.value
+    if any(tr.is_active(ast.Name(n)) for n in ir.atom_names(e.slice)):
+        raise tr.error(s, "an index built from differentiated values (np.r_[...], np.c_[...] "
+                       "or an index object fed with them)",
+                       "use np.concatenate([...]), np.stack(...) or np.column_stack(...) "
+                       "to join differentiated arrays")
     if not tr.is_active(base):
         return []
     index = e.slice
@@ -309,11 +314,11 @@ def setitem_adjoint(tr, s: ir.SetItem) -> list:
             contrib = g
             if not tr.selects_element(s.array, s.index):
                 # A row or slice of the adjoint is a view: copy it before zeroing it,
-                # and sum it when one scalar was written into all of it.
+                # and sum it over the axes the written value was broadcast along
+                # (a scalar, or a value of unknown rank such as np.dot's result).
                 contrib = ast.Call(ast.Attribute(g, "copy", ast.Load()), [], [])
-                if tr.kind(s.value).ndim == 0:
-                    contrib = ast.Call(ast.Name(tr.helper(_unbroadcast(), "unbroadcast")),
-                                       [contrib, ast.Name(s.value.id)], [])
+                contrib = ast.Call(ast.Name(tr.helper(_unbroadcast(), "unbroadcast")),
+                                   [contrib, ast.Name(s.value.id)], [])
             code.append(accum(tr, s.value.id, contrib))
         code.append(ZeroElement(s.array, copy.deepcopy(s.index)))
     return code

@@ -88,8 +88,13 @@ def bodies(st) -> list:
 
 
 def names_read(st) -> set:
-    return {n.id for n in ast.walk(st)
-            if isinstance(n, ast.Name) and not isinstance(getattr(n, "ctx", None), ast.Store)}
+    """Names ``st`` reads, including the target of ``dv += c`` (an update reads
+    the value it adds to)."""
+    out = {n.id for n in ast.walk(st)
+           if isinstance(n, ast.Name) and not isinstance(getattr(n, "ctx", None), ast.Store)}
+    out |= {n.target.id for n in ast.walk(st)
+            if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
+    return out
 
 
 def names_written(st) -> set:

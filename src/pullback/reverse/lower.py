@@ -135,7 +135,8 @@ class _Lowering:
         dn = self.tr.d(c.name)
         self.reads(c.g)
         self.defined(dn)
-        self.out.append(assign(dn, call(c.helper, ast.Name(dn), ast.Name(c.name), c.index, c.g)))
+        self.out.append(assign(dn, call(c.helper, ast.Name(dn), ast.Name(c.name),
+                                        index_value(c.index), c.g)))
 
     def zero_element(self, c: ZeroElement):
         self.out.append(ast.Assign([ast.Subscript(ast.Name(self.tr.d(c.name)), c.index,
@@ -186,3 +187,14 @@ def zeros(tr, name) -> ast.expr:
         return call(ast.Attribute(ast.Name(tr.helper(np, "np")), "zeros_like", ast.Load()),
                      ast.Name(name))
     return call(tr.helper(zeros_like, "zeros_like"), ast.Name(name))
+
+
+def index_value(index) -> ast.expr:
+    """An index as a value that can be passed to a helper: ``a:b`` inside
+    ``x[...]`` becomes ``slice(a, b, None)`` outside it."""
+    if isinstance(index, ast.Slice):
+        return call("slice", *[p if p is not None else ast.Constant(None)
+                               for p in (index.lower, index.upper, index.step)])
+    if isinstance(index, ast.Tuple):
+        return ast.Tuple([index_value(i) for i in index.elts], ast.Load())
+    return index

@@ -42,7 +42,8 @@ def init_saved(tr) -> list:
 def _untyped_before_assignment(tr, name):
     """Numba gives a variable one type, so one saved before its first assignment needs
     a placeholder of that type; when its kind is not known here there is none."""
-    first = next(s for s in ir.walk(tr.fn.body) if name in s.writes())
+    first = next((s for s in ir.walk(tr.fn.body) if name in s.writes()), None) or \
+        next(s for s in ir.walk(tr.fn.body) if name in s.reads())
     what = f"`{name}`" if not name.startswith("_") or not isinstance(first, ir.Assign) \
         else f"the value of `{ast.unparse(first.expr)}`"
     return tr.error(first, f"{what} under the Numba backend: the reverse sweep needs it saved "

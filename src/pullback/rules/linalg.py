@@ -464,11 +464,11 @@ def cross_vjp_b(g, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 # ---------------------------------------------------------------------------
 # Registrations
 
-defrule(np.dot, "a, b, out=None", result=results.unknown, methods=("dot",),
+defrule(np.dot, "a, b, out=None", result=results.product, methods=("dot",),
         a="dot_vjp_a(g, a, b)", b="dot_vjp_b(g, a, b)")
-defrule(np.matmul, "x1, x2, /, out=None", result=results.unknown,
+defrule(np.matmul, "x1, x2, /, out=None", result=results.product,
         x1="matmul_vjp_a(g, x1, x2)", x2="matmul_vjp_b(g, x1, x2)")
-defrule(operator.matmul, "a, b, /", result=results.unknown,
+defrule(operator.matmul, "a, b, /", result=results.product,
         a="matmul_vjp_a(g, a, b)", b="matmul_vjp_b(g, a, b)")
 defrule(np.outer, "a, b, out=None", result=results.unknown,
         a="outer_vjp_a(g, a, b)", b="outer_vjp_b(g, a, b)")

@@ -112,6 +112,22 @@ def rank_unknown(fn, args, kws, call) -> Kind:
     return Kind(-1, first.dtype if first.dtype in DTYPE_ORDER else "f")
 
 
+def product(fn, args, kws, call) -> Kind:
+    """``dot``, ``matmul``, ``@``: a vector times a vector is a number, a matrix
+    times a vector a vector, two matrices a matrix (a number scales the other
+    argument under ``dot``); of unknown rank otherwise."""
+    if len(args) < 2 or any(a.ndim is None or a.ndim < 0 for a in args[:2]):
+        return unknown(fn, args, kws, call)
+    a, b = args[0].ndim, args[1].ndim
+    dtype = broadcast(list(args[:2])).dtype
+    ranks = {(1, 1): 0, (2, 1): 1, (1, 2): 1, (2, 2): 2}
+    if (a, b) in ranks:
+        return Kind(ranks[a, b], dtype)
+    if 0 in (a, b) and fn is np.dot:
+        return Kind(a + b, dtype)
+    return Kind(-1, dtype)
+
+
 def retyped(fn, args, kws, call) -> Kind:
     """``astype``: the first argument's rank, a dtype not known here."""
     return Kind(_first(args).ndim, "o")

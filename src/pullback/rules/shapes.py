@@ -51,7 +51,11 @@ def reshape_vjp(g, a, order="C"):
         order = "F" if flags is not None and flags.f_contiguous and not flags.c_contiguous else "C"
     elif order not in ("C", "F", None):
         raise ValueError(f"reshape: order must be 'C', 'F' or 'A', not {order!r}")
-    return like_arg(_reshape_order(xp, as_array(xp, g, a), shape_of(a), order), a)
+    G = as_array(xp, g, a)
+    if G.ndim == 0:
+        # The same cotangent for every element (the adjoint's symbolic zero, 0.0).
+        return like_arg(xp.broadcast_to(G, tuple(shape_of(a))), a)
+    return like_arg(_reshape_order(xp, G, shape_of(a), order), a)
 
 
 def transpose_vjp(g, a, axes=None):

@@ -53,7 +53,7 @@ def slice_write_grad(u, c, _seed=1.0):
     # from: for step in range(3):
     for _ in range(_n1):
         # from: v[1:-1] = v[1:-1] + c * (v[2:] - 2.0 * v[1:-1] + v[:-2])
-        d_t9 = dv[1:-1].copy()
+        d_t9 = unbroadcast(dv[1:-1].copy(), _t9)
         dv[1:-1] = 0.0
         v[1:-1] = _pop()
         d_t1 = unbroadcast(d_t9, _t1)
