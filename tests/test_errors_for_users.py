@@ -74,3 +74,24 @@ def test_a_script_shows_the_user_line_and_the_fix(tmp_path):
                          env={"PATH": "/usr/bin:/bin"}).stderr
     assert "user_script.py" in out and "np.fft.fft(x)" in out and "pullback.rule" in out
     assert "/pullback/reverse/" not in out and "/pullback/pipeline" not in out
+
+
+def _firsthalf(p):
+    return p[:2]
+
+
+def writes_into_a_helpers_view(p):
+    v = _firsthalf(p)
+    v[0] = 2.0 * v[1]
+    return np.sum(v)
+
+
+def test_an_alias_error_names_the_users_variables_not_temporaries():
+    # The helper's result is an internal temporary once inlined; the message once
+    # read "v = _t1 makes no copy".
+    with pytest.raises(pullback.UnsupportedSyntaxError) as info:
+        pullback.grad(writes_into_a_helpers_view)(np.array([0.3, 0.5, 0.7]))
+    message = str(info.value)
+    assert "v = _firsthalf(p).copy()" in message
+    words = message.replace("_firsthalf", "").split()
+    assert not [w for w in words if w.strip("`'(),:").startswith("_t")], message

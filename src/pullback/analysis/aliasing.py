@@ -80,11 +80,11 @@ def check_aliasing(stmts, kind, location, params=()) -> None:
         view = view_made_by(s, kind, stmts, params) if later else None
         if view is not None:
             _, how, e = view
+            bound, copied = _as_written(s, e, location)
             raise UnsupportedSyntaxError(
                 f"a write into {s.target!r}, which shares memory with another array "
-                f"({s.target} = {ast.unparse(e)} {how})", location(later[0].line),
-                f"write `{s.target} = {_copy_of(e)}` to work on a copy, or "
-                "write through the original array")
+                f"({bound} {how})", location(later[0].line),
+                f"write `{copied}` to work on a copy, or write through the original array")
 
 
 def _may_be_view(s: ir.Assign) -> bool:
@@ -119,16 +119,34 @@ def check_stale_views(stmts, kind, location, params=()) -> None:
             read = next((r for r in ir.walk(stmts) if s.target in r.reads() and r is not w
                          and flow.reaches(w, r, s.target)), None)
             if read is not None:
+                bound, copied = _as_written(s, s.expr, location)
                 raise UnsupportedSyntaxError(
                     f"a write into {w.array!r} while {s.target!r}, a view of it "
-                    f"({s.target} = {ast.unparse(s.expr)}), is still read later (line "
-                    f"{read.line})", location(w.line),
-                    f"take a copy for the view, `{s.target} = {_copy_of(s.expr)}`, or "
+                    f"({bound}), is still read later (line {read.line})", location(w.line),
+                    f"take a copy for the view, `{copied}`, or "
                     f"write into {w.array!r} before taking the view")
 
 
 def _copy_of(expr) -> str:
     return ast.unparse(ast.Call(ast.Attribute(expr, "copy", ast.Load()), [], []))
+
+
+def _as_written(s, expr, location) -> tuple[str, str]:
+    """``(binding, with a copy)`` for messages: ``s.target = expr`` and the same with
+    ``.copy()``, in the user's words.  When ``expr`` names the transform's
+    temporaries (``v = _t1`` for ``v = firsthalf(p)``), the user's line is quoted
+    instead, so that a message never names a variable the user did not write."""
+    if not any(n.startswith("_") for n in ir.atom_names(expr)):
+        return f"{s.target} = {ast.unparse(expr)}", f"{s.target} = {_copy_of(expr)}"
+    line = location(s.line).line.strip()
+    try:
+        tree = ast.parse(line).body[0]
+    except (SyntaxError, IndexError):
+        tree = None
+    if isinstance(tree, ast.Assign) and len(tree.targets) == 1 \
+            and isinstance(tree.targets[0], ast.Name) and tree.targets[0].id == s.target:
+        return f"line {s.line}: {line}", f"{s.target} = {_copy_of(tree.value)}"
+    return f"{s.target}, bound on line {s.line}", f"{s.target} = ....copy()"
 
 
 def _base_closure(name, bases) -> set:
