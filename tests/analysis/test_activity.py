@@ -66,3 +66,17 @@ def test_products_take_the_rank_numpy_gives_them():
     # on it had no Numba type and the transform crashed (StopIteration).
     _, kinds, _ = lower(_products, v=Kind(1, "f"), M=Kind(2, "f"))
     assert {n: kinds[n].ndim for n in "abcde"} == {"a": 0, "b": 1, "c": 1, "d": 2, "e": 1}
+
+
+def _arrays_from_lists(x, y):
+    a = np.array([x, y, 0.5])
+    b = np.array([[x, 0.5], [y, x]])
+    c = np.array((1, 2))
+    return a, b, c
+
+
+def test_an_array_from_a_list_literal_has_one_dimension_per_level():
+    # np.maximum(np.array([x, ...]), np.array([[...]])) was taken for a scalar and
+    # its cotangent not unbroadcast.
+    _, kinds, _ = lower(_arrays_from_lists, x=FLOAT, y=FLOAT)
+    assert (kinds["a"], kinds["b"], kinds["c"]) == (Kind(1, "f"), Kind(2, "f"), Kind(1, "i"))

@@ -81,9 +81,6 @@ PYTHON: dict[str, Expect] = {
     "numpy/r_mixed": syntax(_R_INDEX),
     "numpy/r_slicing": syntax(_R_INDEX),
     "numpy/c_": syntax(_R_INDEX),
-    "numpy/maximum_equal_values_2d": crash(
-        "np.maximum of two np.array([...]) of float lists: their kinds are unknown, the result "
-        "is taken for a scalar and the cotangent is not unbroadcast (ValueError in array_vjp)"),
     "numpy/gradient-2d": missing("np.gradient"),
     "numpy/gradient-1d": missing("np.gradient"),
     # ---- autograd tests/test_systematic.py

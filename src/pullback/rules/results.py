@@ -187,9 +187,31 @@ def identity_matrix(fn, args, kws, call) -> Kind:
 
 
 def like_source(fn, args, kws, call) -> Kind:
-    """``array(x)``, ``copy``, ``zeros_like``: the rank and dtype of the source."""
+    """``array(x)``, ``copy``, ``zeros_like``: the rank and dtype of the source; for
+    a (nested) list of numbers, one dimension per level of nesting."""
     src = _first(args)
+    nested = _nested_list(src)
+    if nested is not None:
+        return nested
     return Kind(src.ndim, src.dtype) if src.ndim is not None else Kind(-1, "o")
+
+
+def _nested_list(k: Kind) -> Kind | None:
+    """The array kind a list literal of this kind makes, or None if not known:
+    ``[x, 0.5]`` is a float vector, ``[[x, y], [y, x]]`` a float matrix."""
+    if k.dtype == "t" and k.ndim is not None:
+        return Kind(1, "i")                 # a tuple of ints
+    if k.items is None:
+        return None
+    inner = []
+    for item in k.items:
+        sub = _nested_list(item) if item.items is not None or item.dtype == "t" else item
+        if sub is None or sub.ndim is None or sub.ndim < 0 or sub.dtype not in DTYPE_ORDER:
+            return None
+        inner.append(sub)
+    if not inner or len({i.ndim for i in inner}) != 1:
+        return None
+    return Kind(inner[0].ndim + 1, broadcast(inner).dtype)
 
 
 def generic(fn, args, kws, call) -> Kind:
