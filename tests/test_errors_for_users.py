@@ -74,3 +74,17 @@ def test_a_script_shows_the_user_line_and_the_fix(tmp_path):
                          env={"PATH": "/usr/bin:/bin"}).stderr
     assert "user_script.py" in out and "np.fft.fft(x)" in out and "pullback.rule" in out
     assert "/pullback/reverse/" not in out and "/pullback/pipeline" not in out
+
+
+def test_an_error_inside_a_function_inlined_from_another_file_names_the_users_line():
+    """Statements inlined from another file carry the line of the user's call (line
+    numbers index the top function's file), so a later refusal points at that call."""
+    import elsewhere
+
+    def f(x):
+        return elsewhere.spread(x) * 2.0
+    with pytest.raises(pullback.MissingRuleError) as info:
+        pullback.grad(f)(1.5)
+    msg = str(info.value)
+    assert "numpy.full" in msg and __file__ in msg
+    assert "return elsewhere.spread(x) * 2.0" in msg
