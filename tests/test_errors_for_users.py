@@ -95,3 +95,17 @@ def test_an_alias_error_names_the_users_variables_not_temporaries():
     assert "v = _firsthalf(p).copy()" in message
     words = message.replace("_firsthalf", "").split()
     assert not [w for w in words if w.strip("`'(),:").startswith("_t")], message
+
+
+def test_an_error_inside_a_function_inlined_from_another_file_names_the_users_line():
+    """Statements inlined from another file carry the line of the user's call (line
+    numbers index the top function's file), so a later refusal points at that call."""
+    import elsewhere
+
+    def f(x):
+        return elsewhere.spread(x) * 2.0
+    with pytest.raises(pullback.MissingRuleError) as info:
+        pullback.grad(f)(1.5)
+    msg = str(info.value)
+    assert "numpy.full" in msg and __file__ in msg
+    assert "return elsewhere.spread(x) * 2.0" in msg

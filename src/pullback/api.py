@@ -363,20 +363,37 @@ def show(g, *args) -> None:
 
 
 def rule(fn, *, argnums=None):
-    """Register the derivative of ``fn`` (your own function or a third-party one).
+    """Register the derivative of ``fn``: any callable (your own function, a NumPy
+    ufunc, a SciPy function, a Numba function).
 
-    Decorate its vector-Jacobian product, which receives the cotangent ``g`` of
-    the result, the result ``ans`` and ``fn``'s arguments, and returns one
-    cotangent per parameter (a tuple when ``fn`` has several; ``None`` where a
-    parameter has no derivative)::
+    Decorate its vector-Jacobian product.  Where differentiated code calls
+    ``fn(*args, **kwargs)``, the derivative calls ``vjp(g, ans, *args, **kwargs)``:
+    the cotangent ``g`` of the result, the result ``ans``, then exactly the
+    arguments that call passed, positional and keyword, as written (defaults
+    are never filled in, so a ufunc's ``out=``, ``where=``... are not passed
+    unless the call passes them)::
 
-        @pullback.rule(softplus)
-        def softplus_vjp(g, ans, x):
-            return g / (1.0 + math.exp(-x))
+        @pullback.rule(softplus, argnums=0)       # softplus(x, beta=1.0)
+        def softplus_vjp(g, ans, x, beta=1.0):    # beta: the call's, or this default
+            return g / (1.0 + math.exp(-beta * x)), None
+
+        @pullback.rule(scipy.special.gammaln)     # a ufunc: x, /, out=None, *, where=...
+        def gammaln_vjp(g, ans, x):
+            return g * scipy.special.digamma(x)
+
+    So the VJP's parameters after ``g, ans`` mirror those of ``fn`` that calls
+    use; a call it cannot take is refused (a MissingRuleError naming the VJP and
+    the call's line) before anything runs.  It returns one cotangent per
+    positional parameter of its own after ``g, ans``, in that argument's shape
+    (``None`` where there is no derivative): the cotangent itself when it has
+    one such parameter, a tuple when it has several (anything else is a
+    TypeError naming it and the call).  ``argnums`` says which of those
+    parameters may carry a derivative (default: all); differentiating through
+    any other, or a keyword-only one, is refused up front.
 
     The transform then calls ``fn`` and this VJP instead of reading ``fn``'s
-    source.  ``argnums`` limits which parameters may carry a derivative.  On the
-    Numba backend both ``fn`` and the VJP must be Numba-compilable.
+    source; a user's rule replaces a built-in one.  On the Numba backend both
+    ``fn`` and the VJP must be Numba-compilable.
     """
     def register(vjp):
         registry.defvjp(fn, vjp, argnums=argnums)

@@ -8,11 +8,12 @@ import math
 import types
 
 from ..core import ir
+from ..core.errors import MissingRuleError, PullbackError
 from ..rules import registry
 from . import fence
 from .expressions import Primitive
 from .parse import ParsedFunction, parse_function, unwrap
-from .resolve import copy_expr, is_library, root_name
+from .resolve import copy_expr, inlined_library, is_library, root_name
 from .scope import UNRESOLVED, Scope, local_names, walk_same_scope
 
 # Builtins that the normalizer lowers itself, never inlines.
@@ -32,6 +33,21 @@ IN_PLACE_METHODS = frozenset({
 class Calls:
     """Mixin of the Normalizer: lowering calls and inlining user functions."""
 
+    def lower_method_call(self, e: ast.Call, scope):
+        """A method of a local value: x.sum(axis=0), A.dot(v), x.copy()."""
+        if e.func.attr in IN_PLACE_METHODS:
+            raise self.error(
+                f"`{ast.unparse(e.func)}(...)`, which changes `{ast.unparse(e.func.value)}` "
+                "in place", e, scope,
+                "pullback follows values by name, not containers changed in place (a list "
+                "used as a stack, an array sorted in place); write into a NumPy array "
+                "instead (`out = np.zeros(n)`, then `out[i] = v`), or build a tuple")
+        recv = self.lower_expr(e.func.value, scope)
+        args = [self.lower_expr(a, scope) for a in e.args]
+        kws = [ast.keyword(k.arg, self.lower_expr(k.value, scope)) for k in e.keywords]
+        call = ast.Call(ast.Attribute(recv, e.func.attr, ast.Load()), args, kws)
+        return Primitive(call, method=e.func.attr)
+
     def lower_call(self, e: ast.Call, scope):
         for a in e.args:
             if isinstance(a, ast.Starred):
@@ -45,20 +61,7 @@ class Calls:
         fn = self.resolve(e.func, scope)
         if fn is UNRESOLVED:
             if isinstance(e.func, ast.Attribute):
-                # A method of a local value: x.sum(axis=0), A.dot(v), x.copy().
-                if e.func.attr in IN_PLACE_METHODS:
-                    raise self.error(
-                        f"`{ast.unparse(e.func)}(...)`, which changes "
-                        f"`{ast.unparse(e.func.value)}` in place", e, scope,
-                        "pullback follows values by name, not containers changed in place "
-                        "(a list used as a stack, an array sorted in place); write into a "
-                        "NumPy array instead (`out = np.zeros(n)`, then `out[i] = v`), or "
-                        "build a tuple")
-                recv = self.lower_expr(e.func.value, scope)
-                args = [self.lower_expr(a, scope) for a in e.args]
-                kws = [ast.keyword(k.arg, self.lower_expr(k.value, scope)) for k in e.keywords]
-                call = ast.Call(ast.Attribute(recv, e.func.attr, ast.Load()), args, kws)
-                return Primitive(call, method=e.func.attr)
+                return self.lower_method_call(e, scope)
             raise self.error(f"a call to {ast.unparse(e.func)}, which is not a known function",
                              e, scope)
         if fn in (min, max) and len(e.args) > 2 and not e.keywords:
@@ -75,9 +78,12 @@ class Calls:
         if fn in (sum, math.fsum) and len(e.args) == 1 and not e.keywords \
                 and isinstance(e.args[0], (ast.GeneratorExp, ast.ListComp)):
             return self.lower_sum(e, fn, scope)
+        namespace = self.picked_namespace(e, scope)
+        if namespace is not UNRESOLVED:
+            return self.bind_value(namespace, "xp")
         target, is_numba = unwrap(fn)
-        if registry.lookup(fn) is None and registry.lookup(target) is None \
-                and isinstance(target, types.FunctionType) and not is_library(target):
+        rule = self._rule_for_call(e, fn, target, scope)
+        if rule is None and isinstance(target, types.FunctionType) and not is_library(target):
             self._depend_on(scope, root_name(e.func))
             if target.__code__ not in self.inline_stack:
                 return self.inline(None, None, e, scope, fn=target)
@@ -90,6 +96,64 @@ class Calls:
         args = [self.lower_expr(a, scope) for a in e.args]
         kws = [ast.keyword(k.arg, self.lower_expr(k.value, scope)) for k in e.keywords]
         return Primitive(ast.Call(func, args, kws), callee=fn)
+
+    def _rule_for_call(self, e, fn, target, scope):
+        """The rule of the called function, if any.  A user's rule receives the call's
+        own arguments: a call its VJP cannot take is refused before anything runs."""
+        rule = registry.lookup(fn) or registry.lookup(target)
+        why = None if rule is None else rule.call_mismatch(
+            e.args, {k.arg: k.value for k in e.keywords})
+        if why is None:
+            return rule
+        vjp = rule.helpers["__vjp__"]
+        name = getattr(vjp, "__name__", None) or type(vjp).__name__
+        raise MissingRuleError(
+            f"the rule {name} registered for {rule.name} cannot take the arguments of this "
+            f"call ({why}).  A rule is called as {name}(g, ans, <the call's arguments as "
+            f"written>): its parameters after g, ans must accept exactly what this call "
+            f"passes, positional and keyword, with the defaults it needs for the rest"
+            f"\n  {scope.parsed.location(e)}")
+
+    def picked_namespace(self, e, scope):
+        """The array namespace a call to a namespace picker (``array_namespace(x)``)
+        returns for the values pullback differentiates (NumPy), or UNRESOLVED."""
+        if not isinstance(e, ast.Call) or (not isinstance(e.func, ast.Name)
+                                           and not isinstance(e.func, ast.Attribute)):
+            return UNRESOLVED
+        rule = registry.lookup(self.resolve(e.func, scope))
+        return registry.NUMPY_NAMESPACE if rule is not None and rule.namespace else UNRESOLVED
+
+    def assign_constant(self, name, value, scope) -> bool:
+        """``xp = array_namespace(x)``: ``xp`` is NumPy when transforming, a constant
+        of this scope (no statement).  Only when every assignment to ``xp`` in the
+        function picks a namespace, and a parameter ``xp`` was given a namespace or
+        None: otherwise its value would not be known."""
+        namespace = self.picked_namespace(value, scope)
+        if namespace is UNRESOLVED:
+            return False
+        node = scope.parsed.node
+        params = {a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+        if not self._only_namespace_stores(name, scope) or (
+                name in params and name not in scope.constants
+                and name not in scope.none_params):
+            raise self.error(f"the array namespace {name!r}, which is also assigned another "
+                             "value", value, scope,
+                             "give the array namespace a name of its own")
+        scope.constants[name] = namespace
+        return True
+
+    def _only_namespace_stores(self, name, scope) -> bool:
+        """Every assignment to ``name`` in the function of ``scope`` picks a namespace."""
+        stores = picks = 0
+        for st in scope.parsed.node.body:
+            for n in walk_same_scope(st):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == name:
+                    stores += 1
+                elif isinstance(n, ast.Assign) and len(n.targets) == 1 \
+                        and isinstance(n.targets[0], ast.Name) and n.targets[0].id == name \
+                        and self.picked_namespace(n.value, scope) is not UNRESOLVED:
+                    picks += 1
+        return stores == picks
 
     def lower_sum(self, e, fn, scope):
         """sum(f(v) for v in xs if c) as the loop it is: acc = 0; for v in xs: if c: acc += f(v)."""
@@ -121,7 +185,27 @@ class Calls:
         return ast.Name(acc)
 
     def inline(self, node, parsed, call: ast.Call, scope, enclosing=None, fn=None):
-        """Inline a call to a Python function; return an atom holding its result."""
+        """Inline a call to a Python function; return an atom holding its result.
+
+        A library function (SciPy's, see :mod:`.resolve`) called from the user's
+        code that cannot be inlined is refused at the user's call, naming it and
+        how to give it a rule."""
+        if fn is None or not inlined_library(fn) or inlined_library(scope.parsed.fn):
+            return self._inline(node, parsed, call, scope, enclosing, fn)
+        try:
+            return self._inline(node, parsed, call, scope, enclosing, fn)
+        except PullbackError as exc:
+            name = f"{fn.__module__}.{fn.__qualname__}"
+            reason = "\n    ".join(str(exc).splitlines())
+            raise MissingRuleError(
+                f"pullback cannot differentiate {name}: it has no derivative rule, and its "
+                f"source cannot be inlined because {reason}\nRegister a rule with "
+                f"@pullback.rule({fn.__name__}) on a function "
+                f"`def {fn.__name__}_vjp(g, ans, <the call's arguments>)` that returns one "
+                f"cotangent per positional parameter, or call a function that has one."
+                f"\n  {scope.parsed.location(call)}") from None
+
+    def _inline(self, node, parsed, call: ast.Call, scope, enclosing=None, fn=None):
         if scope.depth >= MAX_INLINE_DEPTH:
             raise self.error("recursion (or calls nested too deeply to inline)", call, scope,
                              "give the recursive function a rule with @pullback.rule")
@@ -147,9 +231,12 @@ class Calls:
         rename = {}
         for local in sorted(local_names(node)):
             rename[local] = self.names.fresh(f"_{prefix}_{local}_")
-        callee = Scope(parsed, rename=rename, parent=enclosing, depth=scope.depth + 1)
         line = self._line(call, scope)
-        self._bind_arguments(node, parsed, call, scope, enclosing, args, kwargs, rename, line)
+        site = scope.site_line if scope.site_line is not None else \
+            line if parsed.filename != self.top.filename else None
+        callee = Scope(parsed, rename=rename, parent=enclosing, depth=scope.depth + 1,
+                       site_line=site)
+        self._bind_arguments(node, parsed, call, scope, callee, args, kwargs, line)
         callee.ret_value = self.names.fresh(f"_{prefix}_result")
         body = node.body
         returns = [n for st in body for n in walk_same_scope(st) if isinstance(n, ast.Return)]
@@ -170,10 +257,24 @@ class Calls:
                 self.inline_stack.pop()
         return ast.Name(callee.ret_value)
 
-    def _bind_arguments(self, node, parsed, call, scope, enclosing, args, kwargs, rename, line):
+    def _bind_arguments(self, node, parsed, call, scope, callee, args, kwargs, line):
         """Assign the callee's (renamed) parameters from the call's argument atoms,
-        its keywords and its defaults (evaluated in the defining scope)."""
+        its keywords and its defaults (evaluated in the defining scope).  A parameter
+        given an array namespace (``xp=xp``) is that namespace, a constant."""
         a = node.args
+        given = dict(zip(range(len(call.args)), call.args))
+        given.update({k.arg: k.value for k in call.keywords})
+        params = a.posonlyargs + a.args
+        for k, p in enumerate(params + a.kwonlyargs):
+            src = given.get(k if k < len(params) and k < len(call.args) else p.arg)
+            value = UNRESOLVED if src is None else self.resolve(src, scope)
+            if isinstance(value, types.ModuleType) and self._only_namespace_stores(p.arg, callee):
+                callee.constants[p.arg] = value
+        self._assign_parameters(node, parsed, call, scope, callee, args, kwargs, line)
+
+    def _assign_parameters(self, node, parsed, call, scope, callee, args, kwargs, line):
+        a = node.args
+        enclosing = callee.parent
         params = a.posonlyargs + a.args
         defaults = [None] * (len(params) - len(a.defaults)) + list(a.defaults)
         if len(args) > len(params):
@@ -188,14 +289,21 @@ class Calls:
                 value = self.lower_expr(d, enclosing or Scope(parsed, rename={}))
             else:
                 raise self.error(missing.format(p.arg), call, scope)
-            self.emit(ir.Assign(line, rename[p.arg], value))
+            self._assign_parameter(callee, p.arg, value, line)
         for p, d in zip(a.kwonlyargs, a.kw_defaults):
             value = kwargs.pop(p.arg, None)
             if value is None:
                 if d is None:
                     raise self.error(missing.format(p.arg), call, scope)
                 value = self.lower_expr(d, enclosing or Scope(parsed, rename={}))
-            self.emit(ir.Assign(line, rename[p.arg], value))
+            self._assign_parameter(callee, p.arg, value, line)
         if kwargs:
             raise self.error(f"a call to {node.name} with unknown keyword {next(iter(kwargs))!r}",
                              call, scope)
+
+    def _assign_parameter(self, callee, name, value, line):
+        if name in callee.constants:
+            return                      # a namespace: read as the constant it is
+        if isinstance(value, ast.Constant) and value.value is None:
+            callee.none_params.add(name)
+        self.emit(ir.Assign(line, callee.rename[name], value))

@@ -84,6 +84,8 @@ class Normalizer(Expressions, Loops, Calls, Resolver):
         return ast.Name(name)
 
     def _line(self, node, scope) -> int:
+        if scope.site_line is not None:
+            return scope.site_line
         line = getattr(node, "lineno", None) or scope.parsed.node.lineno
         if scope.parsed is self.top and line not in self.source_lines:
             loc = scope.parsed.location(node)
@@ -205,6 +207,8 @@ class Normalizer(Expressions, Loops, Calls, Resolver):
             scope.local_defs[target.id] = (value, scope)
             return
         if isinstance(target, ast.Name):
+            if not lowered and self.assign_constant(target.id, value, scope):
+                return
             name = self.local_name(target.id, scope)
             prim = Primitive(value) if lowered else self.lower_primitive(value, scope)
             if name in ir.atom_names(prim.expr) and not is_atom(prim.expr):

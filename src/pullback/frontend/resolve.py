@@ -4,11 +4,18 @@ The top function's own globals and closure variables stay names in the output,
 read when the derivative runs, as the primal reads them.  Those of an inlined
 function from elsewhere are bound by value (``externals``) and recorded as
 dependencies, so the cached derivative is dropped when they change.
+
+A local array namespace (``xp = array_namespace(x)``) is known when
+transforming (NumPy, ``Scope.constants``) and bound by value too, so that
+``xp.sum`` resolves to ``np.sum``.  Which called functions are inlined and which
+are primitives needing a rule is the library-inlining policy of
+:func:`is_library`.
 """
 from __future__ import annotations
 
 import ast
 import builtins
+import types
 
 from .scope import UNRESOLVED
 
@@ -17,6 +24,9 @@ class Resolver:
     """Mixin of the Normalizer: resolving and referring to non-local names."""
 
     def name_ref(self, e: ast.Name, scope) -> ast.expr:
+        known = scope.lookup_constant(e.id)
+        if known is not UNRESOLVED:
+            return self.bind_value(known, e.id)
         local, _ = scope.lookup_local(e.id)
         if local is not None:
             return ast.Name(local)
@@ -30,6 +40,21 @@ class Resolver:
         root = e
         while isinstance(root, ast.Attribute):
             root = root.value
+        if not isinstance(root, ast.Name):
+            # An attribute of a call's known result: array_namespace(x).sum.
+            return self.bind_value(obj, e.attr if isinstance(e, ast.Attribute) else "_value")
+        known = scope.lookup_constant(root.id)
+        if known is not UNRESOLVED:
+            # A local array namespace: its attribute, bound by value.
+            alias = self.bind_value(known, root.id)
+            if isinstance(e, ast.Name):
+                return alias
+            out = copy_expr(e)
+            r = out
+            while isinstance(r.value, ast.Attribute):
+                r = r.value
+            r.value = alias
+            return out
         if scope.parsed is self.top or (scope.parsed.globals is self.top.globals
                                         and root.id not in scope.parsed.closure
                                         and root.id not in self.top_locals
@@ -55,6 +80,15 @@ class Resolver:
         r.value = ast.Name(name)
         return out
 
+    def bind_value(self, value, hint: str) -> ast.Name:
+        """A name for ``value``, bound when transforming (an external)."""
+        key = ("value", id(value))
+        name = self._aliases.get(key)
+        if name is None:
+            name = self._aliases[key] = self.names.reserve(hint)
+            self.externals[name] = value
+        return ast.Name(name)
+
     def _depend_on(self, scope, name):
         p = scope.parsed
         if name in p.closure:
@@ -78,9 +112,12 @@ class Resolver:
     def resolve(self, e, scope):
         """The object a Name/Attribute chain names, if it is not local."""
         if isinstance(e, ast.Name):
-            if scope.lookup_local(e.id)[0] is not None:
-                return UNRESOLVED
+            known = scope.lookup_constant(e.id)
+            if known is not UNRESOLVED or scope.lookup_local(e.id)[0] is not None:
+                return known
             return self._resolve_root(e, scope)
+        if isinstance(e, ast.Call):
+            return self.picked_namespace(e, scope)
         if isinstance(e, ast.Attribute):
             base = self.resolve(e.value, scope)
             if base is UNRESOLVED:
@@ -98,14 +135,54 @@ class Resolver:
         return self.resolve(func, scope)
 
 
+# The library-inlining policy: see is_library.
 _LIBRARIES = ("numpy", "scipy", "numba", "math", "torch", "jax", "pullback", "array_api_compat")
+_INLINED = ("scipy",)               # ... but their own Python functions are inlined
+_NOT_INLINED = ("scipy._lib",)      # ... except these packages' (SciPy's plumbing)
+
+
+def _in(mod: str, packages) -> bool:
+    return any(mod == p or mod.startswith(p + ".") for p in packages)
+
+
+def inlined_library(fn) -> bool:
+    """``fn`` is a library's Python function that the policy (:func:`is_library`)
+    inlines: a plain ``def`` of SciPy outside ``scipy._lib``."""
+    mod = getattr(fn, "__module__", "") or ""
+    return (isinstance(fn, types.FunctionType) and _in(mod, _INLINED)
+            and not _in(mod, _NOT_INLINED))
 
 
 def is_library(fn) -> bool:
-    """Library functions are primitives (they need a rule), never inlined: their
-    source is an implementation detail written for speed, not for us."""
+    """Whether ``fn`` is a primitive (it needs a rule) rather than inlined.
+
+    The library-inlining policy, in one place (CONTRIBUTING.md repeats it).  A
+    rule, built in or the user's, always wins: a function with one is called
+    and its rule differentiates it.  Without one:
+
+    * The user's Python functions are inlined: read and differentiated.
+    * Functions of NumPy, SciPy, Numba, ``math``, PyTorch, JAX, array_api_compat
+      and pullback are primitives, never inlined: their source is an
+      implementation detail (compiled code, or Python written for speed and
+      for every array library), so a call to one needs a rule (``rules/``).
+    * Except SciPy's own Python functions (a plain ``def`` in a ``scipy.*``
+      module, such as ``scipy.optimize.rosen``, ``rosen_der``,
+      ``rosen_hess_prod``): those are inlined like the user's code.
+    * But not SciPy's private plumbing, ``scipy._lib`` (its array API layer, the
+      vendored array_api_compat and array_api_extra, argument checks): those
+      stay primitives.  What SciPy's functions call from it to pick an array
+      namespace or to check and convert arguments is registered in
+      ``rules/scipy_lib.py``: ``array_namespace`` is a namespace picker (NumPy,
+      bound when transforming), and ``xp_promote``, ``_asarray``, ``xp_copy``,
+      ``xp_ravel``, ``atleast_nd`` pass the derivative through.  Any other one
+      asks for a rule when a derivative must flow through it.
+    * A SciPy function that cannot be inlined (a construct the fence refuses,
+      no readable source) is refused at the user's call with a
+      MissingRuleError naming it and how to register a rule.  Never a guessed
+      derivative.
+    """
     mod = getattr(fn, "__module__", "") or ""
-    return mod.split(".")[0] in _LIBRARIES
+    return mod.split(".")[0] in _LIBRARIES and not inlined_library(fn)
 
 
 def root_name(e):

@@ -19,6 +19,24 @@ class Scope:
     ret_value: str | None = None
     depth: int = 0
     loop_depth: int = 0             # loops of this function around the statement being lowered
+    # Locals whose value is known when transforming: an array namespace
+    # (``xp = array_namespace(x)`` is NumPy), read as that object, never assigned.
+    constants: dict = field(default_factory=dict)
+    none_params: set = field(default_factory=set)   # parameters bound to None (a default)
+    # A function inlined from another file: the line, in the top function, of the
+    # call that led here; its statements carry it (lines index the top's file).
+    site_line: int | None = None
+
+    def lookup_constant(self, name):
+        """The known value of the local ``name``, or UNRESOLVED."""
+        s = self
+        while s is not None:
+            if name in s.constants:
+                return s.constants[name]
+            if name in s.rename:          # a plain local
+                return UNRESOLVED
+            s = s.parent
+        return UNRESOLVED
 
     def lookup_local(self, name):
         s = self

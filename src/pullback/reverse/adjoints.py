@@ -233,9 +233,11 @@ def rule_adjoint(tr, s, fn, args, kwargs, g):
     elementwise = rule.result is results.like
     extra = {}
     if rule.vjp_tuple is not None:
-        # A user VJP returns every cotangent at once: call it once.
+        # A user VJP returns every cotangent at once: call it once, with the call's
+        # own arguments as written.
         name = tr.names.fresh("_cotangents")
-        code.append(assign(name, instantiate(tr, rule, rule.vjp_tuple, bound, g,
+        template, inputs = rule.vjp_call(args, kwargs, where)
+        code.append(assign(name, instantiate(tr, rule, template, inputs, g,
                                                    ast.Name(s.target))))
         extra["__cotangents__"] = ast.Name(name)
     for pname, template in rule.adjoints.items():

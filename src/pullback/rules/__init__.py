@@ -13,6 +13,7 @@ from . import (  # noqa: F401
     registry,
     results,
     scalar,
+    scipy_lib,
     scipy_linalg,
     scipy_special,
     shapes,

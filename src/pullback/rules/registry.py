@@ -16,8 +16,12 @@ and inlines the expression into the generated code, so scalar rules compile
 with Numba like hand-written code.  Array rules are the same mechanism with a
 helper function in the template (``x="prod_vjp(g, ans, x, axis, keepdims)"``).
 
-A user gives a rule for their own function with :func:`pullback.rule`, which
-registers a VJP function through :func:`defvjp`.
+A user gives a rule for any callable (their own function, a NumPy ufunc, a
+SciPy function) with :func:`pullback.rule`, which registers a VJP function
+through :func:`defvjp`.  Such a rule is not a template: the generated code calls
+the VJP as ``vjp(g, ans, *args, **kwargs)`` with exactly the arguments the call
+site passed, as written (no defaults filled in), so the VJP's own signature,
+after ``g`` and ``ans``, is what a call is checked against.
 
 Everything the transform knows about a primitive is in its record here, so a
 new primitive is one registration: its derivative, its result kind (an
@@ -34,7 +38,13 @@ import inspect
 import sys
 from dataclasses import dataclass
 
+import numpy as np
+
 from . import results
+
+#: The array namespace of the values pullback differentiates (NumPy arrays and
+#: Python floats): what a namespace picker (:func:`defnamespace`) returns for them.
+NUMPY_NAMESPACE = np
 
 # Names every template may use without defining them.
 _TEMPLATE_INPUTS = ("g", "ans")
@@ -62,9 +72,12 @@ class Rule:
     helpers: dict                   # free name in a template -> object
     result: object = results.like   # the result's kind: a function of :mod:`.results`
     vjp_tuple: ast.expr | None = None   # a template returning all cotangents at once
+    call_signature: inspect.Signature | None = None   # a user VJP's parameters after g, ans
+    cotangents: int = 0             # how many a user VJP returns (1: one value, not a tuple)
     differentiable: bool = True     # False: no derivative flows through (zero cotangent)
     view: bool = False              # the result may share memory with the first argument
     methods: tuple = ()             # ndarray method names that call this primitive
+    namespace: bool = False         # returns the array namespace of its arguments (NumPy)
 
     @property
     def has_derivative(self) -> bool:
@@ -74,8 +87,13 @@ class Rule:
     def bind(self, args, kwargs, where=""):
         """Map call arguments (AST nodes) to parameter names; fill defaults.
 
-        Returns a dict name -> ast.expr.  Raises TypeError on a mismatch.
+        Returns a dict name -> ast.expr.  Raises TypeError on a mismatch.  A user
+        VJP's parameters are bound as Python binds them, without defaults: only
+        what the call passes (an extra positional argument taken by ``*args`` is
+        ``"*args[k]"``, an extra keyword taken by ``**kw`` is ``"**kw[name]"``).
         """
+        if self.call_signature is not None:
+            return self._bind_call(args, kwargs, where)
         bound = {}
         positional = [p for p in self.params if not p.kw_only]
         if len(args) > len(positional):
@@ -98,9 +116,59 @@ class Rule:
                 bound[p.name] = ast.Constant(p.default)
         return bound
 
+    def call_mismatch(self, args, kwargs) -> str | None:
+        """Why a user VJP cannot take a call's arguments (``args``: a sequence,
+        ``kwargs``: a dict by keyword), or None when it can."""
+        if self.call_signature is None:
+            return None
+        try:
+            self.call_signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            return str(exc)
+        return None
+
+    def _bind_call(self, args, kwargs, where):
+        try:
+            ba = self.call_signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"the rule for {self.name} cannot take the arguments of this "
+                            f"call: {exc}{where}") from None
+        bound = {}
+        for name, value in ba.arguments.items():
+            kind = self.call_signature.parameters[name].kind
+            if kind is inspect.Parameter.VAR_POSITIONAL:
+                bound.update({f"*{name}[{k}]": v for k, v in enumerate(value)})
+            elif kind is inspect.Parameter.VAR_KEYWORD:
+                bound.update({f"**{name}[{k}]": v for k, v in value.items()})
+            else:
+                bound[name] = value
+        return bound
+
+    def vjp_call(self, args, kwargs, where=""):
+        """A user VJP's call at one call site, forwarding the call's arguments as
+        written: ``(template, inputs)`` where the template calls ``__vjp__(g, ans,
+        ...)`` on placeholders and ``inputs`` maps each placeholder to its argument.
+        With more than one cotangent expected, the result passes through
+        :func:`checked_cotangents`, so a VJP that returns something else fails with
+        a message naming it and ``where`` (the call site) instead of being indexed."""
+        inputs = {f"__arg{k}__": a for k, a in enumerate(args)}
+        inputs.update({f"__kw_{k}__": v for k, v in kwargs.items()})
+        call = ast.Call(ast.Name("__vjp__", ast.Load()),
+                        [ast.Name("g", ast.Load()), ast.Name("ans", ast.Load())]
+                        + [ast.Name(f"__arg{k}__", ast.Load()) for k in range(len(args))],
+                        [ast.keyword(k, ast.Name(f"__kw_{k}__", ast.Load())) for k in kwargs])
+        if self.cotangents <= 1:
+            return call, inputs     # one cotangent: used as it is
+        what = f"{_vjp_name(self.helpers['__vjp__'])}, the rule for {self.name},"
+        checked = ast.Call(ast.Name("checked_cotangents", ast.Load()),
+                           [call, ast.Constant(self.cotangents), ast.Constant(what),
+                            ast.Constant(where)], [])
+        return checked, inputs
+
 
 _RULES: dict[int, Rule] = {}
 _METHODS: dict[str, object] = {}     # ndarray method name -> the primitive it calls
+_SHADOWED: dict[int, Rule] = {}      # built-in rules a user's rule replaced
 
 
 def _register(rule: Rule, replace: bool = False) -> Rule:
@@ -110,6 +178,8 @@ def _register(rule: Rule, replace: bool = False) -> Rule:
     if old is not None and not replace:
         raise ValueError(f"{rule.name} is registered twice; register each primitive once, "
                          "with everything about it")
+    if old is not None and old.call_signature is None:
+        _SHADOWED[id(rule.fn)] = old        # a built-in rule, back when the user's goes
     _RULES[id(rule.fn)] = rule
     for name in rule.methods:
         _METHODS[name] = rule.fn
@@ -194,6 +264,15 @@ def defnondiff(fn, *, result=results.generic, methods: tuple = ()) -> Rule:
                           methods=tuple(methods)))
 
 
+def defnamespace(fn) -> Rule:
+    """Register ``fn`` as a namespace picker (``array_namespace(*arrays)``): it
+    returns the array namespace of its arguments, which for the values pullback
+    differentiates is NumPy (:data:`NUMPY_NAMESPACE`).  The frontend binds its
+    result when transforming, so ``xp.sum(...)`` is ``np.sum(...)`` and its rule."""
+    return _register(Rule(fn=fn, name=_describe(fn), params=(), adjoints={}, helpers={},
+                          differentiable=False, namespace=True))
+
+
 def defprimitive(fn, *, result, view: bool = False, methods: tuple = ()) -> Rule:
     """Register what is known of ``fn`` without a derivative rule yet (its result
     kind, whether it returns a view): differentiating through it still raises
@@ -202,38 +281,78 @@ def defprimitive(fn, *, result, view: bool = False, methods: tuple = ()) -> Rule
                           result=_result(result), view=view, methods=tuple(methods)))
 
 
-def defvjp(fn, vjp, *, signature: str | None = None, argnums=None, result: str = "any") -> Rule:
-    """Register ``vjp(g, ans, *args)`` as the derivative of ``fn``.
+def defvjp(fn, vjp, *, argnums=None, result: str = "any") -> Rule:
+    """Register ``vjp`` as the derivative of ``fn`` (any callable).
 
-    ``vjp`` returns one cotangent per positional parameter (a tuple when ``fn``
-    has several); use ``None`` for a parameter that has no derivative.
-    ``argnums`` (default: all parameters) says which parameters may carry a
-    derivative.
+    Each call ``fn(*args, **kwargs)`` in differentiated code runs
+    ``vjp(g, ans, *args, **kwargs)`` backwards: the cotangent ``g`` of the
+    result, the result ``ans``, then exactly the arguments the call passed, as
+    it passed them (no defaults filled in).  So ``vjp``'s parameters after the
+    first two mirror ``fn``'s, with the defaults ``vjp`` itself gives; a call
+    they cannot take is refused, naming the call's line, before anything runs.
+
+    ``vjp`` returns one cotangent per positional parameter of its own after
+    ``g, ans`` (``None`` for one without a derivative): that value itself when
+    there is one such parameter, a tuple of them otherwise.  ``argnums``
+    (default: every one) says which of those parameters may carry a derivative;
+    keyword-only parameters and ``*args``/``**kwargs`` never do.
     """
-    if signature is None:
-        try:
-            sig = inspect.signature(fn)
-        except (TypeError, ValueError):
-            raise TypeError(f"cannot read the signature of {_describe(fn)}; pass signature='x, y'") from None
-        params = tuple(Param(p.name, p.default) for p in sig.parameters.values()
-                       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
-    else:
-        params = _parse_params(signature)
-    names = [p.name for p in params]
-    if argnums is None:
-        argnums = tuple(range(len(params)))
-    elif isinstance(argnums, int):
-        argnums = (argnums,)
     if not callable(vjp):
         raise TypeError(f"the VJP given for {_describe(fn)} is not callable: {vjp!r}")
-    call = ast.parse(f"__vjp__(g, ans, {', '.join(names)})", mode="eval").body
-    single = len(params) == 1
+    target = getattr(vjp, "py_func", vjp)      # a numba dispatcher's Python function
+    try:
+        sig = inspect.signature(target)
+    except (TypeError, ValueError):
+        raise TypeError(f"cannot read the signature of the VJP {vjp!r} given for "
+                        f"{_describe(fn)}; give it one as a Python function "
+                        "`def vjp(g, ans, x, ...)`") from None
+    params = list(sig.parameters.values())
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if len(params) < 2 or any(p.kind not in positional for p in params[:2]):
+        raise TypeError(f"the VJP {_vjp_name(vjp)} given for {_describe(fn)} must take the "
+                        f"cotangent g and the result ans first, then {_describe(fn)}'s "
+                        f"arguments: `def {_vjp_name(vjp)}(g, ans, x, ...)`; its signature is "
+                        f"{sig}")
+    rest = params[2:]
+    call_signature = sig.replace(parameters=rest)
+    names = [p.name for p in rest if p.kind in positional]
+    if argnums is None:
+        argnums = tuple(range(len(names)))
+    elif isinstance(argnums, int):
+        argnums = (argnums,)
+    for k in argnums:
+        if not 0 <= k < len(names):
+            raise ValueError(f"argnums {k} is out of range: {_vjp_name(vjp)} has {len(names)} "
+                             "positional parameter(s) after g, ans")
+    if not names:
+        raise TypeError(f"the VJP {_vjp_name(vjp)} given for {_describe(fn)} has no "
+                        "positional parameter after g, ans to return a cotangent for; name "
+                        f"{_describe(fn)}'s parameters: `def {_vjp_name(vjp)}(g, ans, x, ...)`")
+    single = len(names) == 1
     # The call runs once; each parameter's cotangent is its item of the result.
     adjoints = {names[k]: ast.parse("__cotangents__" if single else f"__cotangents__[{k}]",
                                     mode="eval").body for k in argnums}
-    return _register(Rule(fn=fn, name=_describe(fn), params=params, adjoints=adjoints,
-                          helpers={"__vjp__": vjp}, result=_result(result), vjp_tuple=call),
+    marker = ast.parse(f"__vjp__(g, ans, {', '.join(names)})", mode="eval").body
+    return _register(Rule(fn=fn, name=_describe(fn), params=(), adjoints=adjoints,
+                          helpers={"__vjp__": vjp, "checked_cotangents": checked_cotangents},
+                          result=_result(result), vjp_tuple=marker,
+                          call_signature=call_signature, cotangents=len(names)),
                      replace=True)
+
+
+def checked_cotangents(cotangents, n, rule, where):
+    """The tuple a user VJP returned, checked to hold its ``n`` cotangents (the
+    generated code takes item k of it).  Under Numba a value that is not a tuple
+    fails to compile instead."""
+    if not isinstance(cotangents, tuple) or len(cotangents) != n:
+        raise TypeError(rule + " did not return a tuple of " + str(n) + " cotangents, one per "
+                        "positional parameter after g, ans (None where there is no "
+                        "derivative)" + where)
+    return cotangents
+
+
+def _vjp_name(vjp) -> str:
+    return getattr(vjp, "__name__", None) or type(vjp).__name__
 
 
 def lookup(fn) -> Rule | None:
@@ -250,4 +369,10 @@ def method(name: str):
 
 
 def unregister(fn) -> None:
-    _RULES.pop(id(fn), None)
+    """Remove the rule of ``fn``; a user's rule that replaced a built-in one gives it back."""
+    if lookup(fn) is None:
+        return
+    del _RULES[id(fn)]
+    shadowed = _SHADOWED.pop(id(fn), None)
+    if shadowed is not None and shadowed.fn is fn:
+        _RULES[id(fn)] = shadowed

@@ -1,0 +1,209 @@
+"""User rules (``pullback.rule``) for any callable: the VJP receives exactly the
+arguments the call site passed, positional and keyword, with no defaults filled in.
+
+Every gradient is checked against central finite differences of the primal.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import pullback
+from helpers import assert_close, fd_grad
+from pullback.pipeline import clear_cache
+from pullback.rules import registry
+
+
+@pytest.fixture
+def registered():
+    """Register rules for a test; afterwards remove them (a built-in rule that one
+    replaced comes back)."""
+    fns = []
+
+    def register(fn, vjp, **kw):
+        pullback.rule(fn, **kw)(vjp)
+        fns.append(fn)
+        return vjp
+    yield register
+    for fn in fns:
+        registry.unregister(fn)
+    clear_cache()
+
+
+# ---------------------------------------------------------------- a NumPy ufunc without a rule
+
+def test_a_ufunc_without_a_library_rule(registered):
+    assert registry.lookup(np.cbrt) is None     # no library rule: the user's is the only one
+    # The ufunc's signature has out=, where=, ... defaults: none is passed to the rule.
+    registered(np.cbrt, lambda g, ans, x: g / (3.0 * ans * ans))
+
+    def f(x):
+        return np.sum(np.cbrt(x) * x)
+    x = np.array([0.5, 1.7, 8.0, 27.5])
+    assert_close(pullback.grad(f)(x), fd_grad(f, (x,)), rtol=1e-7)
+
+    def h(s):
+        return np.cbrt(s * s + 1.0)
+    assert pullback.grad(h)(0.8) == pytest.approx(fd_grad(h, (0.8,)), rel=1e-7)
+
+
+def test_a_user_rule_replaces_a_library_rule_until_unregistered():
+    special = pytest.importorskip("scipy.special")
+    builtin = registry.lookup(special.gammaln)
+
+    # The call in issue #12: a three-parameter rule for the ufunc gammaln.
+    @pullback.rule(special.gammaln)
+    def gammaln_vjp(g, ans, x):
+        return g * special.digamma(x)
+    try:
+        def f(x):
+            return special.gammaln(x) * x
+        assert pullback.grad(f)(2.5) == pytest.approx(fd_grad(f, (2.5,)), rel=1e-7)
+        assert "gammaln_vjp(" in pullback.grad(f).source
+    finally:
+        registry.unregister(special.gammaln)
+        clear_cache()
+    assert registry.lookup(special.gammaln) is builtin
+
+
+# ---------------------------------------------------------------- a SciPy function without a rule
+
+def test_a_scipy_function_without_a_rule(registered):
+    special = pytest.importorskip("scipy.special")
+    assert registry.lookup(special.ndtr) is None
+    registered(special.ndtr, lambda g, ans, x: g * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi))
+
+    def f(x):
+        return np.sum(special.ndtr(x) ** 2)
+    x = np.array([-1.5, 0.0, 0.3, 2.0])
+    assert_close(pullback.grad(f)(x), fd_grad(f, (x,)), rtol=1e-7)
+
+
+def test_a_rule_wins_over_inlining_a_scipy_python_function(registered):
+    optimize = pytest.importorskip("scipy.optimize")
+    calls = []
+
+    def rosen_vjp(g, ans, x):
+        calls.append(1)
+        return g * optimize.rosen_der(x)
+    registered(optimize.rosen, rosen_vjp)
+
+    def f(x):
+        return optimize.rosen(x) * 3.0
+    x = np.array([0.3, -1.1, 0.8])
+    assert_close(pullback.grad(f)(x), 3.0 * optimize.rosen_der(x), rtol=1e-12)
+    assert calls
+
+
+# ---------------------------------------------------------------- a Python function
+
+def scaled(x, y, scale=2.0, *, power=1):
+    return scale * x * y ** power
+
+
+def scaled_vjp(g, ans, x, y, scale=2.0, *, power=1):
+    return (g * scale * y ** power, g * scale * x * power * y ** (power - 1),
+            g * x * y ** power)
+
+
+def uses_scaled(a, b):
+    return (scaled(a, b)                     # defaults not passed
+            + scaled(a, b, 3.0)              # a defaulted parameter, by position
+            + scaled(a, y=b, power=2)        # by keyword, and a keyword-only one
+            + scaled(a, b, scale=a * b))     # a differentiated keyword argument
+
+
+def test_defaulted_and_keyword_parameters(registered):
+    seen = []
+
+    def spy(g, ans, x, y, scale=2.0, *, power=1):
+        seen.append((scale, power))
+        return scaled_vjp(g, ans, x, y, scale, power=power)
+    registered(scaled, spy)
+    g = pullback.grad(uses_scaled, argnums=(0, 1))
+    da, db = g(1.5, 0.7)
+    assert da == pytest.approx(fd_grad(uses_scaled, (1.5, 0.7), 0), rel=1e-7)
+    assert db == pytest.approx(fd_grad(uses_scaled, (1.5, 0.7), 1), rel=1e-7)
+    # Each call's own arguments, as written; the rule's own defaults for the rest.
+    assert sorted(seen) == sorted([(2.0, 1), (3.0, 1), (2.0, 2), (1.5 * 0.7, 1)])
+    src = g.source
+    assert "spy(" in src and "power=2" in src and "scale=" in src
+
+
+def test_a_rule_under_numba():
+    numba = pytest.importorskip("numba")
+
+    @numba.njit
+    def softplus(x, beta=1.0):
+        return math.log1p(math.exp(beta * x)) / beta
+
+    @numba.njit
+    def softplus_vjp(g, ans, x, beta=1.0):
+        return g / (1.0 + math.exp(-beta * x)), 0.0
+
+    @numba.njit
+    def f(x):
+        return softplus(x) + softplus(x, 2.0)
+    pullback.rule(softplus, argnums=0)(softplus_vjp)
+    try:
+        assert pullback.grad(f)(0.4) == pytest.approx(fd_grad(f, (0.4,)), rel=1e-7)
+    finally:
+        registry.unregister(softplus)
+
+
+def test_argnums_and_a_parameter_without_a_derivative(registered):
+    def power(x, n=2):
+        return x ** n
+
+    registered(power, lambda g, ans, x, n=2: (g * n * x ** (n - 1), None), argnums=0)
+
+    def f(x):
+        return power(x) + power(x, 3)
+    assert pullback.grad(f)(1.3) == pytest.approx(fd_grad(f, (1.3,)), rel=1e-7)
+
+    def g(x):
+        return power(2.0, x)            # n carries a derivative: argnums=0 says it may not
+    with pytest.raises(pullback.MissingRuleError, match="'n'"):
+        pullback.grad(g)(1.3)
+
+
+# ---------------------------------------------------------------- wrong rules: clear errors
+
+def test_a_rule_that_cannot_take_the_call_names_the_rule_and_the_line(registered):
+    def area(w, h=1.0):
+        return w * h
+
+    def area_vjp(g, ans, w):           # forgot h
+        return g
+    registered(area, area_vjp)
+
+    def f(x):
+        return area(x, 2.0)
+    with pytest.raises(pullback.MissingRuleError) as info:
+        pullback.grad(f)(1.5)
+    msg = str(info.value)
+    assert "area_vjp" in msg and "area" in msg and "return area(x, 2.0)" in msg
+    assert "test_user_rules.py" in msg and "positional argument" in msg
+
+    def k(x):
+        return area(x, h=3.0)
+    with pytest.raises(pullback.MissingRuleError, match="area_vjp.*keyword argument 'h'"):
+        pullback.grad(k)(1.5)
+
+
+def test_a_rule_that_returns_the_wrong_number_of_cotangents(registered):
+    registered(scaled, lambda g, ans, x, y, scale=2.0, *, power=1: g * scale * y)
+
+    def f(a):
+        return scaled(a, 0.5)
+    with pytest.raises(TypeError, match="did not return a tuple of 3 cotangents") as info:
+        pullback.grad(f)(1.5)
+    assert "return scaled(a, 0.5)" in str(info.value)
+
+
+def test_a_rule_must_take_g_and_ans_first():
+    with pytest.raises(TypeError, match=r"g.*ans"):
+        pullback.rule(scaled)(lambda g: g)
+    with pytest.raises(TypeError, match="no positional parameter"):
+        pullback.rule(scaled)(lambda g, ans, **kw: g)
+    assert registry.lookup(scaled) is None
