@@ -362,7 +362,8 @@ def catalogue() -> list[Primitive]:
     A function is named as its public namespace spells it (``np.linalg.svd``,
     ``scipy.special.psi``), found by identity, so a rule added to the library is
     listed under its public name without any change here.  pullback's own helpers
-    that user code never calls (the loop trip counter) are left out:
+    that user code never calls (the loop trip counter), and the private plumbing of
+    libraries whose functions are inlined (``scipy._lib``), are left out:
     :func:`internal` lists them.  Functions that stand in for ndarray methods are
     listed as those methods.  Only a function outside every known namespace (a
     rule you registered for your own function) is listed under "Other"."""
@@ -395,6 +396,8 @@ def catalogue() -> list[Primitive]:
             group, name = "ndarray methods", f"`a.{rule.methods[0]}()`"
         elif module.startswith("pullback."):
             continue        # pullback's own helpers (the loop trip counter)
+        elif _private(module):
+            continue        # a library's private plumbing (scipy._lib's array_namespace)
         else:
             group, name = "Other", f"`{rule.name}`"
         out.append(Primitive(group, name, status, tuple(rule.adjoints), tuple(rule.methods),
@@ -402,11 +405,26 @@ def catalogue() -> list[Primitive]:
     return sorted(out, key=lambda p: (_GROUPS.index(p.group), p.key))
 
 
+def _private(module: str) -> bool:
+    """A module users do not import: a private part (``scipy._lib``) or a vendored
+    array-API shim."""
+    return any(part.startswith("_") for part in module.split(".")) \
+        or module.startswith("array_api_compat.")
+
+
 def internal() -> list:
-    """The registered functions :func:`catalogue` leaves out: pullback's own helpers."""
+    """The registered functions :func:`catalogue` leaves out: pullback's own helpers
+    and libraries' private plumbing."""
     from pullback.rules import registry
-    return [r.fn for r in registry._RULES.values() if not r.methods
-            and (getattr(r.fn, "__module__", None) or "").startswith("pullback.")]
+    public = _public_names()
+    out = []
+    for r in registry._RULES.values():
+        module = getattr(r.fn, "__module__", None) or ""
+        if r.methods or id(r.fn) in public or module in ("operator", "_operator", "builtins"):
+            continue
+        if module.startswith("pullback.") or _private(module):
+            out.append(r.fn)
+    return out
 
 
 def primitives_markdown() -> str:
