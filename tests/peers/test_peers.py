@@ -270,7 +270,5 @@ def _decorated(x):
     return x * x
 
 
-@pytest.mark.xfail(strict=True, raises=pullback.UnsupportedSyntaxError,
-                   reason="BUG: the syntax fence also walks the decorator expressions")
 def test_decorator_expressions_are_not_differentiated():
     assert pullback.grad(_decorated)(3.0) == 6.0

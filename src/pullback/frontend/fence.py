@@ -61,11 +61,14 @@ def check(parsed: ParsedFunction) -> None:
                                      "give it named parameters")
     # sum(...) / math.fsum(...) of a generator or list comprehension is lowered to
     # a loop; any other comprehension is refused below.
-    summed = {id(node.args[0]) for node in ast.walk(fn)
+    # Only the body runs when the function is called: its decorators and default
+    # values were evaluated when it was defined, and are not differentiated.
+    body = [node for stmt in fn.body for node in ast.walk(stmt)]
+    summed = {id(node.args[0]) for node in body
               if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords
               and isinstance(node.args[0], (ast.GeneratorExp, ast.ListComp))
               and ast.unparse(node.func) in ("sum", "math.fsum", "fsum")}
-    for node in ast.walk(fn):
+    for node in body:
         kind = type(node)
         if id(node) in summed:
             continue
