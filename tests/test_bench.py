@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from pullback.__main__ import main
-from pullback.bench import cli, report, runner
+from pullback.bench import cli, report, runner, threads
 from pullback.bench.tools import TOOLS, Prepared
 from pullback.bench.workloads import WORKLOADS
 
@@ -44,6 +44,7 @@ def test_tiny_horner_run_writes_agreeing_results(tmp_path, capsys):
 
     data = json.loads((out / "bench.json").read_text())
     assert data["meta"]["quick"] is True and data["meta"]["elapsed_s"] > 0
+    assert any("BLAS" in note for note in data["notes"])
     rows = data["rows"]
     installed = [TOOLS[k] for k in keys if TOOLS[k].missing() is None]
     assert [(r["tool"], r["case"]) for r in rows] == [(t.name, c) for t in installed
@@ -114,3 +115,12 @@ def test_a_slow_first_call_is_interrupted_and_larger_sizes_skipped():
     assert time.perf_counter() - t0 < 5
     assert row["status"] == "skipped" and "first call" in row["note"]
     assert "projected" in runner.measure(tool, w, large, settings, {}, last)["note"]
+
+
+def test_blas_on_one_thread_during_the_run_and_restored_after():
+    handles = threads.openblas_handles()
+    before = [get() for get, _ in handles]
+    with threads.one_blas_thread() as pinned:
+        assert pinned == len(handles)
+        assert all(get() == 1 for get, _ in handles)
+    assert [get() for get, _ in handles] == before

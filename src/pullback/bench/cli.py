@@ -12,6 +12,7 @@ import time
 
 from . import plots, report
 from .runner import Settings, run
+from .threads import one_blas_thread
 from .tools import TOOLS
 from .workloads import WORKLOADS
 
@@ -106,7 +107,10 @@ def main(args) -> int:
         if "skipped" in note:
             print(f"note: {note}", file=sys.stderr)
     settings = Settings.make(args.quick, sizes=args.sizes, rounds=args.rounds)
-    rows = run(workloads, tools, settings, show_progress=not args.no_progress)
+    with one_blas_thread() as pinned:
+        rows = run(workloads, tools, settings, show_progress=not args.no_progress)
+    notes.append("NumPy's BLAS ran on one thread (OpenBLAS)" if pinned else
+                 "NumPy's BLAS threads were left as they are (no OpenBLAS found to set)")
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     pngs, plot_notes = _plots(rows, workloads, out)

@@ -155,6 +155,6 @@ TOOLS = {t.key: t for t in [
     Tool("jax-jit", "JAX jit", ("jax", "jaxlib"), _jax_jit, compiles=True),
     Tool("torch", "PyTorch eager", ("torch",), _torch, context=_one_torch_thread,
          note="PyTorch ran on one thread (torch.set_num_threads(1)): with its default threads, "
-         "alternating with NumPy's, it measured 5-300x slower on small workloads"),
+         "alternating with NumPy's, a 0.25 ms MLP gradient measured 1.7-97 ms"),
     Tool("autograd", "HIPS autograd", ("autograd",), _autograd),
 ]}
