@@ -20,6 +20,8 @@ import numba
 import numpy as np
 
 import pullback
+from pullback.bench.tools import TOOLS
+from pullback.bench.workloads import WORKLOADS, Case
 from pullback.examples import horner, horner_foldr
 
 
@@ -43,31 +45,15 @@ def hand_adjoint(x, p):
     return ex, dx, dp
 
 
-def peer_gradients(p0):
-    """Gradients of the same plain loop by the peers that are installed, as
-    zero-argument callables: name -> (callable, (dx, dp) checker)."""
+def peer_gradients(x, p):
+    """Gradients of the same plain loop by the peers that are installed, as zero-argument
+    callables returning (dx, dp).  PyTorch and autograd run `pullback bench`'s versions."""
     out = {}
-    try:
-        import torch
-
-        def torch_loop(x, p):
-            xt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
-            pt = torch.tensor(p, dtype=torch.float64, requires_grad=True)
-            ex = pt[len(p) - 1]
-            for i in range(len(p) - 2, -1, -1):
-                ex = xt * ex + pt[i]
-            ex.backward()
-            return xt.grad.item(), pt.grad.numpy()
-        out["PyTorch eager loop"] = torch_loop
-    except ImportError:
-        pass
-    try:
-        import autograd
-        import autograd.numpy as anp  # noqa: F401
-
-        out["HIPS autograd loop"] = lambda x, p: autograd.grad(horner, argnum=(0, 1))(x, p)
-    except ImportError:
-        pass
+    case = Case(f"N={len(p)}", len(p), (x, p))
+    for key, name in [("torch", "PyTorch eager loop"), ("autograd", "HIPS autograd loop")]:
+        if TOOLS[key].missing() is None:
+            prep = TOOLS[key].prepare(WORKLOADS["horner"], case)
+            out[name] = lambda prep=prep: tuple(prep.to_numpy(prep.grad()))
     try:
         import jax
         import jax.numpy as jnp
@@ -79,9 +65,10 @@ def peer_gradients(p0):
             ex, _ = jax.lax.scan(step, p[-1], p[:-1], reverse=True)
             return ex
         jg = jax.jit(jax.grad(scan_horner, argnums=(0, 1)))
+        pj = jnp.asarray(p)
 
-        def jax_scan(x, p):
-            dx, dp = jg(x, jnp.asarray(p))
+        def jax_scan():
+            dx, dp = jg(x, pj)
             dx.block_until_ready()
             return float(dx), np.asarray(dp)
         out["JAX lax.scan + jit (loop rewritten)"] = jax_scan
@@ -166,19 +153,19 @@ def main(argv=None):
               f"{nb['grad'] / nb['primal']:.2f} | "
               f"{py['foldr_grad'] / py['foldr_primal']:.2f} | "
               f"{nb['foldr_grad'] / nb['foldr_primal']:.2f} |")
-    peers = peer_gradients(p0)
+    n = 1000
+    p = rng.standard_normal(n)
+    peers = peer_gradients(x, p)
     if peers:
-        n = 1000
-        p = rng.standard_normal(n)
         _, hdx, hdp = hand_adjoint(x, p)
         # pullback first, then each peer on its own: some peers leave thread pools
         # spinning that would slow whatever runs next to them.
         t = medians({"pullback, Numba": lambda: g_nb(x, p),
                      "pullback, Python": lambda: g_py(x, p)}, 51)
         for name, f in peers.items():
-            dx, dp = f(x, p)           # warm up (and compile) outside the timing
+            dx, dp = f()               # warm up (and compile) outside the timing
             assert np.allclose(dp, hdp) and np.isclose(dx, hdx), name
-            t.update(medians({name: (lambda f=f: f(x, p))}, 5))
+            t.update(medians({name: f}, 5))
         print("\nPeers on the same gradient, N = 10^3 (÷ pullback's Numba gradient):")
         print("| method | time | ÷ pullback Numba |")
         print("|---|---|---|")

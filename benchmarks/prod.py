@@ -28,12 +28,11 @@ import timeit
 
 import numpy as np
 
+from pullback.bench.tools import TOOLS, as_arrays
+from pullback.bench.workloads import WORKLOADS, Case
+from pullback.bench.workloads import prod_sum as f
 from pullback.examples import seed_matrices
 from pullback.rules.prod import prod_vjp
-
-
-def f(A):
-    return np.sum(np.prod(A, axis=0))
 
 
 def reference(A):
@@ -64,41 +63,17 @@ def peers():
         out["pullback.grad"] = lambda A: (lambda: g(A))
     except Exception as e:                                   # the transform is work in progress
         print(f"(pullback.grad unavailable: {type(e).__name__}: {e})", file=sys.stderr)
-    try:
-        import torch
-
-        def torch_factory(A):
-            t = torch.tensor(A)
-
-            def run():
-                x = t.detach().requires_grad_(True)
-                (gx,) = torch.autograd.grad(torch.prod(x, 0).sum(), x)
-                return gx
-            return run
-        out["PyTorch"] = torch_factory
-    except ImportError:
-        pass
-    try:
-        import jax
-        jax.config.update("jax_enable_x64", True)
-        import jax.numpy as jnp
-        jg = jax.jit(jax.grad(lambda A: jnp.sum(jnp.prod(A, axis=0))))
-
-        def jax_factory(A):
-            a = jnp.asarray(A)
-            jg(a).block_until_ready()                        # compile outside the timing
-            return lambda: jg(a).block_until_ready()
-        out["JAX jit"] = jax_factory
-    except ImportError:
-        pass
-    try:
-        import autograd
-        import autograd.numpy as anp
-        ag = autograd.grad(lambda A: anp.sum(anp.prod(A, axis=0)))
-        out["autograd"] = lambda A: (lambda: ag(A))
-    except ImportError:
-        pass
+    # The peers as `pullback bench` runs them (float64; JAX with x64 and jit).
+    for key, name in [("torch", "PyTorch"), ("jax-jit", "JAX jit"), ("autograd", "autograd")]:
+        if TOOLS[key].missing() is None:
+            out[name] = lambda A, key=key: _peer(key, A)
     return out
+
+
+def _peer(key, A):
+    prep = TOOLS[key].prepare(WORKLOADS["prod"], Case("", A.size, (A,)))
+    prep.grad()                                              # compile outside the timing
+    return prep.grad
 
 
 def medians(funcs, rounds, batch_seconds=2e-3):
@@ -137,7 +112,7 @@ def main(argv=None):
         nan = {}
         for name in names:
             run = others[name](A)
-            value = np.asarray(run())
+            value = as_arrays(run())[0]
             nan[name] = bool(np.isnan(value).any())
             if not nan[name]:
                 assert np.allclose(value, want, rtol=1e-10, atol=0), (name, label)

@@ -1,4 +1,4 @@
-"""The ``pullback`` command (also ``python -m pullback``): ``demo`` and ``show``."""
+"""The ``pullback`` command (also ``python -m pullback``): ``demo``, ``show`` and ``bench``."""
 from __future__ import annotations
 
 import argparse
@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 import pullback
+from pullback.bench import cli as bench_cli
 from pullback.examples import horner
 
 
@@ -123,6 +124,11 @@ def parser() -> argparse.ArgumentParser:
     sh.add_argument("--jit", action="store_true", help="the Numba backend's code")
     sh.add_argument("--argnums", type=_argnums, default=0, metavar="I[,J...]",
                     help="which positional arguments to differentiate (default 0)")
+    bench = sub.add_parser("bench", help="time gradients of the seed workloads against the primal "
+                           "and the installed peers (JAX, PyTorch, autograd); writes JSON, CSV, plots",
+                           description=bench_cli.DESCRIPTION,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    bench_cli.add_arguments(bench)
     return ap
 
 
@@ -133,6 +139,8 @@ def main(argv=None) -> int:
         return demo()
     if args.command == "show":
         return show(args.target, args.jit, args.argnums)
+    if args.command == "bench":
+        return bench_cli.main(args)
     ap.print_help()
     return 2
 
