@@ -34,6 +34,16 @@ class Backend:
         """The object the generated code should call for helper ``obj``."""
         return obj
 
+    def primal_twin(self, callee, method, call):
+        """A callable for the forward sweep to call instead of the primal ``callee``
+        (or of the ndarray method ``method``, receiver first) in ``call``, or None:
+        call it as written."""
+        return None
+
+    def check_rule(self, tr, s, rule, bound) -> None:
+        """Refuse, with an error located at statement ``s``, a rule whose derivative
+        this backend cannot run for the arguments ``bound``."""
+
     def finish(self, fn, src: str, filename: str, full_source: str):
         """The callable to hand out for the generated function ``fn``."""
         return fn

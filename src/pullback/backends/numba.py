@@ -16,6 +16,7 @@ import numpy as np
 
 from ..core.errors import NumbaCompileError
 from ..core.runtime import reserve, snapshot
+from ..rules import registry
 from .base import Backend, parse_statements
 from .python import PythonTape
 
@@ -35,6 +36,31 @@ class NumbaBackend(Backend):
 
     def finish(self, fn, src, filename, full_source):
         return _LazyNumba(fn, src, filename, full_source)
+
+    def primal_twin(self, callee, method, call):
+        if len(call.args) + len(call.keywords) + (method is not None) <= 1:
+            return None     # f(a): Numba compiles the NumPy function itself
+        fn = registry.method(method) if method is not None else callee
+        twin = registry.twin(fn) if fn is not None else None
+        return None if twin is None or twin is registry.PLAIN else _primal_stub(fn, twin)
+
+    def check_rule(self, tr, s, rule, bound):
+        """A rule whose derivative calls one of pullback's array-API helpers that has
+        no Numba twin is refused here, naming it, before Numba sees the code."""
+        if rule.vjp_tuple is not None:
+            return          # a user's VJP function: Numba compiles it as it is, or says why
+        for pname, template in rule.adjoints.items():
+            if not tr.is_active(bound.get(pname)):
+                continue
+            for node in ast.walk(template):
+                obj = rule.helpers.get(node.id) if isinstance(node, ast.Name) else None
+                if _needs_twin(obj) and registry.twin(obj) is None:
+                    raise tr.error(
+                        s, f"the derivative of {rule.name} (with respect to {pname!r}) under "
+                        f"the Numba backend (jit=True): its helper {node.id} has no compiled "
+                        "(Numba) twin",
+                        "Use jit=False, or register a Numba twin for the helper with "
+                        "pullback.rules.registry.numba_twin beside it.", cls=NumbaCompileError)
 
     def primal(self, f, py_func):
         return f
@@ -144,13 +170,38 @@ class NumbaTape(PythonTape):
         return parse_statements(f"{k} -= 1\n{item} = {tape}[{k}]")
 
 
+def _needs_twin(obj) -> bool:
+    """pullback's own rule helpers are written against the array API: Numba compiles
+    them only through a twin, or when they are marked plain."""
+    return isinstance(obj, types.FunctionType) and \
+        (getattr(obj, "__module__", None) or "").startswith("pullback.")
+
+
+_STUBS: dict = {}
+
+
+def _primal_stub(fn, twin):
+    """The function the forward sweep calls for ``fn`` under Numba: it calls ``fn``
+    from Python, and its twin is its Numba implementation."""
+    if id(fn) not in _STUBS:
+        def stub(*args, **kwargs):
+            return fn(*args, **kwargs)
+        stub.__name__ = stub.__qualname__ = f"{getattr(fn, '__name__', 'primal')}_numba"
+        registry.numba_twin(stub)(twin)
+        _STUBS[id(fn)] = (fn, stub)
+    return _STUBS[id(fn)][1]
+
+
 _JITTED: dict = {}
 
 
 def _jit_helper(v):
-    """Plain Python helper functions become Numba functions under the Numba backend."""
-    from .numba_twins import OVERLOADED
-    if isinstance(v, types.FunctionType) and v not in OVERLOADED:
+    """Plain Python helper functions become Numba functions under the Numba backend;
+    a helper with a twin is passed as it is (Numba compiles the twin)."""
+    from . import numba_twins
+    numba_twins.install()
+    twin = registry.twin(v)
+    if isinstance(v, types.FunctionType) and (twin is None or twin is registry.PLAIN):
         if id(v) not in _JITTED:
             import numba
             _JITTED[id(v)] = (v, numba.njit(cache=False)(v))

@@ -229,6 +229,7 @@ def rule_adjoint(tr, s, fn, args, kwargs, g):
             "argument, or call a function that has one.", cls=MissingRuleError)
     where = f"\n  {tr.location(s.line)}"
     bound = rule.bind(args, kwargs, where)
+    tr.backend.check_rule(tr, s, rule, bound)
     code = []
     elementwise = rule.result is results.like
     extra = {}

@@ -23,6 +23,7 @@ from ..core.errors import UnsupportedSyntaxError
 from ..core.kinds import Kind, kind_of_value
 from ..core.names import Names
 from ..core.runtime import trip_count
+from ..rules import registry
 from . import adjoints, cleanup, lower, sweeps
 from .ops import Generated, Reset, assign, call
 
@@ -153,6 +154,15 @@ class ReverseTransform:
         (a function of pullback's own that the normalizer calls, such as the trip
         count of ``reversed(range(...))``) calls it through a helper bound to it."""
         e = s.expr
+        twin = self.backend.primal_twin(s.callee, s.method, e) if isinstance(e, ast.Call) else None
+        if twin is not None:
+            # The backend cannot compile this primal call as written (Numba: np.max with
+            # an axis): call its twin, receiver first for a method.
+            s = copy.copy(s)
+            args = ([e.func.value] if s.method is not None else []) + e.args
+            s.callee, s.method = registry.method(s.method) if s.method else s.callee, None
+            s.expr = ast.Call(ast.Name(self.helper(twin, twin.__name__)), args, e.keywords)
+            return [s]
         if not (isinstance(e, ast.Call) and isinstance(e.func, ast.Name)
                 and s.callee is not None and s.method is None) \
                 or self.resolve(e.func.id) is s.callee:

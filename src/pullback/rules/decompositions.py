@@ -33,10 +33,10 @@ from __future__ import annotations
 import array_api_compat
 import numpy as np
 
-from . import results
+from . import results, twins
 from .elementwise import as_array, namespace
 from .joining import item_cotangents
-from .registry import defrule
+from .registry import defrule, numba_twin
 
 __all__ = ["cholesky_vjp", "eigh_vjp", "svd_vjp", "pinv_vjp", "fold_triangle",
            "symmetric_from_lower"]
@@ -219,3 +219,44 @@ defrule(np.linalg.svd, "a, full_matrices=True, compute_uv=True, hermitian=False"
         result=results.svd_result, a="svd_vjp(g, ans, a, full_matrices, compute_uv, hermitian)")
 defrule(np.linalg.pinv, "a, rcond=None, hermitian=False, *, rtol=None", result=results.array,
         a="pinv_vjp(g, ans, a, hermitian)")
+
+
+# ---------------------------------------------------------------------------
+# Numba twin of cholesky_vjp (one matrix, not a stack)
+
+def _cholesky_grad(G, L, lower):
+    """Numba: cholesky_vjp for the lower factor ``L`` with cotangent ``G``, folded onto
+    the lower triangle (``lower``) or the upper one."""
+    n = L.shape[0]
+    P = L.T @ G
+    for i in range(n):
+        for j in range(n):
+            if i < j:
+                P[i, j] = 0.0
+            elif i == j:
+                P[i, j] *= 0.5
+    Lt = np.ascontiguousarray(L.T)
+    Y = np.linalg.solve(Lt, P)
+    S = np.linalg.solve(Lt, np.ascontiguousarray(Y.T)).T
+    out = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            sym = 0.5 * (S[i, j] + S[j, i])
+            if i == j:
+                out[i, j] = sym
+            elif (i > j) == lower:
+                out[i, j] = 2.0 * sym
+    return out
+
+
+@numba_twin(cholesky_vjp)
+def _cholesky_vjp_numba(g, ans, a, upper=False):
+    if not twins.is_array(a, 2):
+        twins.unsupported("the derivative of np.linalg.cholesky of a stack of matrices")
+    grad = twins.jitted(_cholesky_grad)
+    if twins.literal(upper, None) is True:
+        return lambda g, ans, a, upper=False: grad(np.ascontiguousarray(g.T),
+                                                    np.ascontiguousarray(ans.T), False)
+    if twins.literal(upper, None) is not False:
+        twins.unsupported("cholesky's upper= other than a constant")
+    return lambda g, ans, a, upper=False: grad(g, ans, True)

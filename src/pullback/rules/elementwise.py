@@ -42,8 +42,8 @@ import numbers
 import array_api_compat
 import numpy as np
 
-from . import results
-from .registry import defnondiff, defrule
+from . import results, twins
+from .registry import defnondiff, defrule, numba_twin
 
 _AxisError = getattr(getattr(np, "exceptions", np), "AxisError")
 
@@ -182,6 +182,55 @@ def unbroadcast(g, x):
     if shape_of(g) != shape:
         g = xp.broadcast_to(g, shape)
     return like_arg(g, x)
+
+
+def _sum_onto(g, x):
+    """Numba: ``g`` summed onto ``x``'s shape, element by element (any ranks)."""
+    gc = np.ascontiguousarray(g).ravel()
+    out = np.zeros(x.size)
+    gshape, xshape = g.shape, x.shape
+    off = len(gshape) - len(xshape)
+    for i in range(gc.size):
+        rem, at, stride = i, 0, 1
+        for d in range(len(gshape) - 1, off - 1, -1):
+            k = rem % gshape[d]
+            rem //= gshape[d]
+            n = xshape[d - off]
+            if n != 1:
+                at += k * stride
+            stride *= n
+        out[at] += gc[i]
+    return out.reshape(x.shape)
+
+
+@numba_twin(unbroadcast)
+def _unbroadcast_numba(g, x):
+    if twins.is_number(x):
+        if twins.is_array(g):
+            return lambda g, x: np.sum(g)
+        return lambda g, x: g
+    if not twins.is_array(x):
+        return None
+    if twins.is_number(g):
+        return lambda g, x: np.full(x.shape, g)
+    if g.ndim < x.ndim:
+        return lambda g, x: np.zeros(x.shape) + g
+    if g.ndim > x.ndim:
+        off = g.ndim - x.ndim     # known when typing: a static tuple slice below
+        general = twins.jitted(_sum_onto)
+
+        def leading(g, x):
+            if g.shape[off:] != x.shape:
+                return general(g, x)
+            return np.sum(np.ascontiguousarray(g).reshape((-1, x.size)), axis=0).reshape(x.shape)
+        return leading
+    onto = twins.jitted(_sum_onto)
+
+    def same_rank(g, x):
+        if g.shape == x.shape:
+            return g
+        return onto(g, x)
+    return same_rank
 
 
 # ---------------------------------------------------------------------------

@@ -42,9 +42,9 @@ from collections import Counter
 import array_api_compat
 import numpy as np
 
-from . import results
+from . import results, twins
 from .elementwise import as_array, float_dtype, like_arg, namespace, shape_of, unbroadcast
-from .registry import defrule
+from .registry import defrule, numba_twin
 
 __all__ = ["dot_vjp_a", "dot_vjp_b", "matmul_vjp_a", "matmul_vjp_b", "outer_vjp_a",
            "outer_vjp_b", "inner_vjp_a", "inner_vjp_b", "solve_vjp_a", "solve_vjp_b",
@@ -494,3 +494,89 @@ defrule(np.kron, "a, b", result=results.unknown, a="kron_vjp_a(g, a, b)", b="kro
 defrule(np.cross, "a, b, axisa=-1, axisb=-1, axisc=-1, axis=None", result=results.array,
         a="cross_vjp_a(g, a, b, axisa, axisb, axisc, axis)",
         b="cross_vjp_b(g, a, b, axisa, axisb, axisc, axis)")
+
+
+# ---------------------------------------------------------------------------
+# Numba twins: vectors and matrices (no stacks), float arrays.
+
+def _product_twin(which):
+    """The twin of the cotangent of operand ``which`` (0: a, 1: b) of ``a @ b`` or
+    ``np.dot(a, b)``, for operands that are vectors, matrices or (dot) numbers."""
+    def twin(g, a, b):
+        ra, rb = twins.rank(a), twins.rank(b)
+        if ra is None or rb is None or ra > 2 or rb > 2:
+            twins.unsupported("the derivative of a product of arrays with more than 2 dimensions")
+        if ra == 0 or rb == 0:          # np.dot with a number multiplies
+            other_rank = rb if which == 0 else ra
+            mine = ra if which == 0 else rb
+            if which == 0:
+                return (lambda g, a, b: np.sum(g * b)) if mine == 0 and other_rank else \
+                    (lambda g, a, b: g * b)
+            return (lambda g, a, b: np.sum(g * a)) if mine == 0 and other_rank else \
+                (lambda g, a, b: g * a)
+        if which == 0:
+            return {(2, 2): lambda g, a, b: g @ b.T, (2, 1): lambda g, a, b: np.outer(g, b),
+                    (1, 2): lambda g, a, b: b @ g, (1, 1): lambda g, a, b: g * b}[ra, rb]
+        return {(2, 2): lambda g, a, b: a.T @ g, (2, 1): lambda g, a, b: a.T @ g,
+                (1, 2): lambda g, a, b: np.outer(a, g), (1, 1): lambda g, a, b: g * a}[ra, rb]
+    return twin
+
+
+numba_twin(matmul_vjp_a, dot_vjp_a)(_product_twin(0))
+numba_twin(matmul_vjp_b, dot_vjp_b)(_product_twin(1))
+
+
+def _square(a, what):
+    if not twins.is_array(a, 2):
+        twins.unsupported(f"the derivative of {what} of a stack of matrices")
+
+
+@numba_twin(solve_vjp_b)
+def _solve_vjp_b_numba(g, ans, a, b):
+    _square(a, "np.linalg.solve")
+    return lambda g, ans, a, b: np.linalg.solve(np.ascontiguousarray(a.T), g)
+
+
+@numba_twin(solve_vjp_a)
+def _solve_vjp_a_numba(g, ans, a, b):
+    _square(a, "np.linalg.solve")
+    if twins.is_array(b, 1):
+        return lambda g, ans, a, b: -np.outer(np.linalg.solve(np.ascontiguousarray(a.T), g), ans)
+    return lambda g, ans, a, b: -(np.linalg.solve(np.ascontiguousarray(a.T), g) @ ans.T)
+
+
+@numba_twin(inv_vjp)
+def _inv_vjp_numba(g, ans, a):
+    _square(a, "np.linalg.inv")
+    return lambda g, ans, a: -(ans.T @ g @ ans.T)
+
+
+def _det_adjugate_t(a):
+    """Numba: the transposed adjugate of ``a`` from its SVD (exact when singular)."""
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    n = s.shape[0]
+    p = np.ones(n)
+    left = 1.0
+    for i in range(n):
+        p[i] = left
+        left *= s[i]
+    right = 1.0
+    for i in range(n - 1, -1, -1):
+        p[i] *= right
+        right *= s[i]
+    return np.linalg.det(u) * np.linalg.det(vh) * ((u * p) @ vh)
+
+
+@numba_twin(det_vjp)
+def _det_vjp_numba(g, ans, a):
+    _square(a, "np.linalg.det")
+    adj = twins.jitted(_det_adjugate_t)
+    return lambda g, ans, a: g * adj(a)
+
+
+@numba_twin(slogdet_vjp)
+def _slogdet_vjp_numba(g, ans, a):
+    _square(a, "np.linalg.slogdet")
+    if twins.is_tuple(g):       # (g_sign, g_logabsdet): the sign is piecewise constant
+        return lambda g, ans, a: g[1] * np.linalg.inv(a).T
+    return lambda g, ans, a: g * np.linalg.inv(a).T

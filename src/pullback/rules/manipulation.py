@@ -26,9 +26,9 @@ import numbers
 import array_api_compat
 import numpy as np
 
-from . import results
+from . import results, twins
 from .elementwise import as_array, float_dtype, like_arg, namespace, shape_of, unbroadcast
-from .registry import defrule
+from .registry import defrule, numba_twin
 from .shapes import reshape_vjp
 
 __all__ = ["repeat_vjp", "tile_vjp", "diff_vjp", "diff_vjp_prepend", "diff_vjp_append",
@@ -313,3 +313,26 @@ defrule(np.atleast_3d, "ary, /", result=results.at_least(3), view=True,
         ary="atleast_vjp(g, ary)")
 defrule(np.sort, "a, axis=-1, kind=None, order=None, *, stable=None", result=results.array,
         a="sort_vjp(g, a, axis)")
+
+
+# ---------------------------------------------------------------------------
+# Numba twin of diag_vjp
+
+def _put_diagonal(g, v, k):
+    out = np.zeros(v.shape)
+    for i in range(g.shape[0]):
+        if k >= 0:
+            out[i, i + k] = g[i]
+        else:
+            out[i - k, i] = g[i]
+    return out
+
+
+@numba_twin(diag_vjp)
+def _diag_vjp_numba(g, v, k=0):
+    if twins.is_array(v, 1):
+        return lambda g, v, k=0: np.ascontiguousarray(np.diag(g, k))
+    if twins.is_array(v, 2):
+        put = twins.jitted(_put_diagonal)
+        return lambda g, v, k=0: put(g, v, k)
+    return None

@@ -58,9 +58,10 @@ import math
 import array_api_compat
 import numpy as np
 
-from . import results
+from . import results, twins
 from .elementwise import as_array, is_scalar, like_arg, namespace, normalize_axes
-from .registry import defrule
+from .reductions import cumulative_twin, reduction_twin
+from .registry import defrule, numba_twin
 
 __all__ = ["prod_vjp", "prod_vjp_exact", "cumprod_vjp", "cumprod_vjp_exact"]
 
@@ -435,3 +436,107 @@ defrule(np.prod, "a, axis=None, dtype=None, out=None, keepdims=False, initial=No
         result=results.reduction, methods=("prod",))
 defrule(np.cumprod, "a, axis=None, dtype=None, out=None",
         a="cumprod_vjp(g, ans, a, axis)", result=results.same_shape, methods=("cumprod",))
+
+
+# ---------------------------------------------------------------------------
+# Numba twins: the exact zero-count kernel above, over (pre, n, post) layouts.
+
+def _others3(x3, g2, out):
+    """``out[a, i, b] = g2[a, b] * prod_{j != i} x3[a, j, b]`` by left and right
+    running products: exact, no division (the kernel's fallback on over/underflow)."""
+    pre, n, post = x3.shape
+    for a in range(pre):
+        for b in range(post):
+            left = 1.0
+            for i in range(n):
+                out[a, i, b] = left
+                left *= x3[a, i, b]
+            right = g2[a, b]
+            for i in range(n - 1, -1, -1):
+                out[a, i, b] *= right
+                right *= x3[a, i, b]
+    return out
+
+
+def _cumprod_grad3(x3, g3):
+    """Cotangent of cumprod along the middle axis: ``L_k * S_k`` (see cumprod_vjp_exact)."""
+    pre, n, post = x3.shape
+    out = np.empty((pre, n, post))
+    s = np.empty(n)
+    for a in range(pre):
+        for b in range(post):
+            acc = 0.0
+            for k in range(n - 1, -1, -1):
+                acc = g3[a, k, b] + (x3[a, k + 1, b] * acc if k + 1 < n else 0.0)
+                s[k] = acc
+            left = 1.0
+            for k in range(n):
+                out[a, k, b] = left * s[k]
+                left *= x3[a, k, b]
+    return out
+
+
+def _layout(x, axis):
+    """Numba: (pre, n, post) of ``x`` around ``axis`` (all of it for None)."""
+    split = twins.split_shape()
+    if twins.is_none(axis) or x.ndim == 1:
+        return twins.jitted(lambda x, axis: (1, x.size, 1))
+    return twins.jitted(lambda x, axis: split(x.shape, axis % x.ndim))
+
+
+def _as2(g):
+    if twins.is_number(g):
+        return twins.jitted(lambda g, pre, post: np.full((pre, post), g))
+    return twins.jitted(lambda g, pre, post: np.ascontiguousarray(g).reshape((pre, post)) * 1.0)
+
+
+@numba_twin(prod_vjp)
+def _prod_vjp_numba(g, ans, x, axis=None, keepdims=False, initial=None, where=True, exact=None):
+    if not twins.is_array(x):
+        return None
+    if not twins.is_none(initial) or twins.literal(where, False) is not True:
+        twins.unsupported("the derivative of np.prod with initial= or where=")
+    layout, as2 = _layout(x, axis), _as2(g)
+    kernel, others = twins.jitted(_prod_grad_kernel), twins.jitted(_others3)
+
+    def impl(g, ans, x, axis=None, keepdims=False, initial=None, where=True, exact=None):
+        pre, n, post = layout(x, axis)
+        x3 = np.ascontiguousarray(x).reshape((pre, n, post)) * 1.0
+        g2 = as2(g, pre, post)
+        out = np.empty((pre, n, post))
+        if not kernel(x3, g2, out):
+            others(x3, g2, out)
+        return out.reshape(x.shape)
+    return impl
+
+
+@numba_twin(cumprod_vjp)
+def _cumprod_vjp_numba(g, ans, x, axis=None, exact=None):
+    if not twins.is_array(x):
+        return None
+    layout, grad3 = _layout(x, axis), twins.jitted(_cumprod_grad3)
+
+    def impl(g, ans, x, axis=None, exact=None):
+        pre, n, post = layout(x, axis)
+        x3 = np.ascontiguousarray(x).reshape((pre, n, post)) * 1.0
+        g3 = np.ascontiguousarray(g).reshape((pre, n, post))
+        return grad3(x3, g3).reshape(x.shape)
+    return impl
+
+
+def _cumprod3(a3):
+    pre, n, post = a3.shape
+    out = np.empty((pre, n, post))
+    for i in range(pre):
+        for j in range(post):
+            acc = 1.0
+            for k in range(n):
+                acc *= a3[i, k, j]
+                out[i, k, j] = acc
+    return out
+
+
+numba_twin(np.prod)(reduction_twin(
+    "a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True",
+    lambda x, p: np.prod(x)))
+numba_twin(np.cumprod)(cumulative_twin(_cumprod3))

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import results
+from . import results, twins
 from .elementwise import (
     as_array,
     expand_reduced,
@@ -43,7 +43,7 @@ from .elementwise import (
     shape_of,
     unbroadcast,
 )
-from .registry import defrule
+from .registry import defrule, numba_twin
 
 __all__ = ["sum_vjp", "mean_vjp", "max_vjp", "cumsum_vjp", "var_vjp", "var_vjp_mean",
            "std_vjp", "std_vjp_mean", "norm_vjp", "nansum_vjp", "nanmean_vjp", "average_vjp_a",
@@ -403,3 +403,264 @@ defrule(np.average, "a, axis=None, weights=None, returned=False, *, keepdims=Fal
         result=results.reduction,
         a="average_vjp_a(g, a, axis, weights, returned, keepdims)",
         weights="average_vjp_weights(g, ans, a, axis, weights, returned, keepdims)")
+
+
+# ---------------------------------------------------------------------------
+# Numba twins: the helpers above, and the reductions Numba cannot compile with an
+# axis or keepdims (the forward sweep calls the twin).  One int axis or none.
+
+def _spread_number(g, a, axis):
+    return np.full(a.shape, g)
+
+
+def _spread_same(g, a, axis):
+    return np.zeros(a.shape) + g
+
+
+def _spread_axis(g, a, axis):
+    return np.zeros(a.shape) + np.expand_dims(g, axis)
+
+
+def _slice_sums(a, ax, split):
+    """Numba: each entry of ``a`` replaced by the sum of its slice along ``ax``."""
+    pre, n, post = split(a.shape, ax)
+    a3 = np.ascontiguousarray(a).reshape((pre, n, post))
+    out = np.empty((pre, n, post))
+    for i in range(pre):
+        for j in range(post):
+            acc = 0.0
+            for k in range(n):
+                acc += a3[i, k, j]
+            for k in range(n):
+                out[i, k, j] = acc
+    return out.reshape(a.shape)
+
+
+def slice_sums():
+    sums, split = twins.jitted(_slice_sums), twins.split_shape()
+    return twins.jitted(lambda a, ax: sums(a, ax, split))
+
+
+def _spreader(g, a, axis):
+    """Numba: ``g`` (a reduction's result or cotangent) broadcast back to ``a``'s shape."""
+    if twins.is_number(g):
+        return twins.jitted(_spread_number)
+    if twins.rank(g) == a.ndim:
+        return twins.jitted(_spread_same)
+    if twins.is_int(axis) and twins.rank(g) == a.ndim - 1:
+        return twins.jitted(_spread_axis)
+    twins.unsupported("a reduction over several axes")
+
+
+def _whole(a, axis) -> bool:
+    """The reduction takes every entry (no axis, or the one axis of a vector)."""
+    return twins.is_none(axis) or a.ndim == 1
+
+
+def _check_axis(axis, where=None):
+    if not (twins.is_none(axis) or twins.is_int(axis)):
+        twins.unsupported("a reduction over a tuple of axes")
+    if where is not None and twins.literal(where, False) is not True:
+        twins.unsupported("a reduction with where=")
+
+
+@numba_twin(sum_vjp)
+def _sum_vjp_numba(g, a, axis=None, keepdims=False, where=True):
+    if twins.is_number(a):
+        return lambda g, a, axis=None, keepdims=False, where=True: g
+    _check_axis(axis, where)
+    spread = _spreader(g, a, axis)
+    return lambda g, a, axis=None, keepdims=False, where=True: spread(g, a, axis)
+
+
+@numba_twin(mean_vjp)
+def _mean_vjp_numba(g, a, axis=None, keepdims=False, where=True):
+    if twins.is_number(a):
+        return lambda g, a, axis=None, keepdims=False, where=True: g
+    _check_axis(axis, where)
+    spread = _spreader(g, a, axis)
+    if _whole(a, axis):
+        return lambda g, a, axis=None, keepdims=False, where=True: spread(g, a, axis) / a.size
+    return lambda g, a, axis=None, keepdims=False, where=True: \
+        spread(g, a, axis) / a.shape[axis % a.ndim]
+
+
+@numba_twin(max_vjp)
+def _max_vjp_numba(g, ans, a, axis=None, keepdims=False, where=True):
+    _check_axis(axis, where)
+    spread, spread_ans = _spreader(g, a, axis), _spreader(ans, a, axis)
+    if _whole(a, axis):
+        def whole(g, ans, a, axis=None, keepdims=False, where=True):
+            hit = (a == spread_ans(ans, a, axis)) * 1.0
+            return spread(g, a, axis) * hit / max(np.sum(hit), 1.0)
+        return whole
+    sums = slice_sums()
+
+    def along(g, ans, a, axis=None, keepdims=False, where=True):
+        hit = (a == spread_ans(ans, a, axis)) * 1.0
+        return spread(g, a, axis) * hit / np.maximum(sums(hit, axis % a.ndim), 1.0)
+    return along
+
+
+def _var_twin(with_sd):
+    """The twin of var_vjp (``with_sd`` False) or std_vjp: ``a`` only, no ``mean=``."""
+    def decide(t):
+        g, a, axis = t["g"], t["a"], t["axis"]
+        _check_axis(axis, t["where"])
+        if not (twins.is_none(t["mean"]) and twins.is_none(t["correction"])):
+            twins.unsupported("np.var/np.std with mean= or correction=")
+        spread = _spreader(g, a, axis)
+        sums = slice_sums()
+        if _whole(a, axis):
+            def centred(a, axis):
+                return a - np.mean(a), a.size
+        else:
+            def centred(a, axis):
+                ax = axis % a.ndim
+                n = a.shape[ax]
+                return a - sums(a, ax) / n, n
+        centre = twins.jitted(centred)
+        if not with_sd:
+            def var_body(g, a, axis, ddof, keepdims, where, mean, correction):
+                c, n = centre(a, axis)
+                return spread(g, a, axis) * (2.0 / (n - ddof)) * c
+            return var_body
+        spread_sd = _spreader(t["ans"], a, axis)
+
+        def std_body(g, ans, a, axis, ddof, keepdims, where, mean, correction):
+            c, n = centre(a, axis)
+            sd = spread_sd(ans, a, axis)
+            return spread(g, a, axis) * c / ((n - ddof) * np.where(sd == 0, 1.0, sd))
+        return std_body
+    return decide
+
+
+numba_twin(var_vjp)(twins.signature_twin(
+    "g, a, axis=None, ddof=0, keepdims=False, where=True, mean=None, correction=None",
+    _var_twin(False)))
+numba_twin(std_vjp)(twins.signature_twin(
+    "g, ans, a, axis=None, ddof=0, keepdims=False, where=True, mean=None, correction=None",
+    _var_twin(True)))
+
+
+def _revcumsum3(g3):
+    pre, n, post = g3.shape
+    out = np.empty((pre, n, post))
+    for i in range(pre):
+        for j in range(post):
+            acc = 0.0
+            for k in range(n - 1, -1, -1):
+                acc += g3[i, k, j]
+                out[i, k, j] = acc
+    return out
+
+
+@numba_twin(cumsum_vjp)
+def _cumsum_vjp_numba(g, a, axis=None):
+    rev = twins.jitted(_revcumsum3)
+    if twins.is_none(axis):
+        return lambda g, a, axis=None: rev(
+            np.ascontiguousarray(g).reshape((1, g.size, 1))).reshape(a.shape)
+    split = twins.split_shape()
+
+    def along(g, a, axis=None):
+        pre, n, post = split(g.shape, axis % g.ndim)
+        return rev(np.ascontiguousarray(g).reshape((pre, n, post))).reshape(a.shape)
+    return along
+
+
+# Forward twins: each reduction over one axis (or all), with keepdims.
+
+def along_axis(kernel, a, axis, keepdims):
+    """The body of a reduction's forward twin: ``kernel(x, p)`` (a function of a vector
+    and a parameter such as ddof) applied to each slice along ``axis`` (Numba types
+    ``a``, ``axis``, ``keepdims``)."""
+    if not twins.is_array(a):
+        return None
+    _check_axis(axis)
+    keep = twins.literal(keepdims, None)
+    if keep is None:
+        twins.unsupported("keepdims= other than a constant True or False")
+    k, nd = twins.jitted(kernel), a.ndim
+    ones = twins.ones_shape(nd)
+    if _whole(a, axis):
+        if keep:
+            def whole_kept(a, axis, keepdims, p):
+                out = np.empty(1)
+                out[0] = k(np.ascontiguousarray(a).ravel(), p)
+                return out.reshape(ones)
+            return whole_kept
+        return lambda a, axis, keepdims, p: k(np.ascontiguousarray(a).ravel(), p)
+    split, shaper = twins.split_shape(), twins.reduced_shape(nd, keep)
+
+    def along(a, axis, keepdims, p):
+        ax = axis % nd
+        pre, n, post = split(a.shape, ax)
+        a3 = np.ascontiguousarray(a).reshape((pre, n, post))
+        out = np.empty((pre, post))
+        for i in range(pre):
+            for j in range(post):
+                out[i, j] = k(a3[i, :, j], p)
+        return out.reshape(shaper(a.shape, ax))
+    return along
+
+
+def reduction_twin(signature, kernel, args="a, axis, keepdims, 0"):
+    def decide(t):
+        body = along_axis(kernel, t["a"], t["axis"], t["keepdims"])
+        if body is None:
+            return None
+        b = twins.jitted(body)
+        names = [n.split("=")[0].strip() for n in signature.replace("*, ", "").split(",")]
+        ns = {"_b": b}
+        exec(f"def run({', '.join(names)}):\n    return _b({args})\n", ns)
+        return ns["run"]
+    return twins.signature_twin(signature, decide)
+
+
+_SUM_SIG = "a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True"
+_MEAN_SIG = "a, axis=None, dtype=None, out=None, keepdims=False, *, where=True"
+_MAX_SIG = "a, axis=None, out=None, keepdims=False, initial=None, where=True"
+numba_twin(np.sum)(reduction_twin(_SUM_SIG, lambda x, p: np.sum(x)))
+numba_twin(np.mean)(reduction_twin(_MEAN_SIG, lambda x, p: np.mean(x)))
+numba_twin(np.max, np.amax)(reduction_twin(_MAX_SIG, lambda x, p: np.max(x)))
+numba_twin(np.min, np.amin)(reduction_twin(_MAX_SIG, lambda x, p: np.min(x)))
+_VAR_ARGS = "a, axis, keepdims, ddof"
+numba_twin(np.var)(reduction_twin(
+    _VAR_SIG, lambda x, ddof: np.sum((x - np.mean(x)) ** 2) / (x.size - ddof), _VAR_ARGS))
+numba_twin(np.std)(reduction_twin(
+    _VAR_SIG, lambda x, ddof: np.sqrt(np.sum((x - np.mean(x)) ** 2) / (x.size - ddof)), _VAR_ARGS))
+
+
+def _cumsum3(a3):
+    pre, n, post = a3.shape
+    out = np.empty((pre, n, post))
+    for i in range(pre):
+        for j in range(post):
+            acc = 0.0
+            for k in range(n):
+                acc += a3[i, k, j]
+                out[i, k, j] = acc
+    return out
+
+
+def cumulative_twin(kernel3):
+    """The forward twin of np.cumsum / np.cumprod (``kernel3`` on a (pre, n, post) array)."""
+    def decide(t):
+        a, axis = t["a"], t["axis"]
+        if not twins.is_array(a):
+            return None
+        _check_axis(axis)
+        k3, split = twins.jitted(kernel3), twins.split_shape()
+        if twins.is_none(axis):
+            return lambda a, axis, dtype, out: k3(
+                np.ascontiguousarray(a).reshape((1, a.size, 1)) * 1.0).ravel()
+
+        def along(a, axis, dtype, out):
+            pre, n, post = split(a.shape, axis % a.ndim)
+            return k3(np.ascontiguousarray(a).reshape((pre, n, post)) * 1.0).reshape(a.shape)
+        return along
+    return twins.signature_twin("a, axis=None, dtype=None, out=None", decide)
+
+
+numba_twin(np.cumsum)(cumulative_twin(_cumsum3))

@@ -29,6 +29,13 @@ abstract-evaluation function from :mod:`.results`), whether it is
 differentiable at all (:func:`defnondiff`: comparisons, ``len``, ``floor``,
 array factories), whether it may return a view of its argument, and the
 ndarray method names that mean it (``x.sum()`` is ``np.sum(x)``).
+
+Under the Numba backend a rule also needs a compiled form of what its
+templates call.  :func:`numba_twin`, placed beside a helper, registers the
+helper's Numba implementation (and, for a primal whose call Numba cannot
+compile with some arguments, such as ``np.max(a, axis=0)``, the forward
+sweep's replacement); ``Rule.twins`` reads them back.  Nothing here imports
+Numba: a twin is only called by the Numba backend, while it compiles.
 """
 from __future__ import annotations
 
@@ -78,6 +85,15 @@ class Rule:
     view: bool = False              # the result may share memory with the first argument
     methods: tuple = ()             # ndarray method names that call this primitive
     namespace: bool = False         # returns the array namespace of its arguments (NumPy)
+
+    @property
+    def twins(self) -> dict:
+        """Numba twins of what this rule's code calls: template helper name (or
+        ``"<primal>"`` for the primal call itself) -> twin (see :func:`numba_twin`)."""
+        out = {name: twin(obj) for name, obj in self.helpers.items() if twin(obj) is not None}
+        if twin(self.fn) is not None:
+            out["<primal>"] = twin(self.fn)
+        return out
 
     @property
     def has_derivative(self) -> bool:
@@ -366,6 +382,48 @@ def lookup(fn) -> Rule | None:
 def method(name: str):
     """The primitive that the ndarray method ``name`` calls (receiver first), or None."""
     return _METHODS.get(name)
+
+
+# ---------------------------------------------------------------------------
+# Numba twins, registered beside the helpers (and primals) they stand for.
+
+_TWINS: dict[int, tuple] = {}     # id(target) -> (target, twin)
+#: The twin of a helper that Numba compiles as it is (plain scalar code).
+PLAIN = "plain"
+
+
+def numba_twin(*targets):
+    """Decorator: the function below is the Numba implementation of ``targets``.
+
+    A target is a helper that rule templates call, or a primal (``np.max``) whose
+    call Numba cannot compile with some arguments; the forward sweep then calls
+    the twin instead.  The twin is written like ``numba.extending.overload``: it
+    receives the Numba types of the arguments (same parameter names and
+    defaults as the target) and returns a function over them in the NumPy
+    subset Numba compiles, or None when it has none for those types.
+    """
+    def register(typer):
+        for t in targets:
+            _TWINS[id(t)] = (t, typer)
+        return typer
+    return register
+
+
+def numba_plain(*helpers) -> None:
+    """Mark ``helpers`` as compiling under Numba as they are (plain scalar code)."""
+    for h in helpers:
+        _TWINS[id(h)] = (h, PLAIN)
+
+
+def twin(obj):
+    """The Numba twin registered for ``obj`` (a typer, or :data:`PLAIN`), or None."""
+    entry = _TWINS.get(id(obj))
+    return entry[1] if entry is not None and entry[0] is obj else None
+
+
+def all_twins() -> list:
+    """Every (target, twin) pair registered so far."""
+    return list(_TWINS.values())
 
 
 def unregister(fn) -> None:

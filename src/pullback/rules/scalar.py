@@ -10,7 +10,7 @@ import math
 import operator
 
 from . import results
-from .registry import defrule
+from .registry import defrule, numba_plain
 
 
 def pow_dx(g, x, y):
@@ -76,6 +76,9 @@ def max_weight(x, y):
 
 
 # Operators (the AST's BinOp/UnaryOp map to these).
+# Plain scalar code: Numba compiles these as they are.
+numba_plain(pow_dx, pow_dy, sqrt_dx, div_dy, digamma, sign, max_weight)
+
 defrule(operator.add, "x, y", x="g", y="g")
 defrule(operator.sub, "x, y", x="g", y="-g")
 defrule(operator.mul, "x, y", x="g * y", y="g * x")

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import results
+from . import results, twins
 from .elementwise import as_array, like_arg, namespace, shape_of, unbroadcast
-from .registry import defrule
+from .registry import defrule, numba_twin
 
 __all__ = ["reshape_vjp", "transpose_vjp", "method_axes", "swapaxes_vjp", "moveaxis_vjp",
            "squeeze_vjp", "broadcast_to_vjp", "concatenate_vjp", "stack_vjp", "array_vjp",
@@ -242,3 +242,87 @@ _AXES = ", ".join(f"ax{i}" for i in range(8))
 defrule(transpose_method, "a, /, " + ", ".join(f"ax{i}=None" for i in range(8)),
         view=True, methods=("transpose",),
         a=f"transpose_vjp(g, a, method_axes({_AXES}))")
+
+
+# ---------------------------------------------------------------------------
+# Numba twins (C order; one int axis)
+
+@numba_twin(array_vjp)
+def _array_vjp_numba(g, object):
+    # np.array / np.copy / x.copy() of an array: the cotangent passes through.
+    if twins.is_array(object) or twins.is_number(object):
+        return lambda g, object: g
+    return None
+
+
+@numba_twin(reshape_vjp)
+def _reshape_vjp_numba(g, a, order="C"):
+    if twins.literal(order, "C") not in ("C", None):
+        twins.unsupported("reshape with order other than 'C'")
+    if twins.is_array(g) and twins.is_array(a):
+        return lambda g, a, order="C": np.ascontiguousarray(g).reshape(a.shape)
+    if twins.is_array(a):
+        return lambda g, a, order="C": np.full(a.shape, g)
+    return None
+
+
+@numba_twin(transpose_vjp)
+def _transpose_vjp_numba(g, a, axes=None):
+    if not twins.is_array(g):
+        return None
+    if twins.is_none(axes):
+        return lambda g, a, axes=None: g.T
+    if not twins.is_tuple(axes) or len(axes) != g.ndim:
+        twins.unsupported("transpose with these axes")
+    inverse_of = _inverse_axes(g.ndim)
+    return lambda g, a, axes=None: np.transpose(g, inverse_of(axes))
+
+
+def _place(axes, k):
+    nd = len(axes)
+    for i in range(nd):
+        if axes[i] % nd == k:
+            return i
+    return k
+
+
+def _inverse_axes(nd):
+    """A compiled ``f(axes)``: the inverse permutation, a tuple of static length ``nd``."""
+    ns = {"_place": twins.jitted(_place)}
+    exec(f"def f(axes):\n    return ({''.join(f'_place(axes, {k}), ' for k in range(nd))})\n", ns)
+    return twins.jitted(ns["f"])
+
+
+def _join_cotangents(n, shapes_axis):
+    """An implementation returning the tuple of slices of ``g`` (one per input)."""
+    items = [f"_piece(g, arrays, axis, {i})" for i in range(n)]
+    return twins.tuple_impl("g, arrays, axis=0", n, items.__getitem__,
+                            {"_piece": twins.jitted(shapes_axis)})
+
+
+def _concat_piece(g, arrays, axis, i):
+    ax = axis % g.ndim
+    start = 0
+    for j in range(i):
+        start += arrays[j].shape[ax]
+    stop = start + arrays[i].shape[ax]
+    return np.ascontiguousarray(np.swapaxes(np.swapaxes(g, 0, ax)[start:stop], 0, ax))
+
+
+def _stack_piece(g, arrays, axis, i):
+    ax = axis % g.ndim
+    return np.ascontiguousarray(np.swapaxes(g, 0, ax)[i]).reshape(arrays[i].shape)
+
+
+@numba_twin(concatenate_vjp)
+def _concatenate_vjp_numba(g, arrays, axis=0):
+    if not (twins.is_array(g) and twins.is_tuple(arrays) and twins.is_int(axis)):
+        twins.unsupported("np.concatenate of these arguments")
+    return _join_cotangents(len(arrays), _concat_piece)
+
+
+@numba_twin(stack_vjp)
+def _stack_vjp_numba(g, arrays, axis=0):
+    if not (twins.is_array(g) and twins.is_tuple(arrays) and twins.is_int(axis)):
+        twins.unsupported("np.stack of these arguments")
+    return _join_cotangents(len(arrays), _stack_piece)

@@ -2,7 +2,7 @@ def prod_of_columns_grad(A, _seed=1.0):
     """Value and reverse-mode gradient of prod_of_columns with respect to A."""
     # ---- forward sweep
     # from: return np.sum(np.prod(A, axis=0))
-    _t1 = np.prod(A, axis=0)
+    _t1 = prod_numba(A, axis=0)
     _t2 = np.sum(_t1)
     _value = _t2
     # ---- reverse sweep

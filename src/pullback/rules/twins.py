@@ -1,0 +1,163 @@
+"""What Numba twins (:func:`.registry.numba_twin`) ask of the Numba types they receive.
+
+A twin is called by the Numba backend while it compiles, with the Numba types
+of the arguments, and returns an implementation for those types.  These
+predicates import Numba only when a twin calls them, so the rule modules that
+define twins stay importable (and fast to import) without Numba.
+"""
+from __future__ import annotations
+
+
+def _types():
+    from numba import types
+    return types
+
+
+def rank(t):
+    """The number of dimensions of an array type, 0 for a number, None otherwise."""
+    types = _types()
+    if isinstance(t, types.Array):
+        return t.ndim
+    if isinstance(t, (types.Number, types.Boolean)):
+        return 0
+    return None
+
+
+def is_array(t, ndim=None) -> bool:
+    r = rank(t)
+    return r is not None and r > 0 and (ndim is None or r == ndim)
+
+
+def is_number(t) -> bool:
+    return rank(t) == 0
+
+
+def is_none(t) -> bool:
+    types = _types()
+    return t is None or isinstance(t, (types.NoneType, types.Omitted)) or t == types.none
+
+
+def is_int(t) -> bool:
+    types = _types()
+    return isinstance(t, types.Integer)
+
+
+def is_bool(t) -> bool:
+    types = _types()
+    return isinstance(t, types.Boolean)
+
+
+def is_tuple(t) -> bool:
+    types = _types()
+    return isinstance(t, types.BaseTuple)
+
+
+def literal(t, default=None):
+    """The value of a literal type (or of an omitted argument's default), else ``default``."""
+    types = _types()
+    if not isinstance(t, types.Type):
+        return t            # an omitted argument: its default, as the twin declares it
+    if isinstance(t, types.Literal):
+        return t.literal_value
+    if isinstance(t, types.Omitted):
+        return t.value
+    return default
+
+
+def unsupported(what: str):
+    """Refuse, from inside a twin, a case it has no implementation for."""
+    from numba.core.errors import TypingError
+    raise TypingError(f"pullback (Numba backend): {what} is not supported under jit=True; "
+                      "use jit=False")
+
+
+def tuple_impl(params: str, n: int, item, namespace: dict | None = None):
+    """An implementation ``def impl(params): return (item(0), ..., item(n - 1),)``;
+    ``item(i)`` is source text, which may name what ``namespace`` holds."""
+    items = "".join(item(i) + ", " for i in range(n))
+    ns = dict(namespace or {})
+    exec(f"def impl({params}):\n    return ({items})\n", ns)
+    return ns["impl"]
+
+
+# ---------------------------------------------------------------------------
+# Building blocks the twins' implementations call (compiled by Numba on first use).
+
+_JITTED: dict = {}
+
+
+def jitted(fn):
+    """``fn`` compiled with Numba (once), for an implementation to call."""
+    if fn not in _JITTED:
+        from numba import njit
+        _JITTED[fn] = njit(cache=False, inline="always")(fn)
+    return _JITTED[fn]
+
+
+def _split_shape(shape, ax):
+    """(pre, n, post): the sizes before, at and after axis ``ax`` of ``shape``."""
+    pre = 1
+    post = 1
+    for i in range(len(shape)):
+        if i < ax:
+            pre *= shape[i]
+        elif i > ax:
+            post *= shape[i]
+    return pre, shape[ax], post
+
+
+def split_shape():
+    return jitted(_split_shape)
+
+
+_SHAPERS: dict = {}
+
+
+def reduced_shape(nd: int, keepdims: bool):
+    """A compiled ``f(shape, ax)``: ``shape`` without axis ``ax`` (1 there with
+    ``keepdims``), for arrays of rank ``nd`` (a tuple of static length)."""
+    key = (nd, keepdims)
+    if key not in _SHAPERS:
+        if keepdims:
+            items = [f"(1 if ax == {i} else shape[{i}])" for i in range(nd)]
+        else:
+            items = [f"shape[{i} if {i} < ax else {i + 1}]" for i in range(nd - 1)]
+        ns: dict = {}
+        exec(f"def f(shape, ax):\n    return ({''.join(i + ', ' for i in items)})\n", ns)
+        _SHAPERS[key] = jitted(ns["f"])
+    return _SHAPERS[key]
+
+
+def ones_shape(nd: int) -> tuple:
+    return (1,) * nd
+
+
+def signature_twin(signature: str, decide):
+    """A twin for a callable whose parameter list is ``signature`` (Python source, as
+    :func:`.registry.defrule` takes it; keyword-only markers are dropped, Numba has
+    none).  ``decide(types)`` gets the Numba type of each parameter by name and
+    returns a body function in Numba's NumPy subset taking the parameters
+    positionally, or None; the twin compiles the body and calls it."""
+    signature = signature.replace("*, ", "").replace("/, ", "")
+    import ast as _ast
+    fn = _ast.parse(f"def _({signature}): pass").body[0]
+    names = [a.arg for a in fn.args.args]
+    made: dict = {}         # the types -> the implementation: each is compiled once
+
+    def make(types):
+        key = tuple(types.items())
+        if key not in made:
+            made[key] = _make_impl(decide(types), names, signature)
+        return made[key]
+    ns: dict = {"_make": make}
+    pairs = ", ".join(f"{n}={n}" for n in names)
+    exec(f"def twin({signature}):\n    return _make(dict({pairs}))\n", ns)
+    return ns["twin"]
+
+
+def _make_impl(body, names, signature):
+    if body is None:
+        return None
+    ns = {"_body": jitted(body)}
+    exec(f"def impl({signature}):\n    return _body({', '.join(names)})\n", ns)
+    return ns["impl"]
