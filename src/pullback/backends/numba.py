@@ -13,6 +13,7 @@ import types
 
 import numpy as np
 
+from ..core import diskcache
 from ..core.errors import NumbaCompileError
 from ..core.runtime import reserve, snapshot
 from .base import Backend, parse_statements
@@ -151,8 +152,7 @@ def _jit_helper(v):
     from .numba_twins import OVERLOADED
     if isinstance(v, types.FunctionType) and v not in OVERLOADED:
         if id(v) not in _JITTED:
-            import numba
-            _JITTED[id(v)] = (v, numba.njit(cache=False)(v))
+            _JITTED[id(v)] = (v, diskcache.njit(v))
         return _JITTED[id(v)][1]
     return v
 
@@ -161,12 +161,11 @@ class _LazyNumba:
     """Compiles on first call so errors name the argument types."""
 
     def __init__(self, fn, src, filename="", full_source=""):
-        import numba
         self.py_func = fn
         self.source = src
         self.filename = filename
         self.full_source = full_source.splitlines()
-        self.dispatcher = numba.njit(fn)
+        self.dispatcher = diskcache.jit_derivative(fn, src)
         self.ok = False
 
     def __call__(self, *args):
