@@ -307,8 +307,9 @@ def njit(fn, **options):
     a function that cannot be fingerprinted, a plain in-memory ``numba.njit``."""
     import numba
     dispatcher = numba.njit(**options)(fn)
-    if cache_dir() is not None:
-        _attach(dispatcher, fn, _digest("function", fn, sorted(options.items())))
+    settings = sorted(options.items())
+    _attach(dispatcher, fn, f"{fn.__module__}.{fn.__qualname__}",
+            lambda: _digest("function", fn, settings))
     return dispatcher
 
 
@@ -317,24 +318,27 @@ def jit_derivative(fn, src: str):
     cached on disk under the digest of ``src`` and of every value ``fn`` reads."""
     import numba
     dispatcher = numba.njit(fn)
-    if cache_dir() is not None:
-        _attach(dispatcher, fn, _digest("derivative", src, fn))
+    _attach(dispatcher, fn, src, lambda: _digest("derivative", src, fn))
     return dispatcher
 
 
-def _attach(dispatcher, fn, key) -> None:
+def _attach(dispatcher, fn, name: str, key) -> None:
+    """Give ``dispatcher`` a disk cache.  ``key()`` is computed again each time
+    Numba looks for an entry or saves one, since Numba reads the globals when it
+    compiles, not when the dispatcher is made; ``name`` names the files."""
     root = cache_dir()
-    if key is not None and root is not None:
-        cache = _numba_cache(fn, key, str(root / "numba"))
-        if cache is not None:
-            dispatcher._cache = cache    # what dispatcher.enable_caching() sets
+    if root is None or key() is None:
+        return
+    cache = _numba_cache(fn, hashlib.sha256(name.encode()).hexdigest()[:16], key, str(root / "numba"))
+    if cache is not None:
+        dispatcher._cache = cache    # what dispatcher.enable_caching() sets
 
 
-def _numba_cache(fn, key, path):
+def _numba_cache(fn, tag, key, path):
     """A ``numba.core.caching.FunctionCache`` for ``fn`` in ``path``; None if this
     Numba's caching internals are not the ones this was written for."""
     try:
-        return _cache_class()(fn, key, path)
+        return _cache_class()(fn, tag, key, path)
     except (ImportError, AttributeError, TypeError, OSError):
         return None
 
@@ -342,27 +346,27 @@ def _numba_cache(fn, key, path):
 @functools.lru_cache(maxsize=None)
 def _cache_class():
     """Numba's per-function cache with three changes.  Its directory is ours, not
-    the ``__pycache__`` beside the source file.  Its freshness stamp and index key
-    are our key, not the source file's hash, the bytecode and the pickled closure
-    cells (pickles of Numba dispatchers hold a fresh uuid in each process, so a
-    function closing over one would never hit).  And each data file is named by
-    its index key, not numbered: two processes saving different signatures at
-    once cannot overwrite each other's data under one name (at worst an index
-    entry is lost and compiled again)."""
+    the ``__pycache__`` beside the source file.  Its index key is our key, not the
+    bytecode and the pickled closure cells (pickles of Numba dispatchers hold a
+    fresh uuid in each process, so a function closing over one would never hit),
+    and its freshness stamp is a hash of the versions, not of the source file.  And
+    each data file is named by its index key, not numbered: two processes saving
+    different entries at once cannot overwrite each other's data under one name
+    (at worst an index entry is lost, and compiled again)."""
     from numba.core import caching
 
     class Locator(caching._CacheLocator):
-        def __init__(self, path, key):
-            self._path, self._key = path, key
+        def __init__(self, path, tag):
+            self._path, self._tag = path, tag
 
         def get_cache_path(self):
             return self._path
 
         def get_source_stamp(self):
-            return self._key
+            return hashlib.sha256(_versions().encode()).hexdigest()
 
         def get_disambiguator(self):
-            return self._key[:16]
+            return self._tag
 
     class Impl(caching.CompileResultCacheImpl):
         def __init__(self, fn, locator):        # what CacheImpl.__init__ sets, our locator
@@ -383,23 +387,26 @@ def _cache_class():
                 self._save_index(overloads)
 
     class Cache(caching.FunctionCache):
-        def __init__(self, fn, key, path):
-            locator = Locator(path, key)
+        def __init__(self, fn, tag, key, path):
+            locator = Locator(path, tag)
             locator.ensure_cache_path()
             self._name = repr(fn)
             self._py_func = fn
             self._impl = Impl(fn, locator)
             self._cache_path = path
-            self._cache_file = IndexFile(path, self._impl.filename_base, key)
+            self._cache_file = IndexFile(path, self._impl.filename_base, locator.get_source_stamp())
             self._key = key
             self.enable()
 
         def _index_key(self, sig, codegen):
-            return (sig, codegen.magic_tuple(), self._key)
+            key = self._key()
+            if key is None:
+                raise Uncacheable(self._name)
+            return (sig, codegen.magic_tuple(), key)
 
-        # The cache is an optimisation: an entry that cannot be read is compiled
-        # again, and one that cannot be written (a full disk, something Numba cannot
-        # pickle) stays in memory, as without the cache.
+        # The cache is an optimisation: an entry that cannot be read (or keyed) is
+        # compiled again, and one that cannot be written (a full disk, something
+        # Numba cannot pickle) stays in memory, as without the cache.
         def load_overload(self, sig, target_context):
             try:
                 return super().load_overload(sig, target_context)
