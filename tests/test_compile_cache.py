@@ -240,3 +240,14 @@ def test_the_key_follows_globals_and_code():
     assert diskcache._digest(np.zeros(3)) != diskcache._digest(np.ones(3))
     assert diskcache._digest(np.zeros(10 ** 6)) is None        # too large to fingerprint
     assert diskcache._digest(object()) is None                  # unknown objects: not cached
+
+
+def _cumsum_then_sum(x):
+    return np.sum(np.cumsum(x) * x)
+
+
+def test_numba_errors_name_the_line_from_any_directory(tmp_path, monkeypatch):
+    """Numba names the cache file relative to the working directory."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(pullback.NumbaCompileError, match="generated for `return np.sum"):
+        pullback.grad(_cumsum_then_sum, jit=True)(np.ones(3))

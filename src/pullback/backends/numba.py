@@ -189,7 +189,10 @@ class _LazyNumba:
     def _origin(self, message) -> str:
         """The user's source line behind the generated line Numba complains about."""
         import re
-        hits = re.findall(re.escape(self.filename) + r'", line (\d+)', message)
+        # Numba names the file relative to the working directory: match its name only
+        # (a hash of the source is in it).
+        hits = re.findall(re.escape(self.filename.replace("\\", "/").rpartition("/")[2])
+                          + r'", line (\d+)', message.replace("\\", "/"))
         for line in reversed(hits):
             k = int(line) - 1
             while 0 <= k < len(self.full_source):
