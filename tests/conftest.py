@@ -1,9 +1,19 @@
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
+
+# The tests (and the processes they start) keep pullback's compile cache in a
+# directory of their own, removed at exit: never the user's.
+_CACHE = tempfile.mkdtemp(prefix="pullback-test-cache-")
+os.environ["PULLBACK_CACHE_DIR"] = _CACHE
+os.environ.pop("PULLBACK_CACHE", None)
+atexit.register(shutil.rmtree, _CACHE, True)
 
 
 @pytest.fixture(params=[False, True], ids=["python", "numba"])

@@ -2,6 +2,7 @@
 from . import rules as _rules  # registers the derivative rules  # noqa: F401
 from .api import grad, rule, show, value_and_grad, vjp
 from .check import GradCheck, check_grad
+from .core.diskcache import cache_dir, set_cache_dir
 from .core.errors import (
                           MissingRuleError,
                           NumbaCompileError,
@@ -12,4 +13,4 @@ from .core.errors import (
 
 __all__ = ["grad", "value_and_grad", "vjp", "show", "rule", "check_grad", "GradCheck",
            "PullbackError", "UnsupportedSyntaxError", "MissingRuleError", "SourceUnavailableError",
-           "NumbaCompileError"]
+           "NumbaCompileError", "cache_dir", "set_cache_dir"]

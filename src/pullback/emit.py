@@ -4,8 +4,9 @@ The derivative function shares the user's module globals and the user's
 closure cells, so globals and closure variables are read when the gradient
 runs, exactly as the primal reads them.  The names the derivative needs for
 itself (rule helpers, values bound from other modules) are closure cells of
-its own.  The source is registered with ``linecache`` so tracebacks and pdb
-show the generated code.
+its own.  The source is written to a file of the compile cache
+(:mod:`pullback.core.diskcache`) and registered with ``linecache``, so
+tracebacks and pdb show the generated code.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import math
 import types
 
 from .backends.base import Deferred
+from .core import diskcache
 from .core.errors import InternalError
 from .reverse.transform import Generated
 
@@ -93,7 +95,9 @@ def build(gen: Generated, fname: str, user_globals: dict, user_closure: dict,
     # Wrap in a maker so the names in `free` compile as closure variables.
     maker_src = f"def __pb_make({', '.join(free)}):\n" + \
         "".join("    " + ln + "\n" for ln in src.splitlines()) + f"    return {fname}\n"
-    filename = f"<pullback {fname} #{next(_counter)}>"
+    # The source goes to a file of the cache directory (its line k + 1 is the maker's
+    # line k + 1), so that tracebacks and Numba's messages name a real file.
+    filename = diskcache.module_file(fname, src) or f"<pullback {fname} #{next(_counter)}>"
     code = compile(maker_src, filename, "exec")
     maker_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     fn_code = next(c for c in maker_code.co_consts
@@ -102,7 +106,8 @@ def build(gen: Generated, fname: str, user_globals: dict, user_closure: dict,
     cells = tuple(user_closure[n] if n in user_closure and n not in bound
                   else types.CellType(bound[n]) for n in fn_code.co_freevars)
     fn = types.FunctionType(fn_code, user_globals, fname, (1.0,), cells)
-    linecache.cache[filename] = (len(maker_src), None, maker_src.splitlines(True), filename)
+    shown = maker_src if filename.startswith("<") else diskcache.MODULE_HEADER + src
+    linecache.cache[filename] = (len(shown), None, shown.splitlines(True), filename)
     return backend.finish(fn, src, filename, maker_src), src
 
 

@@ -14,6 +14,7 @@ import types
 
 import numpy as np
 
+from ..core import diskcache
 from ..core.errors import NumbaCompileError
 from ..core.runtime import reserve, snapshot
 from ..rules import registry
@@ -203,8 +204,7 @@ def _jit_helper(v):
     twin = registry.twin(v)
     if isinstance(v, types.FunctionType) and (twin is None or twin is registry.PLAIN):
         if id(v) not in _JITTED:
-            import numba
-            _JITTED[id(v)] = (v, numba.njit(cache=False)(v))
+            _JITTED[id(v)] = (v, diskcache.njit(v))
         return _JITTED[id(v)][1]
     return v
 
@@ -213,12 +213,11 @@ class _LazyNumba:
     """Compiles on first call so errors name the argument types."""
 
     def __init__(self, fn, src, filename="", full_source=""):
-        import numba
         self.py_func = fn
         self.source = src
         self.filename = filename
         self.full_source = full_source.splitlines()
-        self.dispatcher = numba.njit(fn)
+        self.dispatcher = diskcache.jit_derivative(fn, src)
         self.ok = False
 
     def __call__(self, *args):
@@ -242,7 +241,10 @@ class _LazyNumba:
     def _origin(self, message) -> str:
         """The user's source line behind the generated line Numba complains about."""
         import re
-        hits = re.findall(re.escape(self.filename) + r'", line (\d+)', message)
+        # Numba names the file relative to the working directory: match its name only
+        # (a hash of the source is in it).
+        hits = re.findall(re.escape(self.filename.replace("\\", "/").rpartition("/")[2])
+                          + r'", line (\d+)', message.replace("\\", "/"))
         for line in reversed(hits):
             k = int(line) - 1
             while 0 <= k < len(self.full_source):

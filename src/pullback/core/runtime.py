@@ -24,7 +24,8 @@ def reserve(tape, needed):
         return tape
     size = max(needed, 2 * tape.shape[0])
     new = np.empty(size, dtype=tape.dtype)
-    new[:tape.shape[0]] = tape
+    for i in range(tape.shape[0]):      # not new[:n] = tape: Numba's first slice assignment
+        new[i] = tape[i]                # in a process takes seconds to compile
     return new
 
 

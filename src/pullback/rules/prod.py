@@ -58,6 +58,7 @@ import math
 import array_api_compat
 import numpy as np
 
+from ..core import diskcache
 from . import results, twins
 from .elementwise import as_array, is_scalar, like_arg, namespace, normalize_axes
 from .reductions import cumulative_twin, reduction_twin
@@ -273,11 +274,11 @@ _KERNEL = None
 
 
 def _kernel():
-    """``_prod_grad_kernel`` compiled with Numba on first use (cached on disk)."""
+    """``_prod_grad_kernel`` compiled with Numba on first use (cached in pullback's
+    cache directory, never beside this file)."""
     global _KERNEL
     if _KERNEL is None:
-        import numba
-        _KERNEL = numba.njit(cache=True, nogil=True)(_prod_grad_kernel)
+        _KERNEL = diskcache.njit(_prod_grad_kernel, nogil=True)
     return _KERNEL
 
 
