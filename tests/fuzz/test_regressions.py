@@ -242,6 +242,16 @@ def while_on_dot(x, p):
             c -= 1
     return x + np.sum(h)
 
+
+def loop_over_rebound_array(x, p):
+    # The loop iterates over the array p held when it started (found on Numba:
+    # the value was wrong on both backends).
+    s = 0.0
+    for j, v in enumerate(p):
+        p = p * 2.0
+        s = s + v * x
+    return s + np.sum(p)
+
 P3 = np.array([0.3, 0.5, 0.7])
 
 CASES = {
@@ -278,6 +288,8 @@ CASES = {
     "scalar_added_into_zeros": Case(scalar_added_into_zeros, (0.4,), 1.2, (3.0,)),
     "dot_into_slice": Case(dot_into_slice, (P3,), 0.83, (2 * P3,)),
     "while_on_dot": Case(while_on_dot, (0.3, P3[:2].copy()), 3.1, (1.0, np.ones(2))),
+    "loop_over_rebound_array": Case(loop_over_rebound_array, (0.4, P3), 12.6,
+                                    (1.5, np.full(3, 8.4))),
     "slice_write": Case(slice_write, (P3,), 1.6, (np.array([2.0, 2.0, 0.0]),)),
 }
 

@@ -123,7 +123,7 @@ class Loops:
         """The sequences iterated over, and (target, sequence) for each item bound."""
         it, target = s.iter, s.target
         if fn is enumerate:
-            seqs = [self.as_name(self.lower_expr(it.args[0], scope), s, scope)]
+            seqs = [self._iterated(it.args[0], s, scope)]
             offset = self.lower_expr(it.args[1], scope) if len(it.args) > 1 else ast.Constant(0)
             if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
                 raise self.error("enumerate() without an `i, x` target", target, scope)
@@ -133,19 +133,29 @@ class Loops:
             bind(counter, count)
             return seqs, [(item_t, seqs[0])]
         if fn is zip:
-            seqs = [self.as_name(self.lower_expr(a, scope), s, scope) for a in it.args]
+            seqs = [self._iterated(a, s, scope) for a in it.args]
             if not (isinstance(target, ast.Tuple) and len(target.elts) == len(seqs)):
                 raise self.error("zip() whose target does not unpack every sequence",
                                  target, scope)
             return seqs, list(zip(target.elts, seqs))
         if fn is reversed:
-            seqs = [self.as_name(self.lower_expr(it.args[0], scope), s, scope)]
+            seqs = [self._iterated(it.args[0], s, scope)]
             return seqs, [(target, seqs[0])]
         if isinstance(it, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
-            seqs = [self.as_name(self.lower_expr(it, scope), s, scope)]
+            seqs = [self._iterated(it, s, scope)]
             return seqs, [(target, seqs[0])]
         raise self.error("a for loop over this iterable", it, scope,
                          "iterate over range(...), an array, enumerate(...) or zip(...)")
+
+    def _iterated(self, e, s, scope):
+        """The sequence a loop iterates over, as the loop found it: Python's iterator
+        holds the object, so a body that rebinds the name (``p = p * 2``) still
+        iterates over the old array.  (``p += ...`` changes that object in place,
+        and the iterator sees it: then the name is read as it is.)"""
+        seq = self.as_name(self.lower_expr(e, scope), s, scope)
+        if isinstance(e, ast.Name) and e.id in _rebound_in(s.body):
+            seq = self.temp(s, seq, scope)
+        return seq
 
     def _temp_in(self, stmts, s, expr):
         name = self.names.fresh("_t")
@@ -178,3 +188,14 @@ class Loops:
         prim = self.lower_primitive(s.test, scope)
         self.emit(ir.Assign(self._line(s, scope), name, prim.expr, callee=prim.callee,
                             method=prim.method))
+
+
+def _rebound_in(stmts) -> set:
+    """Names a block binds to a new value (not ``+=``, which updates in place)."""
+    out = set()
+    for node in (n for st in stmts for n in ast.walk(st)):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.For, ast.NamedExpr)) else []
+        for t in targets:
+            out |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return out
