@@ -162,7 +162,7 @@ class GradientFunction:
             raise for_user(exc) from None
         if type(c.fn) is not types.FunctionType and getattr(c.fn, "ok", False):
             c.fn = c.fn.dispatcher
-        if not self.with_value and type(value) is not float:
+        if not self.with_value and type(value) is not float and type(value) is not np.float64:
             _check_scalar(value, self.f)
         if single:
             out = _to_user(grads[0], args[nums[0]])

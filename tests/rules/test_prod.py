@@ -357,6 +357,36 @@ def test_mixed_slices_and_exact_zero_pattern():
     np.testing.assert_array_equal(prod_vjp(np.ones(4), None, no_scalar(x), 0), want)
 
 
+@pytest.mark.parametrize("axis", [0, 1, 2, -1, None])
+@pytest.mark.parametrize("zeros", ["none", "mixed", "one each"])
+def test_compiled_kernel_every_form_of_g_and_ans(axis, zeros):
+    """The compiled float64 path: with the primal's products (one pass where a row
+    of slices has no zero) and without them, rows of both kinds in one call
+    (the first half of the slices zero-free), and g as an array, as sum's
+    broadcast cotangent, float32, Fortran-ordered and as a scalar."""
+    rng = np.random.default_rng(11)
+    x = rng.uniform(0.5, 1.5, (3, 4, 5))
+    slices = np.size(np.prod(x, axis=axis))
+    half = slices // 2
+    counts = {"none": [0] * slices, "one each": [1] * slices,
+              "mixed": [0] * half + [k % 3 for k in range(slices - half)]}[zeros]
+    x = np.ascontiguousarray(with_zeros_per_slice(x, axis, counts, rng))
+    ans = np.prod(x, axis=axis)
+    shape = np.shape(ans)
+    gs = [rng.standard_normal(shape), np.broadcast_to(0.7, shape),
+          rng.standard_normal(shape).astype(np.float32)]
+    gs += [np.asfortranarray(gs[0])] if len(shape) == 2 else [0.7, np.float64(0.7), np.array(0.7)]
+    for g in gs:
+        want = brute_prod_grad(np.asarray(g, dtype=np.float64), x, axis)
+        for a in (ans, None):
+            got = prod_module._prod_vjp_kernel(g, a, x, axis)
+            assert got is not None and got.shape == x.shape and np.isfinite(got).all()
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
+            np.testing.assert_array_equal(prod_vjp(g, a, x, axis), got)
+            if zeros == "one each":
+                assert np.count_nonzero(got) <= slices
+
+
 @np.errstate(over="ignore", invalid="ignore")    # the primal itself overflows here
 def test_no_nan_where_the_gradient_is_finite():
     cases = [np.array([np.inf, 2.0, 3.0]),                 # d/dx0 = 6

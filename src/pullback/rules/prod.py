@@ -28,11 +28,14 @@ without reading single elements (so they run on GPU arrays):
   on NumPy arrays and PyTorch CPU tensors.  The question is asked of ``p``,
   not of ``x`` (a reduced array, so cheaper): if every ``p`` is finite and
   nonzero then no entry of ``x`` is zero or infinite and ``p / x`` is exact.
-  Otherwise the exact path runs.  On NumPy it runs as a short Python loop over
-  the positions *along* the reduced axis (each step a vector operation over
-  all slices at once), because NumPy's own ``cumprod`` is several times
-  slower than that when the slices are short and many; long slices use the
-  ``cumprod`` formulation.
+  Otherwise the exact path runs.  A float64 C-contiguous NumPy array reduced
+  along one axis (or all of it) goes through a compiled kernel instead, zeros
+  or not (:func:`_prod_grad_kernel`: ``g * p / x`` in one pass reusing the
+  primal's ``p``, or the zero-count algorithm in two).  Other NumPy arrays run
+  the exact path as a short Python loop over the positions *along* the
+  reduced axis (each step a vector operation over all slices at once),
+  because NumPy's own ``cumprod`` is several times slower than that when the
+  slices are short and many; long slices use the ``cumprod`` formulation.
 
 Device arrays (PyTorch on a GPU, CuPy, JAX) and NumPy subclasses always take
 the exact path.  ``exact=True`` forces it anywhere (a second-order pass must
@@ -213,12 +216,17 @@ def _host_array(x) -> bool:
 def _prod_vjp_numpy(g, ans, x, axis, initial):
     """NumPy: ``g * ans / x`` when every product is finite and nonzero, else exact.
 
-    Written for small arrays too, where Python overhead is most of the time.
-    With zeros, a float64 array reduced along one axis goes through a compiled
-    kernel (see _prod_grad_kernel); otherwise the exact NumPy paths below.
+    Written for small arrays too, where Python overhead is most of the time.  A
+    float64 C-contiguous array reduced along one axis goes through a compiled
+    kernel (see _prod_grad_kernel), zeros or not; otherwise the NumPy paths
+    below.
     """
     shape = x.shape
-    single_axis = type(axis) is int and -x.ndim <= axis < x.ndim or axis is None
+    if initial is None and x.dtype == np.float64 and x.ndim and x.flags.c_contiguous \
+            and (axis is None or type(axis) is int and -x.ndim <= axis < x.ndim):
+        out = _prod_vjp_kernel(g, ans, x, axis)
+        if out is not None:
+            return out
     if type(axis) is int and -len(shape) <= axis < len(shape):     # the common case, quickly
         axis %= len(shape)
         axes = (axis,)
@@ -237,12 +245,6 @@ def _prod_vjp_numpy(g, ans, x, axis, initial):
     # overflow of <a, a> only sends us to the exact path, which is also right).
     if np.count_nonzero(a) == a.size and cmath.isfinite(np.vdot(a, a)):
         return (g * a) / x
-    if initial is None and single_axis and x.dtype == np.float64 and x.ndim \
-            and x.flags.c_contiguous:
-        # Zeros (or an extreme product): the compiled exact kernel, two passes.
-        out = _prod_vjp_kernel(g, x, axis)
-        if out is not None:
-            return out
     if initial is not None:
         g = g * initial
     n = math.prod([shape[d] for d in axes])
@@ -251,23 +253,46 @@ def _prod_vjp_numpy(g, ans, x, axis, initial):
     return prod_vjp_exact(g, x, axes, True)
 
 
-def _prod_vjp_kernel(g, x, axis):
-    """The compiled single-axis path; None when a product of the nonzero entries
-    over- or underflows (then the caller takes the exact NumPy path)."""
+_NO_PRODUCTS = np.empty((0, 0))
+
+
+def _prod_vjp_kernel(g, ans, x, axis):
+    """The compiled single-axis path for a float64 C-contiguous ``x``; None when a
+    product over- or underflows (then the caller takes the NumPy paths).
+
+    ``ans`` (the primal's products) is reused when it is a float64 array: no
+    second product pass when every product is finite and nonzero.  ``g`` goes
+    in as a view when it is float64 (a broadcast ``g``, as sum's cotangent is,
+    is not copied).
+    """
+    shape = x.shape
     if axis is None:
         pre, n, post = 1, x.size, 1
     else:
-        axis %= x.ndim
-        pre = math.prod(x.shape[:axis])
-        n = x.shape[axis]
-        post = math.prod(x.shape[axis + 1:])
+        axis %= len(shape)
+        pre, n, post = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
     x3 = x.reshape(pre, n, post)
-    g2 = np.ascontiguousarray(np.broadcast_to(g, (pre, post)) if np.ndim(g) == 0 else
-                              np.reshape(g, (pre, post)), dtype=np.float64)
-    out = np.empty_like(x3)
-    if not _kernel()(x3, g2, out):
+    # Methods, not np.reshape & co.: this is called on small arrays too, where
+    # the call overhead is most of the time.
+    if type(g) is np.ndarray and g.dtype == np.float64 and g.size == pre * post:
+        g2 = g.reshape(pre, post)
+        if not g2.flags.c_contiguous:
+            # A broadcast scalar (sum's cotangent) goes in as (1, 1), anything
+            # else as a copy: the kernel is compiled for C-contiguous arrays only.
+            g2 = g2[:1, :1] if not any(g.strides) else np.ascontiguousarray(g2)
+    else:
+        g2 = np.ascontiguousarray(np.broadcast_to(g, (pre, post)) if np.ndim(g) == 0 else
+                                  np.reshape(g, (pre, post)), dtype=np.float64)
+    a2 = _NO_PRODUCTS
+    if type(ans) is np.ndarray:
+        if ans.dtype == np.float64 and ans.size == pre * post and ans.flags.c_contiguous:
+            a2 = ans.reshape(pre, post)
+    elif type(ans) is np.float64 and pre * post == 1:       # axis=None
+        a2 = np.full((1, 1), ans)
+    out = np.empty(shape)
+    if not (_KERNEL or _kernel())(x3, g2, out.reshape(pre, n, post), a2):
         return None
-    return out.reshape(x.shape)
+    return out
 
 
 _KERNEL = None
@@ -282,62 +307,72 @@ def _kernel():
     return _KERNEL
 
 
-def _prod_grad_kernel(x3, g2, out):  # noqa: C901  (one loop nest, compiled by Numba as a whole)
+def _prod_grad_kernel(x3, g2, out, a2):  # noqa: C901  (one loop nest, compiled by Numba as a whole)
     """Cotangent of prod over the middle axis of x3 (pre, n, post), cotangent g2.
 
-    A branch-free first pass (which the compiler vectorises) takes each slice's
-    product and counts its zeros.  Without zeros, g * P / x.  With zeros, a
-    second pass takes the product of the nonzero entries P' and where the zero
-    is: one zero -> g * P' there and 0 elsewhere; two or more -> 0.  Exact for
-    any zeros; returns False if a zero-free product is 0 or infinite
-    (underflow, overflow), where P / x would be wrong.
+    ``g2``: (pre, post), or (1, 1) for the same cotangent everywhere.  ``a2``:
+    the products (pre, post) if known, else an empty array.  Where every
+    known product of a row of slices is finite and nonzero, one pass:
+    ``g * P / x``.  Otherwise a first pass takes each slice's product of the
+    nonzero entries P' and counts its zeros, and a second pass writes: no zero
+    -> g * P' / x; one zero -> g * P' at the zero and 0 elsewhere; two or more
+    -> 0.  Every inner loop runs along the last (contiguous) axis without
+    branches, so the compiler vectorises it.  Exact for any zeros; returns False
+    if a zero-free product is 0 or infinite (underflow, overflow), where P / x
+    would be wrong.
     """
     pre, n, post = x3.shape
-    prod = np.empty(post)
-    zeros = np.empty(post, dtype=np.int64)
-    where = np.empty(post, dtype=np.int64)
-    scale = np.empty(post)
+    known = a2.shape[0] == pre and a2.shape[1] == post
+    num = np.empty(post)        # g * P' for the entries that are not zero (0 if a zero)
+    at0 = np.empty(post)        # g * P' at the zero of a one-zero slice, else 0
+    div = np.empty(post)        # 1 where the slice has no zero, 0 where it has
+    gs = np.empty(post)         # this row's cotangents
+    inf = np.inf
     for a in range(pre):
-        prod[:] = 1.0
-        zeros[:] = 0
-        for i in range(n):
+        if g2.shape[0] == pre and g2.shape[1] == post:
             for b in range(post):
-                v = x3[a, i, b]
-                prod[b] *= v
-                zeros[b] += v == 0.0
-        any_zero = False
-        for b in range(post):
-            if zeros[b]:
-                any_zero = True
-            elif prod[b] == 0.0 or not np.isfinite(prod[b]):
-                return False
-            scale[b] = g2[a, b] * prod[b]
-        if not any_zero:
+                gs[b] = g2[a, b]
+        else:
+            gs[:] = g2[0, 0]
+        fast = known
+        if known:
+            for b in range(post):
+                p = a2[a, b]
+                fast &= (p != 0.0) & (abs(p) < inf)
+        if fast:
+            for b in range(post):
+                num[b] = gs[b] * a2[a, b]
             for i in range(n):
                 for b in range(post):
-                    out[a, i, b] = scale[b] / x3[a, i, b]
+                    # v is never 0 here; the select tells the compiler so (else
+                    # Numba guards each division for ZeroDivisionError, which
+                    # keeps the loop from vectorising: 6x slower).
+                    v = x3[a, i, b]
+                    out[a, i, b] = num[b] / (v if v != 0.0 else 1.0)
             continue
-        # Some slices have zeros: their product of the nonzero entries, and where.
-        for b in range(post):
-            if zeros[b]:
-                prod[b] = 1.0
+        num[:] = 1.0
+        at0[:] = 0.0
         for i in range(n):
             for b in range(post):
                 v = x3[a, i, b]
-                if zeros[b]:
-                    if v == 0.0:
-                        where[b] = i
-                    else:
-                        prod[b] *= v
+                z = v == 0.0
+                num[b] *= 1.0 if z else v
+                at0[b] += 1.0 if z else 0.0
+        ok = True
+        for b in range(post):
+            p = num[b]
+            c = at0[b]
+            s = gs[b] * p
+            ok &= (c != 0.0) | ((p != 0.0) & (abs(p) < inf))
+            num[b] = s if c == 0.0 else 0.0
+            at0[b] = s if c == 1.0 else 0.0
+            div[b] = 1.0 if c == 0.0 else 0.0
+        if not ok:
+            return False
         for i in range(n):
             for b in range(post):
-                c = zeros[b]
-                if c == 0:
-                    out[a, i, b] = scale[b] / x3[a, i, b]
-                elif c == 1 and where[b] == i:
-                    out[a, i, b] = g2[a, b] * prod[b]
-                else:
-                    out[a, i, b] = 0.0
+                v = x3[a, i, b]
+                out[a, i, b] = at0[b] if v == 0.0 else num[b] / (v if div[b] != 0.0 else 1.0)
     return True
 
 
@@ -505,7 +540,7 @@ def _prod_vjp_numba(g, ans, x, axis=None, keepdims=False, initial=None, where=Tr
         x3 = np.ascontiguousarray(x).reshape((pre, n, post)) * 1.0
         g2 = as2(g, pre, post)
         out = np.empty((pre, n, post))
-        if not kernel(x3, g2, out):
+        if not kernel(x3, g2, out, np.empty((0, 0))):
             others(x3, g2, out)
         return out.reshape(x.shape)
     return impl

@@ -75,6 +75,12 @@ def _safe(xp, d):
 
 def _spread_numpy(g, a, axis, keepdims):
     """NumPy fast path: ``g`` broadcast back over the reduced axes (a read-only view)."""
+    if axis is None and (type(g) is float or type(g) is np.float64):
+        # The whole-array reduction of a float (a scalar loss): the read-only
+        # zero-stride view np.broadcast_to makes, built directly (2 us -> 0.5 us).
+        one = np.array(g)
+        one.flags.writeable = False
+        return np.ndarray(a.shape, one.dtype, one, 0, (0,) * a.ndim)
     if axis is not None and not keepdims:
         g = np.expand_dims(g, axis)
     return np.broadcast_to(g, a.shape)
