@@ -157,3 +157,43 @@ def test_a_rule_without_twin_is_refused_before_numba_sees_it():
                              ".*line.*jit=False, or register a Numba twin") as info:
         pullback.grad(f, jit=True).compiled(np.eye(3))
     assert "TypingError" not in str(info.value)
+
+
+# ------------------------------------------- shape-only tapes and view recomputation
+def growing_slices(x, w, b):
+    """Temporaries whose shape changes every iteration, read back only for their
+    shape (their tape keeps the shape) and views of an array written in place
+    (computed again in the reverse sweep), with broadcasting against b[:1]."""
+    u = x.copy()
+    s = 0.0
+    for k in range(2, 7):
+        u[1:4] = u[1:4] + 0.5 * (u[:3] - 2.0 * w * u[2:5]) + b[:1]
+        s = s + np.sum((w * u[:k] - 0.5 * u[k:2 * k] + b[:1]) * u[1:k + 1])
+    return s + np.sum(u * u)
+
+
+def rows_of_constant(W, x, h):
+    """Rows of an array never written, read as values (x[t] in U @ x[t])."""
+    for t in range(x.shape[0]):
+        h = np.tanh(W @ h + x[t] * h)
+    return np.sum(h * h)
+
+
+def matrix_rnn(W, X, H):
+    """2-D temporaries read back only for their shape (two ints a push)."""
+    for t in range(X.shape[0]):
+        H = np.tanh(W @ H + X[t])
+    return np.sum(H * H)
+
+
+def test_shape_only_tapes_and_recomputed_views():
+    r = np.random.default_rng(7)
+    check(growing_slices, (r.normal(size=14), 0.7, r.normal(size=3)), (0, 1, 2))
+    check(rows_of_constant, (0.3 * r.normal(size=(4, 4)), r.normal(size=(6, 4)), r.normal(size=4)),
+          (0, 1, 2))
+    check(matrix_rnn, (0.3 * r.normal(size=(4, 4)), r.normal(size=(5, 4, 3)), r.normal(size=(4, 3))),
+          (0, 1, 2))
+    g = pullback.grad(growing_slices, (0, 1, 2), jit=True)
+    g(r.normal(size=14), 0.7, r.normal(size=3))
+    src = g.source
+    assert "with_shape(" in src, src

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..core import diskcache
 from ..core.errors import NumbaCompileError
-from ..core.runtime import reserve, snapshot
+from ..core.runtime import reserve, snapshot, with_shape
 from ..rules import registry
 from .base import Backend, parse_statements
 from .python import PythonTape
@@ -104,11 +104,25 @@ class NumbaTape(PythonTape):
             return None
         return _NUMBA_DTYPES.get(kind.dtype)
 
+    def _shape_only(self, key):
+        """The rank of an array whose value the reverse sweep never reads, only its
+        shape (``unbroadcast(g, x)``), else None.  Its tape keeps the shape (rank
+        ints in a typed array), not a reference to the array or a copy: a list append
+        and pop of an array per iteration cost more than the arithmetic of a short
+        loop body."""
+        k = self.t.kinds.get(key)
+        if key.endswith("]") or k is None or k.ndim is None or k.ndim <= 0 \
+                or key in self.t.value_reads or key in self.t.recompute_reads:
+            return None
+        return k.ndim
+
     def setup_code(self) -> list:
         np_name = self.t.helper(np, "np")
         out = []
         for key, (tape, k) in self.tapes.items():
             dtype = self._dtype(key)
+            if self._shape_only(key):
+                dtype = "np.int64"
             if dtype is None:
                 out += parse_statements(f"{tape} = []")
                 continue
@@ -123,8 +137,10 @@ class NumbaTape(PythonTape):
         out = []
         r = self.t.helper(reserve, "reserve")
         for key, c in counts.items():
-            if self._dtype(key) is None:
+            rank = self._shape_only(key)
+            if self._dtype(key) is None and not rank:
                 continue
+            c *= rank or 1
             tape, k = self._tape(key)
             need = ast.unparse(trips) + (f" * {c}" if c != 1 else "")
             out += parse_statements(f"{tape} = {r}({tape}, {k} + {need})")
@@ -132,19 +148,31 @@ class NumbaTape(PythonTape):
 
     def push(self, name):
         tape, k = self._tape(name)
+        rank = self._shape_only(name)
+        if rank:
+            return self._store(name, tape, k, [f"{name}.shape[{j}]" for j in range(rank)])
         if self._dtype(name) is None:
             return parse_statements(f"{tape}.append({name})")
-        return self._store(name, tape, k, name)
+        return self._store(name, tape, k, [name])
 
-    def _store(self, key, tape, k, item):
-        """``tape[k] = item; k += 1``, growing the tape first unless the loop
-        already reserved room for it."""
+    def _store(self, key, tape, k, items):
+        """``tape[k] = item; k += 1`` for each item, growing the tape first unless
+        the loop already reserved room for them."""
+        n = len(items)
         check = "" if key in self.reserved else \
-            f"if {k} == {tape}.shape[0]:\n    {tape} = {self.t.helper(reserve, 'reserve')}({tape}, {k} + 1)\n"
-        return parse_statements(f"{check}{tape}[{k}] = {item}\n{k} += 1")
+            f"if {k}{f' + {n} >' if n > 1 else ' =='} {tape}.shape[0]:\n" \
+            f"    {tape} = {self.t.helper(reserve, 'reserve')}({tape}, {k} + {n})\n"
+        stores = "".join(f"{tape}[{k}{f' + {j}' if j else ''}] = {item}\n"
+                         for j, item in enumerate(items))
+        return parse_statements(f"{check}{stores}{k} += {n}")
 
     def pop(self, name):
         tape, k = self._tape(name)
+        rank = self._shape_only(name)
+        if rank:
+            shape = "".join(f"{tape}[{k}{f' + {j}' if j else ''}], " for j in range(rank))
+            return parse_statements(f"{k} -= {rank}\n{name} = "
+                                    f"{self.t.helper(with_shape, 'with_shape')}({name}, ({shape}))")
         if self._dtype(name) is None:
             return parse_statements(f"{name} = {tape}.pop()")
         return parse_statements(f"{k} -= 1\n{name} = {tape}[{k}]")
@@ -160,7 +188,7 @@ class NumbaTape(PythonTape):
             saved = f"{item}.copy()" if ndim is not None and ndim >= 0 else \
                 f"{self.t.helper(snapshot, 'snapshot')}({item})"
             return parse_statements(f"{tape}.append({saved})")
-        return self._store(key, tape, k, item)
+        return self._store(key, tape, k, [item])
 
     def pop_element(self, array, index):
         key = self.element_key(array, index)

@@ -41,6 +41,15 @@ def buffer_like(adjoint, value):
     return np.zeros(np.shape(value), dtype=np.result_type(value, 1.0)) + adjoint
 
 
+def with_shape(value, shape):
+    """``value`` itself when it has ``shape``, else a new array of that shape.  For
+    a variable the reverse sweep reads only the shape of (``unbroadcast``), whose
+    tape keeps the shape alone: its contents are never read."""
+    if value.shape == shape:
+        return value
+    return np.empty(shape, dtype=value.dtype)
+
+
 def snapshot(value):
     """A copy of an array (a saved row or slice must not change with the array it
     was read from); a number as it is."""

@@ -57,6 +57,7 @@ class ReverseTransform:
         self.stmt_reads: dict = {}             # sid of an Assign/SetItem -> names its adjoint reads
         self.loop_reads: dict = {}             # sid of an If/For/While -> names read at it
         self.recompute: dict = {}              # temp -> expression read again in reverse
+        self.recompute_reads: set = set()      # ... the names those expressions read
 
     def d(self, name: str) -> str:
         if name not in self.adj:
@@ -276,7 +277,9 @@ class ReverseTransform:
         to save (see find_cheap); their readers then read the operands instead."""
         control = set().union(*self.loop_reads.values()) if self.loop_reads else set()
         self.recompute = recompute.find_cheap(stmts, control, self.sites, self.kinds,
-                                              self.backend.recompute_array_reads)
+                                              self.backend.recompute_array_reads,
+                                              self.value_reads)
+        self.recompute_reads = set().union(*map(ir.atom_names, self.recompute.values()))
         for key, names in self.stmt_reads.items():
             for t in names & set(self.recompute):
                 names.discard(t)
