@@ -501,3 +501,28 @@ def _list_literal(x):
 
 def test_a_list_literal_read_by_index_still_works():
     assert_close(pullback.grad(_list_literal)(0.3), 4.0 * 0.3)
+
+
+# ------------------------------------- arrays whose shape changes from one iteration to the next
+def _reassigned_with_a_new_shape(u, w, b):
+    s = 0.0
+    for k in range(2, 7):
+        y = w * u[:k] + b[:1]
+        s = s + np.sum(y * y)
+    return s
+
+
+def _slice_of_growing_length(u, w, b):
+    u = u.copy()
+    for k in range(2, 7):
+        u[1:k] = u[1:k] + 0.5 * (u[:k - 1] - 2.0 * w * u[1:k]) + b[:1]
+    return np.sum(u * u)
+
+
+@pytest.mark.parametrize("f", [_reassigned_with_a_new_shape, _slice_of_growing_length])
+def test_arrays_whose_shape_changes_every_iteration(f, jit):
+    # Once: under Numba, y's adjoint was zeroed with the shape of the newer y (a
+    # wrong gradient for b); on Python, the value written into u[1:k] was not saved
+    # for its shape (a ValueError in the reverse sweep).
+    rng = np.random.default_rng(0)
+    check_against_fd(f, (rng.normal(size=8), 0.7, rng.normal(size=3)), (0, 1, 2), jit)

@@ -320,6 +320,7 @@ def setitem_adjoint(tr, s: ir.SetItem) -> list:
                 # and sum it over the axes the written value was broadcast along
                 # (a scalar, or a value of unknown rank such as np.dot's result).
                 contrib = ast.Call(ast.Attribute(g, "copy", ast.Load()), [], [])
+                tr.read(s.value, value=False)       # its shape, as it was at this write
                 contrib = ast.Call(ast.Name(tr.helper(_unbroadcast(), "unbroadcast")),
                                    [contrib, ast.Name(s.value.id)], [])
             code.append(accum(tr, s.value.id, contrib))

@@ -199,10 +199,15 @@ def _recomputed(tr, s) -> list:
 
 
 def _rev_assign(tr, s: ir.Assign) -> list:
-    out = _recomputed(tr, s) + tr.adjoint_code[s.sid]
-    if tr.needs_save(s.target, s):
-        out.append(Restore(s.target))
-    return out
+    code = list(tr.adjoint_code[s.sid])
+    if not tr.needs_save(s.target, s):
+        return _recomputed(tr, s) + code
+    # The target's adjoint is reset for the value it had before: restore that value
+    # first, so that a zero of its shape (an array reassigned with another shape
+    # each iteration) has the shape of the value it now stands for.
+    reset = [code.pop()] if code and isinstance(code[-1], Reset) and code[-1].name == s.target \
+        else []
+    return _recomputed(tr, s) + code + [Restore(s.target)] + reset
 
 
 def _rev_setitem(tr, s: ir.SetItem) -> list:

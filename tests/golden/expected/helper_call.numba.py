@@ -48,13 +48,13 @@ def helper_call_grad(x, p, _seed=1.0):
         d_scaled_square_c_1 = d_scaled_square_c_1 + d_t3 * _scaled_square_a_1
         d_scaled_square_a_1 = d_scaled_square_a_1 + d_t3 * _scaled_square_c_1
         dx = dx + d_scaled_square_c_1
-        d_scaled_square_c_1 = 0.0
         _k_scaled_square_c_1_1 -= 1
         _scaled_square_c_1 = _tape_scaled_square_c_1_1[_k_scaled_square_c_1_1]
+        d_scaled_square_c_1 = 0.0
         d_t2 = d_scaled_square_a_1
-        d_scaled_square_a_1 = 0.0
         _k_scaled_square_a_1_1 -= 1
         _scaled_square_a_1 = _tape_scaled_square_a_1_1[_k_scaled_square_a_1_1]
+        d_scaled_square_a_1 = 0.0
         dp[i] += d_t2
     # from: s = 0.0
     return _value, (dx, dp)

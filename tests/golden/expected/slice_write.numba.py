@@ -7,12 +7,15 @@ def slice_write_grad(u, c, _seed=1.0):
     _k_t5_1 = 0
     _tape_t8_1 = np.empty(64, dtype=np.int64)
     _k_t8_1 = 0
+    _tape_t9_1 = np.empty(64, dtype=np.int64)
+    _k_t9_1 = 0
     _tape_t7_1 = []
     _tape_v_rows_1 = []
     _t4 = np.zeros((0,))
     _t5 = np.zeros((0,))
     _t7 = np.zeros((0,))
     _t8 = np.zeros((0,))
+    _t9 = np.zeros((0,))
     # from: v = u.copy()
     v = u.copy()
     # from: for step in range(3):
@@ -20,6 +23,7 @@ def slice_write_grad(u, c, _seed=1.0):
     _tape_t4_1 = reserve(_tape_t4_1, _k_t4_1 + _n1)
     _tape_t5_1 = reserve(_tape_t5_1, _k_t5_1 + _n1)
     _tape_t8_1 = reserve(_tape_t8_1, _k_t8_1 + _n1)
+    _tape_t9_1 = reserve(_tape_t9_1, _k_t9_1 + _n1)
     for step in range(0, 3, 1):
         # from: v[1:-1] = v[1:-1] + c * (v[2:] - 2.0 * v[1:-1] + v[:-2])
         _t1 = v[1:-1]
@@ -37,6 +41,8 @@ def slice_write_grad(u, c, _seed=1.0):
         _tape_t8_1[_k_t8_1] = _t8.shape[0]
         _k_t8_1 += 1
         _t8 = c * _t7
+        _tape_t9_1[_k_t9_1] = _t9.shape[0]
+        _k_t9_1 += 1
         _t9 = _t1 + _t8
         _tape_v_rows_1.append(v[1:-1].copy())
         v[1:-1] = _t9
@@ -62,6 +68,8 @@ def slice_write_grad(u, c, _seed=1.0):
         _t1 = v[1:-1]
         d_t1 = unbroadcast(d_t9, _t1)
         d_t8 = unbroadcast(d_t9, _t8)
+        _k_t9_1 -= 1
+        _t9 = with_shape(_t9, (_tape_t9_1[_k_t9_1],))
         dc = dc + unbroadcast(d_t8 * _t7, c)
         d_t7 = unbroadcast(d_t8 * c, _t7)
         _k_t8_1 -= 1

@@ -11,6 +11,7 @@ def slice_write_grad(u, c, _seed=1.0):
     _t6 = np.zeros((0,))
     _t7 = np.zeros((0,))
     _t8 = np.zeros((0,))
+    _t9 = np.zeros((0,))
     # from: v = u.copy()
     v = u.copy()
     # from: for step in range(3):
@@ -33,6 +34,7 @@ def slice_write_grad(u, c, _seed=1.0):
         _t7 = _t5 + _t6
         _push(_t8)
         _t8 = c * _t7
+        _push(_t9)
         _t9 = _t1 + _t8
         _push(v[1:-1].copy())
         v[1:-1] = _t9
@@ -58,6 +60,7 @@ def slice_write_grad(u, c, _seed=1.0):
         v[1:-1] = _pop()
         d_t1 = unbroadcast(d_t9, _t1)
         d_t8 = unbroadcast(d_t9, _t8)
+        _t9 = _pop()
         dc = dc + unbroadcast(d_t8 * _t7, c)
         d_t7 = unbroadcast(d_t8 * c, _t7)
         _t8 = _pop()
