@@ -13,6 +13,7 @@ import ast
 import builtins
 import copy
 import dataclasses
+import threading
 import types
 from dataclasses import dataclass, field
 
@@ -113,11 +114,23 @@ def _rebound(c: Compiled, py, backend) -> Compiled:
     return out
 
 
+# One transform at a time: CPython (3.11) can fail with "AST constructor recursion
+# depth mismatch" when two threads build ASTs at once (Dask workers running as
+# threads), and the cache is shared.  Re-entrant: a recursive function's
+# derivative asks for its own while it runs.
+_LOCK = threading.RLock()
+
+
 def derivative(f, wrt_index: tuple, kinds: tuple, backend) -> Compiled:
     """Generate (or fetch from the cache) the derivative of f for these argument kinds.
 
     Closures of one code object share a derivative: it is rebound to each closure's
-    cells, which it reads when it runs, as the primal does."""
+    cells, which it reads when it runs, as the primal does.  Thread-safe."""
+    with _LOCK:
+        return _derivative(f, wrt_index, kinds, backend)
+
+
+def _derivative(f, wrt_index: tuple, kinds: tuple, backend) -> Compiled:
     py, _ = unwrap(f)
     cells = getattr(py, "__closure__", None) or ()
     closure_key, pins = _closure_key(cells)
