@@ -47,6 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.errors import MissingRuleError
 from . import results
 
 #: The array namespace of the values pullback differentiates (NumPy arrays and
@@ -103,7 +104,10 @@ class Rule:
     def bind(self, args, kwargs, where=""):
         """Map call arguments (AST nodes) to parameter names; fill defaults.
 
-        Returns a dict name -> ast.expr.  Raises TypeError on a mismatch.  A user
+        Returns a dict name -> ast.expr.  A call the rule cannot take (NumPy may
+        accept more than the rule's signature, as einsum's sublist form) raises
+        MissingRuleError, a TypeError that says how to register one; a call that
+        NumPy would refuse too (a missing argument) raises TypeError.  A user
         VJP's parameters are bound as Python binds them, without defaults: only
         what the call passes (an extra positional argument taken by ``*args`` is
         ``"*args[k]"``, an extra keyword taken by ``**kw`` is ``"**kw[name]"``).
@@ -113,15 +117,15 @@ class Rule:
         bound = {}
         positional = [p for p in self.params if not p.kw_only]
         if len(args) > len(positional):
-            raise TypeError(
+            raise MissingRuleError(
                 f"{self.name}() takes at most {len(positional)} positional "
-                f"arguments but {len(args)} were given{where}")
+                f"arguments but {len(args)} were given{where}{self._register_hint()}")
         for p, a in zip(positional, args):
             bound[p.name] = a
         names = {p.name for p in self.params}
         for k, v in kwargs.items():
             if k not in names:
-                raise TypeError(f"{self.name}() got an unexpected keyword argument {k!r}{where}")
+                raise self._mismatch(f"got an unexpected keyword argument {k!r}", where)
             if k in bound:
                 raise TypeError(f"{self.name}() got multiple values for argument {k!r}{where}")
             bound[k] = v
@@ -131,6 +135,13 @@ class Rule:
                     raise TypeError(f"{self.name}() missing required argument {p.name!r}{where}")
                 bound[p.name] = ast.Constant(p.default)
         return bound
+
+    def _mismatch(self, what, where) -> MissingRuleError:
+        return MissingRuleError(f"{self.name}() {what}{where}{self._register_hint()}")
+
+    def _register_hint(self) -> str:
+        return (f"\npullback's rule for {self.name} does not take this call: register one "
+                f"that does with @pullback.rule({self.name}), or write the call another way")
 
     def call_mismatch(self, args, kwargs) -> str | None:
         """Why a user VJP cannot take a call's arguments (``args``: a sequence,
@@ -147,8 +158,8 @@ class Rule:
         try:
             ba = self.call_signature.bind(*args, **kwargs)
         except TypeError as exc:
-            raise TypeError(f"the rule for {self.name} cannot take the arguments of this "
-                            f"call: {exc}{where}") from None
+            raise MissingRuleError(f"the rule for {self.name} cannot take the arguments of this "
+                            f"call: {exc}{where}{self._register_hint()}") from None
         bound = {}
         for name, value in ba.arguments.items():
             kind = self.call_signature.parameters[name].kind
