@@ -197,3 +197,15 @@ def test_shape_only_tapes_and_recomputed_views():
     g(r.normal(size=14), 0.7, r.normal(size=3))
     src = g.source
     assert "with_shape(" in src, src
+
+
+def _triangles_and_new_axes(A, v):
+    B = np.tril(A, -1) + np.triu(A, 1) * 2.0
+    w = np.atleast_2d(v)
+    e = np.expand_dims(v, 0)
+    return np.sum(B * B) + np.sum(w @ A) + np.sum(e * v) + np.sum(np.atleast_3d(A) * 3.0)
+
+
+def test_triangles_atleast_and_expand_dims_compile():
+    rng = np.random.default_rng(1)
+    check(_triangles_and_new_axes, (rng.normal(size=(3, 3)), rng.normal(size=3)), (0, 1))

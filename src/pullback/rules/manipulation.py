@@ -259,12 +259,34 @@ def triu_vjp(g, m, k=0):
     return unbroadcast(xp.where(mask, G, xp.zeros_like(G)), m)
 
 
+@numba_twin(tril_vjp)
+def _tril_vjp_numba(g, m, k=0):
+    if twins.is_array(g, 2) and twins.is_array(m, 2):
+        return lambda g, m, k=0: np.tril(g, k)
+    return None
+
+
+@numba_twin(triu_vjp)
+def _triu_vjp_numba(g, m, k=0):
+    if twins.is_array(g, 2) and twins.is_array(m, 2):
+        return lambda g, m, k=0: np.triu(g, k)
+    return None
+
+
 # ---------------------------------------------------------------------------
 # atleast_nd, sort
 
 def atleast_vjp(g, ary):
     """Cotangent of ``ary`` in ``np.atleast_1d/2d/3d(ary)``: ``g`` reshaped back."""
     return reshape_vjp(g, ary)
+
+
+@numba_twin(atleast_vjp)
+def _atleast_vjp_numba(g, ary):
+    # (Numba's own atleast_nd takes arrays only.)
+    if twins.is_array(g) and twins.is_array(ary):
+        return lambda g, ary: np.ascontiguousarray(g).reshape(ary.shape)
+    return None
 
 
 def sort_vjp(g, a, axis=-1):

@@ -266,6 +266,14 @@ def _reshape_vjp_numba(g, a, order="C"):
     return None
 
 
+@numba_twin(squeeze_vjp)
+def _squeeze_vjp_numba(g, a):
+    # squeeze / expand_dims: the same elements, in a's shape.
+    if twins.is_array(g) and twins.is_array(a):
+        return lambda g, a: np.ascontiguousarray(g).reshape(a.shape)
+    return None
+
+
 @numba_twin(transpose_vjp)
 def _transpose_vjp_numba(g, a, axes=None):
     if not twins.is_array(g):
