@@ -10,7 +10,7 @@ import ast
 
 from ..core import ir
 from ..core.runtime import trip_count
-from .scope import UNRESOLVED, Loop
+from .scope import UNRESOLVED, Loop, walk_same_scope
 
 
 class Loops:
@@ -191,9 +191,10 @@ class Loops:
 
 
 def _rebound_in(stmts) -> set:
-    """Names a block binds to a new value (not ``+=``, which updates in place)."""
+    """Names a block binds to a new value (not ``+=``, which updates in place), in
+    its own scope (a nested def's locals are its own)."""
     out = set()
-    for node in (n for st in stmts for n in ast.walk(st)):
+    for node in (n for st in stmts for n in walk_same_scope(st)):
         targets = node.targets if isinstance(node, ast.Assign) else \
             [node.target] if isinstance(node, (ast.AnnAssign, ast.For, ast.NamedExpr)) else []
         for t in targets:

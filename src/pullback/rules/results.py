@@ -83,12 +83,17 @@ def flat(fn, args, kws, call) -> Kind:
     return Kind(1, _first(args).dtype)
 
 
+def _numeric_dtype(k: Kind) -> str:
+    """``k``'s dtype when it is a number's, else float (a value of unknown dtype)."""
+    return k.dtype if k.dtype in DTYPE_ORDER else "f"
+
+
 def reshaped(fn, args, kws, call) -> Kind:
     """``reshape``, ``broadcast_to``, ``x.reshape(...)``: the first argument's dtype,
     with as many dimensions as the shape has entries (a tuple of ints, one int, or
     ints passed one by one); of unknown rank when the shape's length is not known."""
     first = _first(args)
-    dtype = first.dtype if first.dtype in DTYPE_ORDER else "f"
+    dtype = _numeric_dtype(first)
     shape = list(args[1:]) + [kws[k] for k in ("shape", "newshape") if k in kws]
     if len(shape) == 1 and shape[0].dtype == "t" and shape[0].ndim is not None:
         return Kind(shape[0].ndim, dtype)
@@ -100,7 +105,7 @@ def reshaped(fn, args, kws, call) -> Kind:
 def expanded(fn, args, kws, call) -> Kind:
     """``expand_dims(a, axis)``: one more dimension for an int axis."""
     first, axis = _first(args), (args[1:] or [kws.get("axis", OTHER)])[0]
-    dtype = first.dtype if first.dtype in DTYPE_ORDER else "f"
+    dtype = _numeric_dtype(first)
     if first.ndim is not None and first.ndim >= 0 and axis.ndim == 0 and axis.dtype in "bi":
         return Kind(first.ndim + 1, dtype)
     return Kind(-1, dtype)
@@ -108,8 +113,7 @@ def expanded(fn, args, kws, call) -> Kind:
 
 def rank_unknown(fn, args, kws, call) -> Kind:
     """``squeeze``: the first argument's dtype, a rank not known before it runs."""
-    first = _first(args)
-    return Kind(-1, first.dtype if first.dtype in DTYPE_ORDER else "f")
+    return Kind(-1, _numeric_dtype(_first(args)))
 
 
 def product(fn, args, kws, call) -> Kind:
