@@ -23,6 +23,9 @@ class Backend:
     #: A 1-D adjoint updated only element by element may be a Python list
     #: (cheapest in CPython: no NumPy scalar boxing per update).
     list_buffers = True
+    #: A cotangent added to a buffer in every iteration of a loop may be added once
+    #: after it, by the rule's summed form (see reverse/loopsums.py).
+    loop_sums = True
     #: A recursive call may be differentiated at run time, one level at a time.
     runtime_recursion = True
 

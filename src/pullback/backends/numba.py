@@ -28,6 +28,7 @@ class NumbaBackend(Backend):
     recompute_array_reads = True
     list_buffers = False
     runtime_recursion = False
+    loop_sums = False
 
     def tape(self, transform):
         return NumbaTape(transform)

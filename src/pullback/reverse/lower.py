@@ -15,6 +15,7 @@ from ..analysis.storage import BUFFER, LOCAL
 from ..core import ir
 from ..core.errors import InternalError
 from ..core.runtime import accumulate, zeros_like
+from .loopsums import defer_loop_sums
 from .ops import (
     Accum,
     AsBuffer,
@@ -151,7 +152,11 @@ class _Lowering:
     def reverse_for(self, c: ReverseFor):
         self.pending.clear()
         self.zero.clear()
-        body = render(self.tr, c.body) or [ast.Pass()]
+        body = render(self.tr, c.body)
+        before, after = [], []
+        if self.tr.backend.loop_sums:
+            before, body, after = defer_loop_sums(self.tr, body)
+        body = body or [ast.Pass()]
         info = c.info
         if c.var is None:
             target, it = ast.Name("_", ast.Store()), call("range", ast.Name(info.n))
@@ -163,7 +168,7 @@ class _Lowering:
             step = ast.UnaryOp(ast.USub(), info.st)
             target, it = ast.Name(c.var, ast.Store()), call("range", fold(last), fold(stop),
                                                             fold(step))
-        self.out.append(ast.For(target, it, body, []))
+        self.out += before + [ast.For(target, it, body, [])] + after
 
     def statement(self, c: ast.stmt):
         self.out.append(c)       # already Python (a recomputation, a rule's call)

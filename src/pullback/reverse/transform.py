@@ -50,6 +50,7 @@ class ReverseTransform:
         self.sites: dict[str, int] = {}         # assignment sites per variable
         self.in_loop: set = set()               # assigned inside a loop
         self.top_level: set = set()             # assigned at the function's top level
+        self.read_in_loop: set = set()          # read by a statement inside a loop
         self.adjoint_code: dict[int, list] = {}
         self.local_temps: set = set()
         self.tape = backend.tape(self)
@@ -106,6 +107,9 @@ class ReverseTransform:
         aliasing.check_aliasing(body, self.kind, self.location, set(self.fn.params))
         aliasing.check_stale_views(body, self.kind, self.location, set(self.fn.params))
         self.count_sites(body, in_loop=False, top=True)
+        self.read_in_loop = {n for loop in ir.walk(body) if isinstance(loop, (ir.For, ir.While))
+                             for block in loop.blocks() for s in ir.walk(block)
+                             for n in ir.operands(s)}
         for p in self.fn.params:
             self.sites[p] = self.sites.get(p, 0) + 1
             self.top_level.add(p)
@@ -260,17 +264,20 @@ class ReverseTransform:
     def buffer(self, name) -> bool:
         """Whether ``name``'s adjoint is an array updated in place.
 
-        In Python, only stable arrays updated element by element: the others are
-        bound to their first contribution instead of added to a fresh zero array.
-        Under Numba types must not change, so every float array that exists when
-        the reverse sweep starts gets a zero array (and a fresh one when it is
-        assigned again)."""
+        In Python, only stable arrays updated element by element or read in a
+        loop (whose adjoint gets a contribution per iteration: adding it in place
+        saves an array allocation per iteration, ``dW += g`` not ``dW = dW + g``);
+        the others are bound to their first contribution instead of added to a
+        fresh zero array.  Under Numba types must not change, so every float array
+        that exists when the reverse sweep starts gets a zero array (and a fresh
+        one when it is assigned again)."""
         k = self.kinds.get(name)
         if k is None or k.ndim is None or k.ndim <= 0 or k.dtype not in "fc":
             return False
         if self.backend.fixed_types:
             return True
-        return self.stable(name) and name in self.updated_in_place
+        return self.stable(name) and (name in self.updated_in_place
+                                      or name in self.read_in_loop)
 
     def find_recomputable(self, stmts):
         """Temporaries that are cheaper to compute again in the reverse sweep than

@@ -162,6 +162,10 @@ def unbroadcast(g, x):
     itself is returned, not a copy.  A ``g`` smaller than ``x`` (a scalar
     cotangent for an array argument) is broadcast up to ``x``'s shape.
     """
+    if type(g) is np.ndarray and type(x) is np.ndarray and g.shape == x.shape:
+        return g         # the common cases first: they run once per operand per step
+    if type(g) is np.ndarray and (type(x) is float or isinstance(x, np.generic)):
+        return g.sum()   # a scalar operand broadcast over an array: a NumPy scalar
     shape = shape_of(x)
     gshape = shape_of(g)
     if gshape == shape:

@@ -44,7 +44,7 @@ import numpy as np
 
 from . import results, twins
 from .elementwise import as_array, float_dtype, like_arg, namespace, shape_of, unbroadcast
-from .registry import defrule, numba_twin
+from .registry import defrule, loop_sum, numba_twin
 
 __all__ = ["dot_vjp_a", "dot_vjp_b", "matmul_vjp_a", "matmul_vjp_b", "outer_vjp_a",
            "outer_vjp_b", "inner_vjp_a", "inner_vjp_b", "solve_vjp_a", "solve_vjp_b",
@@ -112,16 +112,71 @@ def _matmul_parts(g, a, b):
     return xp, A, B, A2, B2, G
 
 
+def _matvec_vjp(g, a, b, k):
+    """The cotangent of operand ``k`` of ``a @ b`` when one operand is a vector and
+    the other at most a matrix, or None.  Written as a vector product or an outer
+    product: matmul with a length-1 inner dimension is several times slower."""
+    if not (hasattr(a, "ndim") and hasattr(b, "ndim") and a.ndim + b.ndim in (2, 3)
+            and min(a.ndim, b.ndim) == 1):
+        return None
+    xp = namespace(g, a, b)
+    G = as_array(xp, g, a, b)
+    if a.ndim == 1 and b.ndim == 1:             # inner product: g is a scalar
+        return G * (b if k == 0 else a)
+    if b.ndim == 1:                             # (m, n) @ (n,) -> (m,)
+        return xp.reshape(G, (-1, 1)) * b if k == 0 else G @ a
+    return b @ G if k == 0 else xp.reshape(a, (-1, 1)) * G    # (n,) @ (n, k) -> (k,)
+
+
 def matmul_vjp_a(g, a, b):
     """Cotangent of ``a`` in ``a @ b``: ``g @ b.T``, summed over broadcast batches."""
+    fast = _matvec_vjp(g, a, b, 0)
+    if fast is not None:
+        return fast
     xp, A, _, A2, B2, G2 = _matmul_parts(g, a, b)
     return xp.reshape(unbroadcast(G2 @ _mT(xp, B2), A2), A.shape)
 
 
 def matmul_vjp_b(g, a, b):
     """Cotangent of ``b`` in ``a @ b``: ``a.T @ g``, summed over broadcast batches."""
+    fast = _matvec_vjp(g, a, b, 1)
+    if fast is not None:
+        return fast
     xp, _, B, A2, B2, G2 = _matmul_parts(g, a, b)
     return xp.reshape(unbroadcast(_mT(xp, A2) @ G2, B2), B.shape)
+
+
+@loop_sum(matmul_vjp_a, varying=(0, 2))
+def matmul_vjp_a_summed(steps, a):
+    """``sum(matmul_vjp_a(g, a, b) for g, b in steps)`` for a matrix ``a``: the
+    sum of ``g_k b_k^T`` is one product of the ``g_k`` and ``b_k`` set side by
+    side as columns."""
+    if not steps:
+        return 0.0
+    xp = namespace(a, *steps[0])
+    if getattr(a, "ndim", 0) != 2 or not all(getattr(b, "ndim", 0) in (1, 2) and hasattr(g, "ndim")
+                                               for g, b in steps):
+        return sum(matmul_vjp_a(g, a, b) for g, b in steps)
+    m, n = a.shape
+    G = xp.concat([xp.reshape(g, (m, -1)) for g, _ in steps], axis=1)
+    B = xp.concat([xp.reshape(b, (n, -1)) for _, b in steps], axis=1)
+    return G @ _mT(xp, B)
+
+
+@loop_sum(matmul_vjp_b, varying=(0, 1))
+def matmul_vjp_b_summed(steps, b):
+    """``sum(matmul_vjp_b(g, a, b) for g, a in steps)`` for a matrix ``b``: the
+    ``a_k`` and ``g_k`` stacked as rows, one product."""
+    if not steps:
+        return 0.0
+    xp = namespace(b, *steps[0])
+    if getattr(b, "ndim", 0) != 2 or not all(getattr(a, "ndim", 0) in (1, 2) and hasattr(g, "ndim")
+                                               for g, a in steps):
+        return sum(matmul_vjp_b(g, a, b) for g, a in steps)
+    n, k = b.shape
+    A = xp.concat([xp.reshape(a, (-1, n)) for _, a in steps], axis=0)
+    G = xp.concat([xp.reshape(g, (-1, k)) for g, _ in steps], axis=0)
+    return _mT(xp, A) @ G
 
 
 # ---------------------------------------------------------------------------

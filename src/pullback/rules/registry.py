@@ -437,6 +437,30 @@ def all_twins() -> list:
     return list(_TWINS.values())
 
 
+# ---------------------------------------------------------------------------
+# Loop sums: one call for a cotangent added up over the iterations of a loop.
+
+_LOOP_SUMS: dict[int, tuple] = {}   # id(helper) -> (helper, summed, varying positions)
+
+
+def loop_sum(helper, varying):
+    """Decorator: the function below computes ``sum_k helper(*args_k)`` over a
+    loop's iterations in one call (``W @ h`` in a loop: one matrix product for the
+    sum of its outer-product cotangents).  It is called as ``summed(steps, *fixed)``,
+    ``steps`` holding each iteration's arguments at the positions ``varying``
+    (copies) and ``fixed`` the others, which must not change within the loop."""
+    def register(summed):
+        _LOOP_SUMS[id(helper)] = (helper, summed, tuple(varying))
+        return summed
+    return register
+
+
+def summed_form(helper):
+    """``(summed, varying)`` registered by :func:`loop_sum` for ``helper``, or None."""
+    entry = _LOOP_SUMS.get(id(helper))
+    return entry[1:] if entry is not None and entry[0] is helper else None
+
+
 def unregister(fn) -> None:
     """Remove the rule of ``fn``; a user's rule that replaced a built-in one gives it back."""
     if lookup(fn) is None:
