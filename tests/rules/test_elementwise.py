@@ -7,7 +7,12 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from pullback.rules import elementwise, indexing, linalg, reductions, shapes
-from pullback.rules.elementwise import polyval_vjp_p, polyval_vjp_x, unbroadcast
+from pullback.rules.elementwise import (
+    polyval_vjp_p,
+    polyval_vjp_x,
+    unbroadcast,
+    unbroadcast_product,
+)
 from pullback.rules.indexing import getitem_vjp
 from pullback.rules.reductions import sum_vjp
 from pullback.rules.registry import _RULES, lookup, method
@@ -72,6 +77,23 @@ def test_unbroadcast_scalars_and_identity():
     np.testing.assert_array_equal(unbroadcast(g, np.ones((1, 1, 3))), [[[3.0, 5.0, 7.0]]])
     # A scalar cotangent for an array argument is broadcast up.
     np.testing.assert_array_equal(unbroadcast(2.0, np.ones((2, 2))), np.full((2, 2), 2.0))
+
+
+@SETTINGS
+@given(broadcastable, seeds)
+def test_unbroadcast_product_sums_the_product_onto_a_scalar(shapes_, seed):
+    """``c * u``'s cotangent of the scalar c is sum(g * u): one dot product where
+    the shapes agree, otherwise (broadcast operands, float32, an array x) the
+    plain unbroadcast of the product."""
+    (ashape, bshape), _ = shapes_.input_shapes, shapes_.result_shape
+    a, b = values(seed, ashape), values(seed + 1, bshape)
+    for x in (0.5, np.float64(0.5), np.float32(0.5), np.ones(()), np.ones((1,) * len(ashape))):
+        expected = np.sum(a * b) if np.ndim(x) == 0 else unbroadcast(a * b, x)
+        got = unbroadcast_product(a, b, x)
+        np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10)
+        assert np.shape(got) == np.shape(unbroadcast(a * b, x))
+    af = a.astype(np.float32)
+    np.testing.assert_allclose(unbroadcast_product(af, b, 0.5), np.sum(af * b), rtol=1e-6)
 
 
 # ---------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from ..core.kinds import Kind
 from ..core.runtime import add_item, buffer_like, call_vjp, item_cotangent, scatter_add
 from ..frontend.resolve import is_library
 from ..rules import registry, results
-from ..rules.elementwise import unbroadcast
+from ..rules.elementwise import unbroadcast, unbroadcast_product
 from ..rules.scalar import OPERATORS
 from .ops import Accum, AsBuffer, BufferUpdate, InPlace, Reset, Scatter, TupleItem, ZeroElement, assign, call
 
@@ -248,8 +248,7 @@ def rule_adjoint(tr, s, fn, args, kwargs, g):
         contrib = instantiate(tr, rule, template, dict(bound, **extra), g,
                                    ast.Name(s.target))
         if elementwise and array_result:
-            contrib = ast.Call(ast.Name(tr.helper(_unbroadcast(), "unbroadcast")),
-                               [contrib, ast.Name(arg.id)], [])
+            contrib = _summed_onto(tr, contrib, arg)
             tr.read(ast.Name(arg.id), value=False)
         code.append(accum(tr, arg.id, contrib))
     for pname, arg in bound.items():
@@ -342,3 +341,15 @@ def _method_function(name):
 
 def _unbroadcast():
     return unbroadcast
+
+
+def _summed_onto(tr, contrib, arg) -> ast.expr:
+    """``unbroadcast(contrib, arg)``; a product ``g * y`` summed onto a scalar
+    ``arg`` (``c`` in ``c * u``) is one dot product instead."""
+    if tr.kind(arg).ndim == 0 and isinstance(contrib, ast.BinOp) \
+            and isinstance(contrib.op, ast.Mult) \
+            and all(isinstance(o, ast.Name) and tr.kind(o).ndim != 0
+                    for o in (contrib.left, contrib.right)):
+        return call(tr.helper(unbroadcast_product, "unbroadcast_product"),
+                    contrib.left, contrib.right, ast.Name(arg.id))
+    return call(tr.helper(_unbroadcast(), "unbroadcast"), contrib, ast.Name(arg.id))

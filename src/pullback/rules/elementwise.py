@@ -47,8 +47,8 @@ from .registry import defnondiff, defrule, numba_twin
 
 _AxisError = getattr(getattr(np, "exceptions", np), "AxisError")
 
-__all__ = ["unbroadcast", "namespace", "as_array", "clip_vjp_a", "clip_vjp_min", "clip_vjp_max",
-           "polyval_vjp_p", "polyval_vjp_x"]
+__all__ = ["unbroadcast", "unbroadcast_product", "namespace", "as_array", "clip_vjp_a",
+           "clip_vjp_min", "clip_vjp_max", "polyval_vjp_p", "polyval_vjp_x"]
 
 
 # ---------------------------------------------------------------------------
@@ -186,6 +186,25 @@ def unbroadcast(g, x):
     if shape_of(g) != shape:
         g = xp.broadcast_to(g, shape)
     return like_arg(g, x)
+
+
+def unbroadcast_product(a, b, x):
+    """``unbroadcast(a * b, x)``: for a scalar ``x`` (``c`` in ``c * u``) and two
+    float64 arrays of one shape, their dot product: one pass, no temporary."""
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.shape == b.shape \
+            and a.dtype == np.float64 and b.dtype == np.float64 \
+            and (type(x) is float or isinstance(x, np.floating)):
+        return np.vdot(a, b)
+    return unbroadcast(a * b, x)
+
+
+@numba_twin(unbroadcast_product)
+def _unbroadcast_product_numba(a, b, x):
+    if not twins.is_number(x):
+        return None          # never emitted: x is a scalar where the transform uses it
+    if twins.is_array(a) or twins.is_array(b):
+        return lambda a, b, x: np.sum(a * b)
+    return lambda a, b, x: a * b
 
 
 def _sum_onto(g, x):

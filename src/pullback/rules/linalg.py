@@ -53,6 +53,8 @@ __all__ = ["dot_vjp_a", "dot_vjp_b", "matmul_vjp_a", "matmul_vjp_b", "outer_vjp_
 
 
 def _mT(xp, x):
+    if type(x) is np.ndarray and x.ndim == 2:
+        return x.T           # NumPy's own transpose: no wrapper in between
     return xp.matrix_transpose(x)
 
 
@@ -113,14 +115,16 @@ def _matmul_parts(g, a, b):
 
 
 def _matvec_vjp(g, a, b, k):
-    """The cotangent of operand ``k`` of ``a @ b`` when one operand is a vector and
-    the other at most a matrix, or None.  Written as a vector product or an outer
-    product: matmul with a length-1 inner dimension is several times slower."""
-    if not (hasattr(a, "ndim") and hasattr(b, "ndim") and a.ndim + b.ndim in (2, 3)
-            and min(a.ndim, b.ndim) == 1):
+    """The cotangent of operand ``k`` of ``a @ b`` when each operand is a vector or
+    a matrix (no batch dimensions), or None.  A vector's is written as a vector
+    product or an outer product: matmul with a length-1 inner dimension is
+    several times slower."""
+    if not (hasattr(a, "ndim") and hasattr(b, "ndim") and 1 <= a.ndim <= 2 and 1 <= b.ndim <= 2):
         return None
     xp = namespace(g, a, b)
     G = as_array(xp, g, a, b)
+    if a.ndim == 2 and b.ndim == 2:
+        return G @ _mT(xp, b) if k == 0 else _mT(xp, a) @ G
     if a.ndim == 1 and b.ndim == 1:             # inner product: g is a scalar
         return G * (b if k == 0 else a)
     if b.ndim == 1:                             # (m, n) @ (n,) -> (m,)

@@ -117,6 +117,9 @@ def mean_vjp(g, a, axis=None, keepdims=False, where=True):
 
 def max_vjp(g, ans, a, axis=None, keepdims=False, where=True):
     """Cotangent of ``a`` in ``np.max``/``np.min``: ``g`` shared by the entries equal to ``ans``."""
+    if type(a) is np.ndarray and a.dtype == np.float64 and _no_mask(where) \
+            and (type(g) is float or getattr(g, "dtype", None) == np.float64):
+        return _max_vjp_numpy(g, ans, a, axis, keepdims)
     xp = namespace(g, a)
     a_arr = as_array(xp, a, g)
     shape = shape_of(a)
@@ -130,6 +133,16 @@ def max_vjp(g, ans, a, axis=None, keepdims=False, where=True):
     # count is 0 only where the result came from `initial`: no entry gets anything.
     share = hit / xp.maximum(count, xp.ones_like(count))
     return like_arg(expand_reduced(g, shape, axes, keepdims, xp, a) * share, a)
+
+
+def _max_vjp_numpy(g, ans, a, axis, keepdims):
+    """max_vjp for float64 NumPy arrays, without the array API wrappers."""
+    axes = normalize_axes(axis, a.ndim)
+    if axis is not None and not keepdims:
+        ans, g = np.expand_dims(ans, axes), np.expand_dims(g, axes)
+    hit = a == ans
+    count = np.sum(hit, axis=axes, keepdims=True) if axes else hit
+    return like_arg(g * hit / np.maximum(count, 1), a)
 
 
 def cumsum_vjp(g, a, axis=None):
