@@ -46,6 +46,7 @@ FEATURES: dict[str, str] = {
     "slice_broadcast": "h[a:b] = e: a scalar broadcast into a slice of a local array",
     "local_matrix": "np.zeros((m, n)) written by element and by h[i, :]",
     "row_write": "a row of a 2-D local array written or read as h[i]",
+    "matvec": "h @ v and v @ h with a 2-D local array (with local_matrix)",
     "slice_view": "r = h[a:], read after later writes to h",
     "helper_tuple": "a module-level helper returning a tuple, unpacked",
     "tuple_index": "t = a, b, c; then t[j]",

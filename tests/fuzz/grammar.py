@@ -284,6 +284,13 @@ class Builder:
         if rows:
             leaves.append(("local_matrix", lambda: row("{h}[{i}, :]")))
             leaves.append(("row_write", lambda: row("{h}[{i}]")))
+        # Matrix-vector products (a matrix's cotangent summed over a loop's steps).
+        tall = sorted(h for h, (r, _) in sc.mats.items() if r == n)
+        wide = sorted(h for h, (r, c) in sc.mats.items() if c == n and r in sc.arrays.values())
+        if tall:
+            leaves.append(("matvec", lambda: self.matvec(sc, self.choice(tall), True)))
+        if wide:
+            leaves.append(("matvec", lambda: self.matvec(sc, self.choice(wide), False)))
         if depth <= 0 or self.integer(0, 2) == 0:
             return self.pick(leaves)
         a = lambda: self.array_expr(sc, n, depth - 1)
@@ -294,6 +301,14 @@ class Builder:
             ("numpy_calls", lambda: f"np.{self.choice(('sin', 'cos', 'tanh'))}({a()})"),
             ("pow", lambda: f"({a()} ** 2)"),
         ])
+
+    def matvec(self, sc: Scope, h: str, on_left: bool) -> str:
+        """``h @ v`` (h on the left) or ``v @ h``, v a 1-D expression of the length
+        that product needs."""
+        r, c = sc.mats[h]
+        if on_left:
+            return f"({h} @ {self.array_expr(sc, c, 0)})"
+        return f"({self.array_expr(sc, r, 0)} @ {h})"
 
     def cond(self, sc: Scope, depth: int = 1) -> str:
         """A boolean condition on data or on indices."""

@@ -252,6 +252,16 @@ def loop_over_rebound_array(x, p):
         s = s + v * x
     return s + np.sum(p)
 
+def row_of_constant_written_later(p):
+    # The product's cotangent reads the row as it was (zeros): the write after it
+    # into the (inactive) matrix must be undone first (new: found by the fuzzer
+    # once matrix-vector products joined the grammar; wrong on both backends).
+    H = np.zeros((2, 3))
+    q = H[0, :] * p[0]
+    H[0] = H[0] + 1.0
+    return np.sum(q) + np.sum(H) + np.sum(p)
+
+
 P3 = np.array([0.3, 0.5, 0.7])
 
 CASES = {
@@ -291,6 +301,7 @@ CASES = {
     "loop_over_rebound_array": Case(loop_over_rebound_array, (0.4, P3), 12.6,
                                     (1.5, np.full(3, 8.4))),
     "slice_write": Case(slice_write, (P3,), 1.6, (np.array([2.0, 2.0, 0.0]),)),
+    "row_of_constant_written_later": Case(row_of_constant_written_later, (P3,), 4.5, (np.ones(3),)),
 }
 
 

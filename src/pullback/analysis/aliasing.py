@@ -149,6 +149,24 @@ def _as_written(s, expr, location) -> tuple[str, str]:
     return f"{s.target}, bound on line {s.line}", f"{s.target} = ....copy()"
 
 
+def read_through_views(stmts, kind, params, value_reads) -> set:
+    """The arrays whose contents the reverse sweep reads through a view: the
+    bases, direct or through other views, of each name in ``value_reads`` made by
+    a view (``_t = H[0, :]``).  A write into such an array must be undone before
+    that read, like a write into an array read directly; else the reverse sweep
+    sees the later contents through the view."""
+    bases: dict = {}
+    for st in ir.walk(stmts):
+        if isinstance(st, ir.Assign):
+            made = view_made_by(st, kind, stmts, params)
+            if made is not None and made[0] is not None:
+                bases.setdefault(st.target, set()).add(made[0])
+    out = set()
+    for name in value_reads:
+        out |= _base_closure(name, bases)
+    return out
+
+
 def _base_closure(name, bases) -> set:
     """Every array ``name`` is a view of, directly or through other views."""
     out, todo = set(), [name]

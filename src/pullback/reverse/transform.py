@@ -114,6 +114,8 @@ class ReverseTransform:
             self.sites[p] = self.sites.get(p, 0) + 1
             self.top_level.add(p)
         adjoints.gen_adjoints(self, body)
+        self.value_reads |= aliasing.read_through_views(body, self.kind, set(self.fn.params),
+                                                        self.value_reads)
         self.find_local_temps(body)
         self.find_recomputable(body)
         self.plan = saves.plan(body, self.fn.params, set(self.sites), self.stmt_reads,
