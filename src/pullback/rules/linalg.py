@@ -155,31 +155,33 @@ def matmul_vjp_a_summed(steps, a):
     """``sum(matmul_vjp_a(g, a, b) for g, b in steps)`` for a matrix ``a``: the
     sum of ``g_k b_k^T`` is one product of the ``g_k`` and ``b_k`` set side by
     side as columns."""
-    if not steps:
-        return 0.0
-    xp = namespace(a, *steps[0])
-    if getattr(a, "ndim", 0) != 2 or not all(getattr(b, "ndim", 0) in (1, 2) and hasattr(g, "ndim")
-                                               for g, b in steps):
-        return sum(matmul_vjp_a(g, a, b) for g, b in steps)
-    m, n = a.shape
-    G = xp.concat([xp.reshape(g, (m, -1)) for g, _ in steps], axis=1)
-    B = xp.concat([xp.reshape(b, (n, -1)) for _, b in steps], axis=1)
-    return G @ _mT(xp, B)
+    return _matmul_summed(steps, a, 0)
 
 
 @loop_sum(matmul_vjp_b, varying=(0, 1))
 def matmul_vjp_b_summed(steps, b):
     """``sum(matmul_vjp_b(g, a, b) for g, a in steps)`` for a matrix ``b``: the
     ``a_k`` and ``g_k`` stacked as rows, one product."""
+    return _matmul_summed(steps, b, 1)
+
+
+def _matmul_summed(steps, fixed, k):
+    """The sum over ``steps`` of operand ``k``'s cotangent, ``fixed`` being that
+    operand and each step holding ``(g, the other operand)``."""
     if not steps:
         return 0.0
-    xp = namespace(b, *steps[0])
-    if getattr(b, "ndim", 0) != 2 or not all(getattr(a, "ndim", 0) in (1, 2) and hasattr(g, "ndim")
-                                               for g, a in steps):
-        return sum(matmul_vjp_b(g, a, b) for g, a in steps)
-    n, k = b.shape
-    A = xp.concat([xp.reshape(a, (-1, n)) for _, a in steps], axis=0)
-    G = xp.concat([xp.reshape(g, (-1, k)) for g, _ in steps], axis=0)
+    if getattr(fixed, "ndim", 0) != 2 or not all(getattr(o, "ndim", 0) in (1, 2)
+                                                   and hasattr(g, "ndim") for g, o in steps):
+        one = matmul_vjp_a if k == 0 else matmul_vjp_b
+        return sum(one(g, fixed, o) if k == 0 else one(g, o, fixed) for g, o in steps)
+    xp = namespace(fixed, *steps[0])
+    m, n = fixed.shape
+    if k == 0:          # g_k: (m,) or (m, j); b_k: (n,) or (n, j)
+        G = xp.concat([xp.reshape(g, (m, -1)) for g, _ in steps], axis=1)
+        B = xp.concat([xp.reshape(b, (n, -1)) for _, b in steps], axis=1)
+        return G @ _mT(xp, B)
+    A = xp.concat([xp.reshape(a, (-1, m)) for _, a in steps], axis=0)     # a_k: (m,) or (i, m)
+    G = xp.concat([xp.reshape(g, (-1, n)) for g, _ in steps], axis=0)     # g_k: (n,) or (i, n)
     return _mT(xp, A) @ G
 
 
