@@ -403,11 +403,13 @@ def defvjp(fn, vjp, *, argnums=None, result: str = "any") -> Rule:
     adjoints = {names[k]: ast.parse("__cotangents__" if single else f"__cotangents__[{k}]",
                                     mode="eval").body for k in argnums}
     marker = ast.parse(f"__vjp__(g, ans, {', '.join(names)})", mode="eval").body
-    return _register(Rule(fn=fn, name=_describe(fn), params=(), adjoints=adjoints,
+    rule = _register(Rule(fn=fn, name=_describe(fn), params=(), adjoints=adjoints,
                           helpers={"__vjp__": vjp, "checked_cotangents": checked_cotangents},
                           result=_result(result), vjp_tuple=marker,
                           call_signature=call_signature, cotangents=len(names)),
                      replace=True)
+    _changed()
+    return rule
 
 
 def checked_cotangents(cotangents, n, rule, where):
@@ -505,10 +507,29 @@ def summed_form(helper):
 
 
 def unregister(fn) -> None:
-    """Remove the rule of ``fn``; a user's rule that replaced a built-in one gives it back."""
+    """Remove the rule of ``fn``; a user's rule that replaced a built-in one gives it back.
+    Those told by :func:`on_change` hear of it (the pipeline drops its derivatives)."""
     if lookup(fn) is None:
         return
     del _RULES[id(fn)]
     shadowed = _SHADOWED.pop(id(fn), None)
     if shadowed is not None and shadowed.fn is fn:
         _RULES[id(fn)] = shadowed
+    _changed()
+
+
+# ---------------------------------------------------------------------------
+# Who hears of a rule registered or removed after import
+
+_LISTENERS: list = []
+
+
+def on_change(callback) -> None:
+    """Call ``callback()`` after each user rule registered (:func:`defvjp`) and each rule
+    removed (:func:`unregister`): derivatives generated before may use the old rule."""
+    _LISTENERS.append(callback)
+
+
+def _changed() -> None:
+    for callback in list(_LISTENERS):
+        callback()
