@@ -113,9 +113,9 @@ class Rule:
         """Map call arguments (AST nodes) to parameter names; fill defaults.
 
         Returns a dict name -> ast.expr; a ``*name`` parameter maps to the tuple
-        of its arguments, and each of them is ``name[k]`` too.  A call the rule cannot take (NumPy may
-        accept more than the rule's signature, as einsum's sublist form) raises
-        MissingRuleError, a TypeError that says how to register one; a call that
+        of its arguments, and each of them is ``name[k]`` too.  A call the rule
+        cannot take (more arguments than its signature, which NumPy may accept)
+        raises MissingRuleError, a TypeError that says how to register one; a call that
         NumPy would refuse too (a missing argument) raises TypeError.  A user
         VJP's parameters are bound as Python binds them, without defaults: only
         what the call passes (an extra positional argument taken by ``*args`` is
