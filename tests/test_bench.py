@@ -12,6 +12,7 @@ import time
 import numpy as np
 import pytest
 
+from helpers import fd_grad
 from pullback.__main__ import main
 from pullback.bench import cli, report, runner, threads
 from pullback.bench.tools import TOOLS, Prepared
@@ -124,3 +125,25 @@ def test_blas_on_one_thread_during_the_run_and_restored_after():
         assert pinned == len(handles)
         assert all(get() == 1 for get, _ in handles)
     assert [get() for get, _ in handles] == before
+
+
+def test_rnn_workload_agrees_with_finite_differences_and_the_peers():
+    w = WORKLOADS["rnn"]
+    case = w.cases(True, (6,))[0]
+    W, U, h0, X = case.args
+    assert W.shape == (6, 6) and U.shape[0] == 6 and h0.shape == (6,) and X.shape[0] == 20
+    grads = TOOLS["python"].prepare(w, case).grad()
+    for k, g in zip(w.argnums, grads):
+        np.testing.assert_allclose(g, fd_grad(w.primal, case.args, k), rtol=1e-6, atol=1e-9)
+    settings = runner.Settings.make(True, rounds=1, budget_s=0.05)
+    refs = {}
+    rows = [runner.measure(TOOLS[key], w, case, settings, refs, {})
+            for key in ("python", "numba", "jax", "jax-jit", "torch", "autograd")
+            if TOOLS[key].missing() is None]
+    assert rows[0]["check"] == "reference"
+    assert all(r["status"] == "ok" and r["check"] in ("reference", "ok") for r in rows), rows
+
+def test_only_takes_a_list_of_workloads():
+    assert cli._workloads("heat, rnn,mlp") == ["heat", "rnn", "mlp"]
+    with pytest.raises(Exception, match="unknown workload nope"):
+        cli._workloads("heat,nope")

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 import traceback
 
 import numpy as np
@@ -253,3 +254,83 @@ def test_numba_errors_name_the_line_from_any_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(pullback.NumbaCompileError, match="generated for `return np.sum"):
         pullback.grad(_scaled_by_a_flag, jit=True)(np.ones(3))
+
+
+# ---------------------------------------------------------------- a bounded directory
+
+def _file(path, size, age_s):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"x" * size)
+    t = time.time() - age_s
+    os.utime(path, (t, t))
+    return path
+
+
+def test_the_size_bound_and_its_setting(monkeypatch):
+    monkeypatch.delenv("PULLBACK_CACHE_MAX_MB", raising=False)
+    assert diskcache.max_bytes() == 500 << 20
+    monkeypatch.setenv("PULLBACK_CACHE_MAX_MB", "1.5")
+    assert diskcache.max_bytes() == 3 << 19
+    monkeypatch.setenv("PULLBACK_CACHE_MAX_MB", "0")
+    assert diskcache.max_bytes() is None
+    monkeypatch.setenv("PULLBACK_CACHE_MAX_MB", "lots")
+    assert diskcache.max_bytes() == 500 << 20
+
+
+def test_a_write_evicts_the_least_recently_used_files(tmp_path, monkeypatch, restore_cache_dir):
+    pullback.set_cache_dir(tmp_path)
+    monkeypatch.setenv("PULLBACK_CACHE_MAX_MB", str(3000 / (1 << 20)))       # 3,000 bytes
+    oldest = _file(tmp_path / "modules" / "a-1.py", 1000, 300)
+    used = _file(tmp_path / "modules" / "b-2.py", 1000, 200)
+    index = _file(tmp_path / "numba" / "f-3.nbi", 500, 250)
+    recent = _file(tmp_path / "numba" / "f-3.x.nbc", 1000, 100)
+    writing = _file(tmp_path / "numba" / "g.nbi.tmp.0123", 500, 5)     # another process's
+    assert diskcache.touch(used)                                      # served just now
+    assert not diskcache.touch(tmp_path / "modules" / "gone.py")
+    text = "x = 1\n" * 100
+    path = pathlib.Path(diskcache.module_file("f", text))
+    left = {p.name for p in tmp_path.rglob("*") if p.is_file()}
+    assert left == {used.name, writing.name, path.name}
+    assert not oldest.exists() and not index.exists() and not recent.exists()
+    assert sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file()) <= 3000
+    # The same text again is a hit: nothing written, nothing removed.
+    assert diskcache.module_file("f", text) == str(path) and used.exists()
+
+
+def test_eviction_skips_files_another_process_removed(tmp_path, monkeypatch):
+    monkeypatch.setenv("PULLBACK_CACHE_MAX_MB", str(1000 / (1 << 20)))
+    files = [_file(tmp_path / "modules" / f"m{k}.py", 600, 100 - k) for k in range(4)]
+    real_unlink = os.unlink
+
+    def raced(path):        # another process got there first
+        if path == str(files[0]):
+            real_unlink(path)
+        real_unlink(path)
+    monkeypatch.setattr(diskcache.os, "unlink", raced)
+    assert diskcache.evict(tmp_path, keep=(files[3],)) == 3 * 600
+    assert [f.exists() for f in files] == [False, False, False, True]
+    monkeypatch.delenv("PULLBACK_CACHE_MAX_MB")
+    assert diskcache.evict(tmp_path) == 0 and files[3].exists()
+
+
+def _twice(x):
+    return 2.0 * x
+
+
+def test_an_evicted_numba_entry_is_compiled_again(tmp_path, monkeypatch, restore_cache_dir):
+    pytest.importorskip("numba")
+    pullback.set_cache_dir(tmp_path)
+    monkeypatch.setenv("PULLBACK_CACHE_MAX_MB", "1")
+    assert diskcache.njit(_twice)(2.0) == 4.0
+    data = list((tmp_path / "numba").glob("*.nbc"))
+    assert len(data) == 1 and list((tmp_path / "numba").glob("*.nbi"))
+    data[0].unlink()                        # evicted by another process
+    fresh = diskcache.njit(_twice)
+    assert fresh(3.0) == 6.0 and fresh.stats.cache_misses      # compiled again, no error
+    assert data[0].exists()                 # and written again
+    for f in (tmp_path / "numba").glob("*.nbi"):
+        f.unlink()
+    again = diskcache.njit(_twice)
+    assert again(1.5) == 3.0 and again.stats.cache_misses
+    hit = diskcache.njit(_twice)
+    assert hit(1.0) == 2.0 and hit.stats.cache_hits and not hit.stats.cache_misses

@@ -207,3 +207,63 @@ def test_a_rule_must_take_g_and_ans_first():
     with pytest.raises(TypeError, match="no positional parameter"):
         pullback.rule(scaled)(lambda g, ans, **kw: g)
     assert registry.lookup(scaled) is None
+
+
+# ---------------------------------------------------------------- removing a rule
+
+def _cube(x):
+    return x * x * x
+
+
+def _uses_cube(x):
+    return _cube(x) + x
+
+
+def test_unregister_drops_the_derivatives_made_with_the_rule():
+    """A gradient function made while the rule was registered, and already called,
+    uses the rule no more once it is removed: it differentiates ``_cube``'s source."""
+    @pullback.rule(_cube)
+    def cube_vjp(g, ans, x):
+        return 2.0 * g * x * x                  # deliberately not 3 g x²
+    try:
+        df = pullback.grad(_uses_cube)
+        assert df(1.5) == pytest.approx(2.0 * 1.5 ** 2 + 1.0)
+        assert "cube_vjp(" in df.source
+        v = np.array([0.5, 2.0])
+        dv = pullback.grad(lambda x: np.sum(_cube(x)))
+        assert_close(dv(v), 2.0 * v * v)
+    finally:
+        pullback.unregister(_cube)
+    assert registry.lookup(_cube) is None
+    assert df(1.5) == pytest.approx(fd_grad(_uses_cube, (1.5,)), rel=1e-7)    # 3 x² + 1
+    assert "cube_vjp(" not in df.source
+    assert_close(dv(v), 3.0 * v * v)
+    assert pullback.grad(_uses_cube)(1.5) == pytest.approx(3.0 * 1.5 ** 2 + 1.0)
+
+
+def test_unregister_gives_the_library_rule_back_to_existing_gradients():
+    special = pytest.importorskip("scipy.special")
+    builtin = registry.lookup(special.gammaln)
+
+    def f(x):
+        return special.gammaln(x) * x
+    df = pullback.grad(f)
+    right = df(2.5)
+    assert right == pytest.approx(fd_grad(f, (2.5,)), rel=1e-7)
+
+    @pullback.rule(special.gammaln)
+    def gammaln_vjp(g, ans, x):
+        return 0.0 * g
+    try:
+        assert df(2.5) == pytest.approx(special.gammaln(2.5))    # the new rule, at once
+    finally:
+        registry.unregister(special.gammaln)    # the registry's own removal clears too
+    assert registry.lookup(special.gammaln) is builtin
+    assert df(2.5) == pytest.approx(right)
+
+
+def test_unregister_refuses_a_library_rule_and_ignores_a_function_without_one():
+    with pytest.raises(ValueError, match="pullback's own.*pullback.rule"):
+        pullback.unregister(np.sin)
+    assert registry.lookup(np.sin) is not None
+    pullback.unregister(_uses_cube)         # no rule: nothing to do

@@ -1,6 +1,6 @@
 """pullback: reverse-mode automatic differentiation of plain Python by source transformation."""
 from . import rules as _rules  # registers the derivative rules  # noqa: F401
-from .api import grad, rule, show, value_and_grad, vjp
+from .api import grad, rule, show, unregister, value_and_grad, vjp
 from .check import GradCheck, check_grad
 from .core.diskcache import cache_dir, set_cache_dir
 from .core.errors import (
@@ -11,6 +11,6 @@ from .core.errors import (
                           UnsupportedSyntaxError,
 )
 
-__all__ = ["grad", "value_and_grad", "vjp", "show", "rule", "check_grad", "GradCheck",
+__all__ = ["grad", "value_and_grad", "vjp", "show", "rule", "unregister", "check_grad", "GradCheck",
            "PullbackError", "UnsupportedSyntaxError", "MissingRuleError", "SourceUnavailableError",
            "NumbaCompileError", "cache_dir", "set_cache_dir"]

@@ -14,7 +14,7 @@ from .core.errors import PullbackError
 from .core.kinds import kind_of_value
 from .core.runtime import install_recursive_vjp
 from .frontend.parse import parse_function, unwrap
-from .pipeline import COMPLEX_UNSUPPORTED, Compiled, choose_backend, clear_cache, derivative, still_valid
+from .pipeline import COMPLEX_UNSUPPORTED, Compiled, choose_backend, derivative, still_valid
 from .rules import registry
 
 
@@ -154,7 +154,8 @@ class GradientFunction:
         key = tuple(map(_type_key, args))
         entry = self._fast.get(key)
         try:
-            if entry is None or (entry[0].dependencies and not still_valid(entry[0])):
+            if entry is None or entry[0].stale or (entry[0].dependencies
+                                                   and not still_valid(entry[0])):
                 entry = self._fast[key] = self.compiled(*args)
             c, nums, single = entry
             value, grads = c.fn(*args, 1.0)
@@ -396,7 +397,21 @@ def rule(fn, *, argnums=None):
     ``fn`` and the VJP must be Numba-compilable.
     """
     def register(vjp):
-        registry.defvjp(fn, vjp, argnums=argnums)
-        clear_cache()      # derivatives built before now may have inlined fn
+        registry.defvjp(fn, vjp, argnums=argnums)   # drops the derivatives built before
         return vjp
     return register
+
+
+def unregister(fn) -> None:
+    """Remove the rule registered for ``fn`` with :func:`rule`: a library rule it
+    replaced applies again, and your own function is differentiated from its
+    source again.  Every derivative generated before is dropped, also those of
+    gradient functions made before, which generate theirs again at their next
+    call.  Nothing happens when ``fn`` has no rule of yours."""
+    rule = registry.lookup(fn)
+    if rule is None:
+        return
+    if rule.call_signature is None:
+        raise ValueError(f"the rule for {rule.name} is pullback's own; pullback.unregister "
+                         "removes rules registered with pullback.rule")
+    registry.unregister(fn)

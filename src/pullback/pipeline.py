@@ -27,8 +27,14 @@ from .emit import build, rebind
 from .frontend.normalize import normalize
 from .frontend.parse import parse_function, unwrap
 from .reverse.transform import ReverseTransform
+from .rules import registry
 
 COMPLEX_UNSUPPORTED = "complex differentiation is not supported yet"
+
+
+# Bumped by clear_cache: a derivative made before it is stale, even one that a
+# gradient function holds (it asks for a new one at its next call).
+_EPOCH = [0]
 
 
 @dataclass
@@ -40,14 +46,24 @@ class Compiled:
     closure: dict = field(default_factory=dict)   # the user's free variable -> the cell fn reads
     pins: tuple = ()          # what the cache key names by id(): closure values, globals
     rebound: dict = field(default_factory=dict)   # Numba: cell ids -> this derivative rebound
+    epoch: int = field(default_factory=lambda: _EPOCH[0])   # when it was made
+
+    @property
+    def stale(self) -> bool:
+        """Made before the last :func:`clear_cache` (a rule changed since)."""
+        return self.epoch != _EPOCH[0]
 
 
 _CACHE: dict = {}
 
 
 def clear_cache() -> None:
-    """Forget every derivative (a new rule may change what a call inlines to)."""
-    _CACHE.clear()
+    """Forget every derivative, and mark those already handed out stale (a rule
+    registered or removed may change what a call does).  Called by the registry
+    whenever a user's rule comes or goes."""
+    with _LOCK:
+        _EPOCH[0] += 1
+        _CACHE.clear()
 
 
 def choose_backend(fn, jit):
@@ -119,6 +135,9 @@ def _rebound(c: Compiled, py, backend) -> Compiled:
 # threads), and the cache is shared.  Re-entrant: a recursive function's
 # derivative asks for its own while it runs.
 _LOCK = threading.RLock()
+
+
+registry.on_change(clear_cache)
 
 
 def derivative(f, wrt_index: tuple, kinds: tuple, backend) -> Compiled:

@@ -86,11 +86,6 @@ PYTHON: dict[str, Expect] = {
     # ---- autograd tests/test_systematic.py
     "systematic/gradient_last_axis": missing("np.gradient"),
     "systematic/partition": missing("np.partition"),
-    "systematic/einsum2_transpose": missing("np.einsum in sublist form (operand first)"),
-    "systematic/einsum2_matmult": missing("np.einsum in sublist form (operand first)"),
-    "systematic/einsum2_matmult_broadcast": missing("np.einsum in sublist form (operand first)"),
-    "systematic/einsum2_three_args": missing("np.einsum in sublist form with more than 4 operands"),
-    "systematic/einsum2_covsum": missing("np.einsum in sublist form (operand first)"),
     "systematic/select": missing("np.select"),
     "systematic/pad": missing("np.pad"),
     "systematic/pad_pairs": missing("np.pad"),

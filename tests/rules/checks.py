@@ -90,9 +90,13 @@ def rule_vjp(fn, param):
 
 def bind_values(rule, args, kwargs):
     """Parameter name -> value for a call, defaults filled, as Rule.bind does for AST nodes."""
-    positional = [p for p in rule.params if not p.kw_only]
-    assert len(args) <= len(positional), f"too many arguments for {rule.name}"
+    positional = [p for p in rule.params if not p.kw_only and not p.variadic]
+    star = next((p for p in rule.params if p.variadic), None)
+    assert star is not None or len(args) <= len(positional), f"too many arguments for {rule.name}"
     env = {p.name: a for p, a in zip(positional, args)}
+    if star is not None:        # *name: the tuple, and each argument as name[k]
+        env[star.name] = tuple(args[len(positional):])
+        env.update({f"{star.name}[{k}]": a for k, a in enumerate(env[star.name])})
     env.update(kwargs)
     for p in rule.params:
         if p.name not in env:

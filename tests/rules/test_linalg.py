@@ -6,10 +6,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+import pullback
+from helpers import fd_grad
 from pullback.rules.linalg import (
     cross_vjp_a,
     cross_vjp_b,
     det_vjp,
+    einsum_subscripts,
     einsum_vjp,
     inv_vjp,
     kron_vjp_a,
@@ -256,7 +259,7 @@ def test_einsum(subscripts, shapes_):
     ops = [values(7 + i, s) for i, s in enumerate(shapes_)]
     f = lambda *ops: np.einsum(subscripts, *ops)       # noqa: E731
     for k in range(len(ops)):
-        r = rule_vjp(np.einsum, f"op{k}")
+        r = rule_vjp(np.einsum, f"operands[{k + 1}]")
         check_vjp(f, lambda g, ans, *ops: r(g, ans, subscripts, *ops), ops, k)
 
 
@@ -267,10 +270,124 @@ def test_einsum_parse():
     assert ins[0][1] == ins[1][0] and out[:2] == ins[0][:2]     # right-aligned letters
 
 
-def test_einsum_interleaved_form_not_implemented():
-    a = np.ones((2, 2))
-    with pytest.raises(NotImplementedError):
-        einsum_vjp(np.ones((2, 2)), 0, a, [0, 1], a, [1, 2])
+def test_einsum_sublist_form_becomes_the_string_form():
+    a, b = np.ones((2, 3)), np.ones((3, 4))
+    assert einsum_subscripts((a, [0, 1], b, [1, 2], [0, 2]))[::2] == ("AB,BC->AC", [0, 2])
+    assert einsum_subscripts((a, [Ellipsis, 27]))[0] == "...b"       # implicit output
+    assert einsum_subscripts(("ij->", a)) == ("ij->", [a], [1])
+    with pytest.raises(ValueError, match="sublist label"):
+        einsum_subscripts((a, [0, 52]))
+
+
+def _labels(draw, letters, nops):
+    """Subscripts of ``nops`` operands over ``letters`` (repeats allowed), and maybe
+    an ellipsis in each; then an output (None: implicit)."""
+    ins = [draw(st.lists(st.sampled_from(letters), max_size=3)) for _ in range(nops)]
+    ell = [draw(st.booleans()) for _ in range(nops)]
+    if draw(st.booleans()):
+        return ins, ell, None
+    used = sorted(set().union(*map(set, ins)))
+    out = draw(st.permutations(used).flatmap(
+        lambda p: st.integers(0, len(p)).map(lambda n: list(p[:n]))))
+    return ins, ell, out
+
+
+@st.composite
+def random_einsums(draw, max_ops=5):
+    """A random ``np.einsum`` call: (subscripts, sublist arguments without the
+    arrays, operand shapes).  One to ``max_ops`` operands, repeated indices (a
+    letter has one size throughout), implicit or explicit output, and ``...``
+    with broadcasting batch dimensions."""
+    nops = draw(st.integers(1, max_ops))
+    letters = "abcde"
+    size = {c: draw(st.integers(1, 3)) for c in letters}
+    ins, ell, out = _labels(draw, letters, nops)
+    batch = draw(hnp.mutually_broadcastable_shapes(num_shapes=nops, max_dims=2, max_side=2))
+    shapes, terms, sublists = [], [], []
+    for j, idx in enumerate(ins):
+        lead = batch.input_shapes[j] if ell[j] else ()
+        shapes.append(tuple(lead) + tuple(size[c] for c in idx))
+        terms.append(("..." if ell[j] else "") + "".join(idx))
+        sublists.append(([Ellipsis] if ell[j] else []) + ["abcde".index(c) for c in idx])
+    subscripts = ",".join(terms)
+    if out is not None:
+        prefix = "..." if any(ell) else ""
+        subscripts += "->" + prefix + "".join(out)
+        tail = [([Ellipsis] if any(ell) else []) + ["abcde".index(c) for c in out]]
+    else:
+        tail = []
+    return subscripts, sublists + tail, shapes
+
+
+def _sublist_call(ops, lists):
+    """The arguments of the sublist form: operands and label lists interleaved."""
+    args = []
+    for op, labels in zip(ops, lists):
+        args += [op, labels]
+    return args + lists[len(ops):]
+
+
+@SETTINGS
+@given(random_einsums(), seeds)
+def test_einsum_random_calls_against_finite_differences(call, seed):
+    subscripts, lists, shapes_ = call
+    ops = [values(seed + j, s) for j, s in enumerate(shapes_)]
+    for k in range(len(ops)):
+        string = rule_vjp(np.einsum, f"operands[{k + 1}]")
+        check_vjp(lambda *o: np.einsum(subscripts, *o),
+                  lambda g, ans, *o, r=string: r(g, ans, subscripts, *o), ops, k)
+        sub = rule_vjp(np.einsum, f"operands[{2 * k}]")
+        check_vjp(lambda *o: np.einsum(*_sublist_call(o, lists)),
+                  lambda g, ans, *o, r=sub: r(g, ans, *_sublist_call(o, lists)), ops, k)
+
+
+@SETTINGS
+@given(random_einsums(), seeds)
+def test_einsum_random_calls_against_torch(call, seed):
+    torch = pytest.importorskip("torch")
+    subscripts, lists, shapes_ = call
+    ops = [values(seed + j, s) for j, s in enumerate(shapes_)]
+    ts = [torch.tensor(np.asarray(o), dtype=torch.float64, requires_grad=True) for o in ops]
+    out = torch.einsum(subscripts, *ts)
+    g = np.random.default_rng(seed).standard_normal(tuple(out.shape))
+    out.backward(torch.tensor(g))
+    for k, t in enumerate(ts):
+        want = t.grad.numpy()
+        np.testing.assert_allclose(einsum_vjp(g, k + 1, subscripts, *ops), want,
+                                   rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(einsum_vjp(g, 2 * k, *_sublist_call(ops, lists)), want,
+                                   rtol=1e-10, atol=1e-12)
+
+
+def _chain(a, b, c, d, e):
+    """Five operands in the sublist form: eleven arguments."""
+    return np.sum(np.sin(np.einsum(a, [0, 1], b, [1, 2], c, [2, 3], d, [3, 3], e, [3],
+                                   [0, 3])))
+
+
+def _diagonal_string(a, b, c):
+    return np.sum(np.einsum("ii,ij,...j", a, b, c) ** 2)
+
+
+def test_einsum_any_number_of_operands_through_grad():
+    r = np.random.default_rng(3)
+    args = [r.normal(size=s) for s in [(2, 3), (3, 2), (2, 4), (4, 4), (4,)]]
+    got = pullback.grad(_chain, argnums=(0, 1, 2, 3, 4))(*args)
+    for k, gk in enumerate(got):
+        np.testing.assert_allclose(gk, fd_grad(_chain, args, k), rtol=1e-6, atol=1e-8)
+    args = [r.normal(size=s) for s in [(3, 3), (3, 2), (4, 2)]]
+    got = pullback.grad(_diagonal_string, argnums=(0, 1, 2))(*args)
+    for k, gk in enumerate(got):
+        np.testing.assert_allclose(gk, fd_grad(_diagonal_string, args, k), rtol=1e-6, atol=1e-8)
+
+
+def test_einsum_under_numba_is_a_located_error():
+    args = [np.ones(s) for s in [(2, 3), (3, 2), (2, 4), (4, 4), (4,)]]
+    with pytest.raises(pullback.NumbaCompileError,
+                       match="(?s)numpy.einsum.*einsum_vjp.*no compiled.*test_linalg.py.*line"
+                             ".*np.einsum.*jit=False") as info:
+        pullback.grad(_chain, jit=True).compiled(*args)
+    assert "TypingError" not in str(info.value)
 
 
 # ---------------------------------------------------------------------------
@@ -295,10 +412,10 @@ def test_torch_against_autograd():
         (lambda a: torch.diagonal(a, 1, 0, 2).sum(-1), [t(3, 2, 4)],
          [lambda g, a: trace_vjp(g, a, 1, 0, 2)], False),
         (lambda a, b: torch.einsum("bij,bjk->bik", a, b), [t(2, 2, 3), t(2, 3, 4)],
-         [lambda g, a, b: einsum_vjp(g, 0, "bij,bjk->bik", a, b),
-          lambda g, a, b: einsum_vjp(g, 1, "bij,bjk->bik", a, b)], False),
+         [lambda g, a, b: einsum_vjp(g, 1, "bij,bjk->bik", a, b),
+          lambda g, a, b: einsum_vjp(g, 2, "bij,bjk->bik", a, b)], False),
         (lambda a: torch.einsum("ii->i", a), [t(3, 3)],
-         [lambda g, a: einsum_vjp(g, 0, "ii->i", a)], False),
+         [lambda g, a: einsum_vjp(g, 1, "ii->i", a)], False),
         (lambda a, b: torch.tensordot(a, b, dims=([1, 2], [1, 0])), [t(2, 3, 4), t(4, 3)],
          [lambda g, a, b: tensordot_vjp_a(g, a, b, [(1, 2), (1, 0)]),
           lambda g, a, b: tensordot_vjp_b(g, a, b, [(1, 2), (1, 0)])], False),

@@ -89,3 +89,33 @@ def test_a_primitive_known_only_for_its_kind_asks_for_a_rule():
 
 def test_results_by_name_cover_the_documented_names():
     assert set(results.BY_NAME) == {"like", "scalar", "array", "int", "bool", "any"}
+
+
+def weighted_total(*xs, scale=1.0):
+    out = 0.0
+    for k, x in enumerate(xs):
+        out = out + scale * (k + 1.0) * x
+    return out
+
+
+def test_a_variadic_parameter_takes_any_number_of_arguments():
+    """``*name`` in a rule's signature: its template, in which ``k`` is the position
+    within ``*name``, is instantiated once per argument the call passes."""
+    registry.defrule(weighted_total, "*xs, scale=1.0", xs="g * scale * (k + 1.0)")
+    try:
+        rule = registry.lookup(weighted_total)
+        bound = rule.bind([ast.Name("a"), ast.Name("b")], {"scale": ast.Name("s")})
+        assert [bound["xs[0]"].id, bound["xs[1]"].id, bound["scale"].id] == ["a", "b", "s"]
+        assert ast.unparse(bound["xs"]) == "(a, b)"
+        assert ast.unparse(rule.adjoints["xs[3]"]) == "g * scale * (3 + 1.0)"
+
+        def f(a, b, c, d, e, f):
+            return weighted_total(a, b, c, d, e, f, scale=2.0) * 1.5
+        grads = pullback.grad(f, argnums=tuple(range(6)))(*[0.5] * 6)
+        assert grads == tuple(3.0 * (k + 1.0) for k in range(6))
+        with pytest.raises(pullback.MissingRuleError, match="at most 128 positional"):
+            rule.bind([ast.Name("a")] * (registry.MAX_VARIADIC + 1), {})
+        with pytest.raises(pullback.MissingRuleError, match="unexpected keyword argument 'xs'"):
+            rule.bind([], {"xs": ast.Name("a")})
+    finally:
+        registry.unregister(weighted_total)

@@ -23,7 +23,7 @@ every peer's gradient agrees with pullback's, and write DIR/bench.json,
 DIR/bench.csv and PNG plots.  Every ratio is a median of interleaved runs in
 this one process (primal, gradient, primal, ...), warm-up calls excluded.
 
-workloads (--only NAME):
+workloads (--only NAME,...):
 """ + "\n".join(f"  {w.name:<8} {w.summary}" for w in WORKLOADS.values()) + """
 
 tools (--tools KEY,...):
@@ -42,11 +42,20 @@ def _keys(text):
     return keys
 
 
+def _workloads(text):
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    unknown = [n for n in names if n not in WORKLOADS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown workload {', '.join(unknown)}; choose from "
+                                         f"{', '.join(WORKLOADS)}")
+    return names
+
+
 def add_arguments(p: argparse.ArgumentParser):
     p.add_argument("--quick", action="store_true",
                    help="fewer and smaller sizes and fewer rounds (about a minute)")
-    p.add_argument("--only", choices=list(WORKLOADS), metavar="NAME",
-                   help="run one workload: " + ", ".join(WORKLOADS))
+    p.add_argument("--only", type=_workloads, metavar="NAME,...",
+                   help="run these workloads: " + ", ".join(WORKLOADS))
     p.add_argument("--out", default="bench-results", metavar="DIR",
                    help="where bench.json, bench.csv and the plots go (default: bench-results)")
     p.add_argument("--tools", type=_keys, default=list(TOOLS), metavar="KEY,...",
@@ -94,7 +103,7 @@ def _plots(rows, workloads, out):
 def main(args) -> int:
     """Run the benchmark for parsed ``args``; print the table; write the files."""
     start = time.perf_counter()
-    workloads = [WORKLOADS[args.only]] if args.only else list(WORKLOADS.values())
+    workloads = [WORKLOADS[n] for n in args.only] if args.only else list(WORKLOADS.values())
     tools, notes = [], []
     for key in args.tools:
         why = TOOLS[key].missing()

@@ -24,12 +24,18 @@ def torch_versions():
             u[1:-1] = u[1:-1] + c * (u[2:] - 2.0 * u[1:-1] + u[:-2])
         return torch.sum(u * u)
 
+    def rnn(W, U, h0, X):
+        h = h0
+        for t in range(X.shape[0]):
+            h = torch.tanh(W @ h + U @ X[t])
+        return torch.sum(h * h)
+
     def mlp_loss(W1, b1, W2, b2, X, Y):
         h = torch.tanh(X @ W1 + b1)
         return F.cross_entropy(h @ W2 + b2, Y)          # Y: class probabilities (one-hot)
 
     return {"horner": horner, "prod": prod_sum, "rk4": lotka_volterra_misfit, "heat": heat,
-            "mlp": mlp_loss}
+            "rnn": rnn, "mlp": mlp_loss}
 
 
 def autograd_versions():
@@ -46,12 +52,18 @@ def autograd_versions():
             u = anp.concatenate([u[:1], inner, u[-1:]])
         return anp.sum(u * u)
 
+    def rnn(W, U, h0, X):
+        h = h0
+        for t in range(X.shape[0]):
+            h = anp.tanh(anp.dot(W, h) + anp.dot(U, X[t]))
+        return anp.sum(h * h)
+
     def mlp_loss(W1, b1, W2, b2, X, Y):
         z = anp.dot(anp.tanh(anp.dot(X, W1) + b1), W2) + b2
         return -anp.sum(Y * (z - logsumexp(z, axis=1, keepdims=True))) / X.shape[0]
 
     return {"horner": horner, "prod": prod_sum, "rk4": lotka_volterra_misfit, "heat": heat,
-            "mlp": mlp_loss}
+            "rnn": rnn, "mlp": mlp_loss}
 
 
 def _jax_common():
@@ -68,6 +80,15 @@ def _jax_common():
     return {"prod": prod_sum, "mlp": mlp_loss}
 
 
+def _jax_rnn_loop(W, U, h0, X):
+    """The RNN as a Python loop (JAX eager; under ``jit`` it would unroll)."""
+    import jax.numpy as jnp
+    h = h0
+    for t in range(X.shape[0]):
+        h = jnp.tanh(W @ h + U @ X[t])
+    return jnp.sum(h * h)
+
+
 def jax_eager_versions():
     """For ``jax.grad`` without ``jit``: Python loops, functional slice updates."""
     import jax.numpy as jnp
@@ -78,7 +99,8 @@ def jax_eager_versions():
             u = u.at[1:-1].set(u[1:-1] + c * (u[2:] - 2.0 * u[1:-1] + u[:-2]))
         return jnp.sum(u * u)
 
-    return {"horner": horner, "rk4": lotka_volterra_misfit, "heat": heat, **_jax_common()}
+    return {"horner": horner, "rk4": lotka_volterra_misfit, "heat": heat, "rnn": _jax_rnn_loop,
+            **_jax_common()}
 
 
 def jax_jit_versions():
@@ -115,4 +137,9 @@ def jax_jit_versions():
         u = lax.fori_loop(0, steps, step, u0)
         return jnp.sum(u * u)
 
-    return {"horner": horner_lax, "rk4": rk4_lax, "heat": heat_lax, **_jax_common()}
+    def rnn_lax(W, U, h0, X):
+        h = lax.fori_loop(0, X.shape[0], lambda t, h: jnp.tanh(W @ h + U @ X[t]), h0)
+        return jnp.sum(h * h)
+
+    return {"horner": horner_lax, "rk4": rk4_lax, "heat": heat_lax, "rnn": rnn_lax,
+            **_jax_common()}

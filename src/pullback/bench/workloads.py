@@ -28,6 +28,14 @@ def heat(u0, c, steps):
     return np.sum(u * u)
 
 
+def rnn(W, U, h0, X):
+    """A tanh RNN over the rows of ``X`` (one step per row); returns sum(h**2)."""
+    h = h0
+    for t in range(X.shape[0]):
+        h = np.tanh(W @ h + U @ X[t])
+    return np.sum(h * h)
+
+
 def mlp_loss(W1, b1, W2, b2, X, Y):
     """Softmax cross-entropy of a one-hidden-layer tanh network (Y one-hot), batch mean."""
     h = np.tanh(X @ W1 + b1)
@@ -84,6 +92,16 @@ def _heat_cases(quick, sizes):
     return [Case(f"n={n},steps={steps}", n, (u0, 0.25, steps))]
 
 
+def _rnn_cases(quick, sizes):
+    n = (sizes or [200])[0]
+    steps, d = (20 if quick else 50), 32
+    rng = np.random.default_rng(5)
+    W = 0.9 * rng.standard_normal((n, n)) / np.sqrt(n)      # spectral radius about 0.9
+    U = rng.standard_normal((n, d)) / np.sqrt(d)
+    X = rng.standard_normal((steps, d))
+    return [Case(f"n={n},steps={steps}", n, (W, U, 0.1 * rng.standard_normal(n), X))]
+
+
 def _mlp_cases(quick, sizes):
     batch = (sizes or [128 if quick else 512])[0]
     rng = np.random.default_rng(3)
@@ -104,6 +122,8 @@ WORKLOADS = {w.name: w for w in [
              lotka_volterra_misfit, (0,), _rk4_cases),
     Workload("heat", "1-D heat equation, slice updates u[1:-1] = ... per step, d/d(u0, c)",
              heat, (0, 1), _heat_cases),
+    Workload("rnn", "tanh RNN h = tanh(W @ h + U @ x[t]) over the steps, d/d(W, U, h0)",
+             rnn, (0, 1, 2), _rnn_cases),
     Workload("mlp", "MLP softmax cross-entropy loss, d/d(W1, b1, W2, b2)",
              mlp_loss, (0, 1, 2, 3), _mlp_cases),
 ]}

@@ -21,6 +21,13 @@ So a stale entry is never served; a changed helper or global gives a new key.
 Writes are atomic (a temporary file in the same directory, then ``os.replace``),
 so processes that write the same entry at once cannot corrupt it.
 
+The directory is bounded: ``$PULLBACK_CACHE_MAX_MB`` megabytes (MiB; default
+500, ``0`` for no bound).  After each write the least recently used files are
+removed until the rest fits (:func:`evict`); a file's modification time is its
+last use, set when it is written and again when an entry is served from it.
+Another process may remove a file at any moment, so a missing file is a miss
+(the entry is compiled and written again), never an error.
+
 The directory is ``$PULLBACK_CACHE_DIR`` if set, else the user cache directory
 (``$XDG_CACHE_HOME/pullback``, ``~/.cache/pullback``; ``~/Library/Caches/pullback``
 on macOS, ``%LOCALAPPDATA%/pullback/Cache`` on Windows).  ``PULLBACK_CACHE=0`` or
@@ -36,11 +43,15 @@ import os
 import pathlib
 import sys
 import tempfile
+import time
 import types
 
 import numpy as np
 
 FORMAT = 1                  # bump when the layout or the key changes meaning
+DEFAULT_MAX_MB = 500        # the directory's bound without $PULLBACK_CACHE_MAX_MB
+_PARTS = ("modules", "numba")   # the subdirectories pullback writes
+_WRITING_S = 3600           # a temporary file younger than this may still be being written
 MAX_ARRAY_BYTES = 1 << 20   # a larger global array: Numba cannot cache it either
 _OFF = ("0", "off", "false", "no")
 _LIBRARIES = frozenset({"numpy", "scipy", "math", "cmath", "numba", "llvmlite", "builtins",
@@ -121,12 +132,79 @@ def module_file(name: str, text: str) -> str | None:
     data = (MODULE_HEADER + text).encode()
     stem = "".join(c if c.isalnum() or c == "_" else "_" for c in name)[:80]
     path = root / "modules" / f"{stem}-{hashlib.sha256(data).hexdigest()[:20]}.py"
-    if not path.exists():
+    if not touch(path):
         try:
             write_atomic(path, data)
         except OSError:
             return None
+        evict(root, keep=(path,))
     return str(path)
+
+
+# ---------------------------------------------------------------------------
+# How much: a bounded directory, least recently used files removed first
+
+def max_bytes() -> int | None:
+    """The bound on the directory's size in bytes: ``$PULLBACK_CACHE_MAX_MB``
+    MiB, default :data:`DEFAULT_MAX_MB`; None (no bound) for 0 or less."""
+    text = os.environ.get("PULLBACK_CACHE_MAX_MB", "").strip()
+    try:
+        mb = float(text) if text else DEFAULT_MAX_MB
+    except ValueError:
+        mb = DEFAULT_MAX_MB
+    return int(mb * (1 << 20)) if mb > 0 else None
+
+
+def touch(path) -> bool:
+    """Mark ``path`` used now (its modification time orders eviction); False if it
+    is not there (another process may just have removed it)."""
+    try:
+        os.utime(path)
+    except OSError:
+        return False
+    return True
+
+
+def evict(root=None, keep=()) -> int:
+    """Remove the least recently used files of the cache directory until it fits in
+    :func:`max_bytes` (never those in ``keep``, just written, nor a temporary file
+    that may still be being written).  Returns the bytes removed.  Safe while other
+    processes read, write and evict: a file already gone is skipped."""
+    limit = max_bytes()
+    root = cache_dir() if root is None else pathlib.Path(root)
+    if limit is None or root is None:
+        return 0
+    keep = {os.path.abspath(k) for k in keep}
+    now, total, candidates = time.time(), 0, []
+    for part in _PARTS:
+        try:
+            entries = list(os.scandir(root / part))
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                if not e.is_file(follow_symlinks=False):
+                    continue
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            total += st.st_size
+            if os.path.abspath(e.path) in keep or (".tmp" in e.name
+                                                   and now - st.st_mtime < _WRITING_S):
+                continue
+            candidates.append((st.st_mtime, st.st_size, e.path))
+    removed = 0
+    for _, size, path in sorted(candidates):
+        if total - removed <= limit:
+            break
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass                 # another process removed it: it no longer counts either
+        except OSError:
+            continue
+        removed += size
+    return removed
 
 
 # ---------------------------------------------------------------------------
@@ -343,6 +421,37 @@ def _numba_cache(fn, tag, key, path):
         return None
 
 
+def _save_and_evict(index_file, key, data) -> None:
+    """Numba's ``IndexDataCacheFile.save``, but each data file named by its key
+    (see :func:`_cache_class`), then the directory brought within its bound."""
+    name = "%s.%s.nbc" % (index_file._index_name[:-4],
+                          hashlib.sha256(repr(key).encode()).hexdigest()[:16])
+    index_file._save_data(name, data)      # the data first: an index never names a missing file
+    overloads = index_file._load_index()
+    if overloads.get(key) != name:
+        overloads[key] = name
+        index_file._save_index(overloads)
+    touch(index_file._index_path)
+    evict(pathlib.Path(index_file._cache_path).parent,
+          keep=(index_file._index_path, index_file._data_path(name)))
+
+
+def _load_and_touch(index_file, key):
+    """Numba's ``IndexDataCacheFile.load``: the data of ``key``, or None when the
+    index has no such entry or its data file is gone (evicted).  A hit marks the
+    index and the data file used."""
+    name = index_file._load_index().get(key)
+    if name is None:
+        return None
+    try:
+        data = index_file._load_data(name)
+    except OSError:
+        return None
+    touch(index_file._index_path)
+    touch(index_file._data_path(name))
+    return data
+
+
 @functools.lru_cache(maxsize=None)
 def _cache_class():
     """Numba's per-function cache with three changes.  Its directory is ours, not
@@ -378,13 +487,10 @@ def _cache_class():
 
     class IndexFile(caching.IndexDataCacheFile):
         def save(self, key, data):
-            name = "%s.%s.nbc" % (self._index_name[:-4],
-                                  hashlib.sha256(repr(key).encode()).hexdigest()[:16])
-            self._save_data(name, data)      # the data first: an index never names a missing file
-            overloads = self._load_index()
-            if overloads.get(key) != name:
-                overloads[key] = name
-                self._save_index(overloads)
+            _save_and_evict(self, key, data)
+
+        def load(self, key):
+            return _load_and_touch(self, key)
 
     class Cache(caching.FunctionCache):
         def __init__(self, fn, tag, key, path):

@@ -22,14 +22,15 @@ Notes on particular rules:
   alone; ``g_sign`` is ignored because the sign is piecewise
   constant (derivative 0).  The cotangent of ``a`` is
   ``g_logabsdet * inv(a).T``; a singular ``a`` raises like ``inv``.
-* ``einsum`` handles any subscripts in the string form (explicit or implicit
-  output, ``...``, repeated indices such as ``ii->`` or ``ii->i``, indices
-  summed inside one operand, size-1 broadcasting): the cotangent of operand k
-  is an einsum of ``g`` with the other operands whose output is operand k's
-  subscripts; indices that einsum cannot output (repeated ones, those present
-  only in operand k) are put back by broadcasting and identity masks.  The
-  interleaved form ``einsum(a, [0, 1], b, [1, 2])`` raises NotImplementedError.
-  The rule binds up to four operands.
+* ``einsum`` takes any number of operands and any subscripts (explicit or
+  implicit output, ``...``, repeated indices such as ``ii->`` or ``ii->i``,
+  indices summed inside one operand, size-1 broadcasting): the cotangent of
+  operand k is an einsum of ``g`` with the other operands whose output is
+  operand k's subscripts; indices that einsum cannot output (repeated ones,
+  those present only in operand k) are put back by broadcasting and identity
+  masks.  The sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` is turned
+  into the string form once (:func:`einsum_subscripts`), labels numbered as
+  NumPy numbers them.  Numba has no einsum: under ``jit=True`` it is refused.
 * ``solve(a, b)`` follows NumPy 2: ``b`` is a vector only when it is 1-D.
 * ``cross`` takes 3-vectors, and 2-vectors as NumPy (deprecated there) does: a
   2-vector has z = 0, and the cross product of two 2-vectors is its z component.
@@ -48,8 +49,8 @@ from .registry import defrule, loop_sum, numba_twin
 
 __all__ = ["dot_vjp_a", "dot_vjp_b", "matmul_vjp_a", "matmul_vjp_b", "outer_vjp_a",
            "outer_vjp_b", "inner_vjp_a", "inner_vjp_b", "solve_vjp_a", "solve_vjp_b",
-           "inv_vjp", "det_vjp", "slogdet_vjp", "trace_vjp", "einsum_vjp", "tensordot_vjp_a",
-           "tensordot_vjp_b", "kron_vjp_a", "kron_vjp_b", "cross_vjp_a", "cross_vjp_b"]
+           "inv_vjp", "det_vjp", "slogdet_vjp", "trace_vjp", "einsum_vjp", "einsum_subscripts",
+           "tensordot_vjp_a", "tensordot_vjp_b", "kron_vjp_a", "kron_vjp_b", "cross_vjp_a", "cross_vjp_b"]
 
 
 def _mT(xp, x):
@@ -376,15 +377,45 @@ def parse_einsum(subscripts: str, ndims):
     return ins, out
 
 
-def einsum_vjp(g, k, subscripts, *operands):
-    """Cotangent of operand ``k`` in ``np.einsum(subscripts, *operands)``.
+# NumPy numbers sublist labels 0..51 as the letters A..Z, a..z.
+_SUBLIST_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
-    ``None`` operands (unused parameters of the rule) are dropped.
+
+def _sublist_letters(labels) -> str:
+    out = []
+    for label in labels:
+        if label is Ellipsis:
+            out.append("...")
+        elif 0 <= int(label) < len(_SUBLIST_LETTERS):
+            out.append(_SUBLIST_LETTERS[int(label)])
+        else:
+            raise ValueError(f"einsum: sublist label {label!r} is not in [0, 52)")
+    return "".join(out)
+
+
+def einsum_subscripts(args):
+    """``np.einsum(*args)`` in the string form: ``(subscripts, operands, positions)``
+    where ``positions[j]`` is the place of operand j in ``args``.
+
+    The sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` (operands and their
+    label lists interleaved, an optional output list last) becomes
+    ``("AB,BC->AC", [a, b], [0, 2])``; the string form is returned as it is.
     """
-    if not isinstance(subscripts, str):
-        raise NotImplementedError("the derivative of einsum's interleaved (sublist) form is "
-                                  "not implemented; use a subscripts string")
-    ops = [o for o in operands if o is not None]
+    if isinstance(args[0], str):
+        return args[0], list(args[1:]), list(range(1, len(args)))
+    pairs = len(args) // 2
+    ins = [_sublist_letters(args[2 * j + 1]) for j in range(pairs)]
+    subscripts = ",".join(ins)
+    if len(args) % 2:
+        subscripts += "->" + _sublist_letters(args[-1])
+    return subscripts, [args[2 * j] for j in range(pairs)], [2 * j for j in range(pairs)]
+
+
+def einsum_vjp(g, k, *args):
+    """Cotangent of ``args[k]``, an operand of ``np.einsum(*args)`` (string or
+    sublist form)."""
+    subscripts, ops, positions = einsum_subscripts(args)
+    k = positions.index(k)
     xp = namespace(g, *ops)
     arrs = [as_array(xp, o, g, *ops) for o in ops]
     ins, out = parse_einsum(subscripts, [o.ndim for o in arrs])
@@ -543,12 +574,8 @@ defrule(np.linalg.slogdet, "a", result=results.tuple_of_arrays, a="slogdet_vjp(g
 defrule(np.trace, "a, offset=0, axis1=0, axis2=1, dtype=None, out=None",
         result=results.matrix_scalar, methods=("trace",),
         a="trace_vjp(g, a, offset, axis1, axis2)")
-defrule(np.einsum, "subscripts, op0, op1=None, op2=None, op3=None, /, *, out=None, "
-        "optimize=False", result=results.unknown,
-        op0="einsum_vjp(g, 0, subscripts, op0, op1, op2, op3)",
-        op1="einsum_vjp(g, 1, subscripts, op0, op1, op2, op3)",
-        op2="einsum_vjp(g, 2, subscripts, op0, op1, op2, op3)",
-        op3="einsum_vjp(g, 3, subscripts, op0, op1, op2, op3)")
+defrule(np.einsum, "*operands, out=None, optimize=False", result=results.unknown,
+        operands="einsum_vjp(g, k, *operands)")
 defrule(np.tensordot, "a, b, axes=2", result=results.unknown,
         a="tensordot_vjp_a(g, a, b, axes)", b="tensordot_vjp_b(g, a, b, axes)")
 defrule(np.kron, "a, b", result=results.unknown, a="kron_vjp_a(g, a, b)", b="kron_vjp_b(g, a, b)")

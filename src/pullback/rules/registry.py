@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import inspect
 import sys
 from dataclasses import dataclass
@@ -56,6 +57,12 @@ NUMPY_NAMESPACE = np
 
 # Names every template may use without defining them.
 _TEMPLATE_INPUTS = ("g", "ans")
+#: In the template of a ``*name`` parameter, the argument's position within ``*name``.
+VARIADIC_POSITION = "k"
+#: How many arguments a ``*name`` parameter of a template rule takes: its template
+#: is instantiated once per position (NumPy's limit is 64 arrays; einsum's sublist
+#: form passes two arguments per operand).
+MAX_VARIADIC = 128
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,7 @@ class Param:
     name: str
     default: object = inspect.Parameter.empty
     kw_only: bool = False
+    variadic: bool = False          # ``*name``: takes the remaining positional arguments
 
     @property
     def required(self) -> bool:
@@ -104,9 +112,10 @@ class Rule:
     def bind(self, args, kwargs, where=""):
         """Map call arguments (AST nodes) to parameter names; fill defaults.
 
-        Returns a dict name -> ast.expr.  A call the rule cannot take (NumPy may
-        accept more than the rule's signature, as einsum's sublist form) raises
-        MissingRuleError, a TypeError that says how to register one; a call that
+        Returns a dict name -> ast.expr; a ``*name`` parameter maps to the tuple
+        of its arguments, and each of them is ``name[k]`` too.  A call the rule
+        cannot take (more arguments than its signature, which NumPy may accept)
+        raises MissingRuleError, a TypeError that says how to register one; a call that
         NumPy would refuse too (a missing argument) raises TypeError.  A user
         VJP's parameters are bound as Python binds them, without defaults: only
         what the call passes (an extra positional argument taken by ``*args`` is
@@ -115,14 +124,22 @@ class Rule:
         if self.call_signature is not None:
             return self._bind_call(args, kwargs, where)
         bound = {}
-        positional = [p for p in self.params if not p.kw_only]
-        if len(args) > len(positional):
+        positional = [p for p in self.params if not p.kw_only and not p.variadic]
+        star = next((p for p in self.params if p.variadic), None)
+        most = len(positional) + (MAX_VARIADIC if star is not None else 0)
+        if len(args) > most:
             raise MissingRuleError(
-                f"{self.name}() takes at most {len(positional)} positional "
+                f"{self.name}() takes at most {most} positional "
                 f"arguments but {len(args)} were given{where}{self._register_hint()}")
         for p, a in zip(positional, args):
             bound[p.name] = a
-        names = {p.name for p in self.params}
+        if star is not None:
+            # ``*name``: the tuple for templates (``f(*name)``), and each argument
+            # as ``name[k]``, the parameter its template's k-th instance differentiates.
+            rest = list(args[len(positional):])
+            bound[star.name] = ast.Tuple(rest, ast.Load())
+            bound.update({f"{star.name}[{k}]": a for k, a in enumerate(rest)})
+        names = {p.name for p in self.params if not p.variadic}
         for k, v in kwargs.items():
             if k not in names:
                 raise self._mismatch(f"got an unexpected keyword argument {k!r}", where)
@@ -220,11 +237,15 @@ def _result(result):
 def _parse_params(signature: str) -> tuple[Param, ...]:
     fn = ast.parse(f"def _({signature}): pass").body[0]
     a = fn.args
+    if a.kwarg is not None:
+        raise ValueError(f"a rule's signature takes no **{a.kwarg.arg}: {signature!r}")
     out = []
     pos = a.posonlyargs + a.args
     defaults = [None] * (len(pos) - len(a.defaults)) + list(a.defaults)
     for arg, d in zip(pos, defaults):
         out.append(Param(arg.arg, inspect.Parameter.empty if d is None else ast.literal_eval(d)))
+    if a.vararg is not None:
+        out.append(Param(a.vararg.arg, variadic=True))
     for arg, d in zip(a.kwonlyargs, a.kw_defaults):
         out.append(Param(arg.arg, inspect.Parameter.empty if d is None else ast.literal_eval(d),
                          kw_only=True))
@@ -238,6 +259,8 @@ def _free_names(tree: ast.AST) -> set[str]:
 def _resolve_helpers(templates, params, namespace, what):
     helpers = {}
     local = {p.name for p in params} | set(_TEMPLATE_INPUTS)
+    if any(p.variadic for p in params):
+        local.add(VARIADIC_POSITION)
     for tree in templates:
         for name in _free_names(tree) - local:
             if name in namespace:
@@ -267,20 +290,40 @@ def defrule(fn, signature: str, *, result="like", view: bool = False, methods: t
     kind (a function of :mod:`.results`, or one of its names in
     ``results.BY_NAME``); ``view``: the result may be a view of the first
     argument; ``methods``: ndarray methods that mean this function.
+
+    A ``*name`` parameter takes any number of arguments (up to
+    :data:`MAX_VARIADIC`); its template is the cotangent of one of them, the one
+    at position ``k`` within ``*name`` (``"einsum_vjp(g, k, *operands)"``), and
+    ``*name`` in any template passes them all.
     """
     if namespace is None:
         namespace = sys._getframe(1).f_globals
     params = _parse_params(signature)
-    pnames = {p.name for p in params}
+    by_name = {p.name: p for p in params}
+    if VARIADIC_POSITION in by_name and any(p.variadic for p in params):
+        raise ValueError(f"rule for {_describe(fn)}: {VARIADIC_POSITION!r} names the position "
+                         f"in a *parameter's template; rename the parameter of {signature!r}")
     trees = {}
     for pname, src in adjoints.items():
-        if pname not in pnames:
+        if pname not in by_name:
             raise ValueError(f"rule for {_describe(fn)}: {pname!r} is not a parameter of {signature!r}")
         trees[pname] = ast.parse(src, mode="eval").body
+    helpers = _resolve_helpers(trees.values(), params, namespace, _describe(fn))
+    for pname in [p for p in trees if by_name[p].variadic]:
+        template = trees.pop(pname)
+        trees.update({f"{pname}[{k}]": _at_position(template, k) for k in range(MAX_VARIADIC)})
     return _register(Rule(fn=fn, name=name or _describe(fn), params=params, adjoints=trees,
-                          helpers=_resolve_helpers(trees.values(), params, namespace,
-                                                   _describe(fn)),
-                          result=_result(result), view=view, methods=tuple(methods)))
+                          helpers=helpers, result=_result(result), view=view,
+                          methods=tuple(methods)))
+
+
+def _at_position(template: ast.expr, k: int) -> ast.expr:
+    """A ``*name`` parameter's template for its argument at position ``k``."""
+    class Position(ast.NodeTransformer):
+        def visit_Name(self, node):
+            return (ast.copy_location(ast.Constant(k), node) if node.id == VARIADIC_POSITION
+                    else node)
+    return Position().visit(copy.deepcopy(template))
 
 
 def defnondiff(fn, *, result=results.generic, methods: tuple = ()) -> Rule:
@@ -360,11 +403,13 @@ def defvjp(fn, vjp, *, argnums=None, result: str = "any") -> Rule:
     adjoints = {names[k]: ast.parse("__cotangents__" if single else f"__cotangents__[{k}]",
                                     mode="eval").body for k in argnums}
     marker = ast.parse(f"__vjp__(g, ans, {', '.join(names)})", mode="eval").body
-    return _register(Rule(fn=fn, name=_describe(fn), params=(), adjoints=adjoints,
+    rule = _register(Rule(fn=fn, name=_describe(fn), params=(), adjoints=adjoints,
                           helpers={"__vjp__": vjp, "checked_cotangents": checked_cotangents},
                           result=_result(result), vjp_tuple=marker,
                           call_signature=call_signature, cotangents=len(names)),
                      replace=True)
+    _changed()
+    return rule
 
 
 def checked_cotangents(cotangents, n, rule, where):
@@ -462,10 +507,29 @@ def summed_form(helper):
 
 
 def unregister(fn) -> None:
-    """Remove the rule of ``fn``; a user's rule that replaced a built-in one gives it back."""
+    """Remove the rule of ``fn``; a user's rule that replaced a built-in one gives it back.
+    Those told by :func:`on_change` hear of it (the pipeline drops its derivatives)."""
     if lookup(fn) is None:
         return
     del _RULES[id(fn)]
     shadowed = _SHADOWED.pop(id(fn), None)
     if shadowed is not None and shadowed.fn is fn:
         _RULES[id(fn)] = shadowed
+    _changed()
+
+
+# ---------------------------------------------------------------------------
+# Who hears of a rule registered or removed after import
+
+_LISTENERS: list = []
+
+
+def on_change(callback) -> None:
+    """Call ``callback()`` after each user rule registered (:func:`defvjp`) and each rule
+    removed (:func:`unregister`): derivatives generated before may use the old rule."""
+    _LISTENERS.append(callback)
+
+
+def _changed() -> None:
+    for callback in list(_LISTENERS):
+        callback()
