@@ -17,6 +17,8 @@ import linecache
 import math
 import types
 
+import numpy as np
+
 from .backends.base import Deferred
 from .core import diskcache
 from .core.errors import InternalError
@@ -65,16 +67,23 @@ def _lines(stmts, indent: str) -> list[str]:
     return out
 
 
+def _tuple(items) -> str:
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
 def source_of(gen: Generated, fname: str) -> str:
-    params = ", ".join(gen.params + ["_seed=1.0"])
     body = []
     for p in sorted(gen.copied_params):
         body.append(f"{p} = {p}.copy()  # written in place below: never touch the caller's array")
     fwd = _lines(gen.forward, "    ")
     value = _unparse(gen.value)
     rev = _lines(gen.reverse, "    ")
+    # Tapes kept from one call to the next (the Numba backend's workspaces, one per
+    # thread): taken as the last parameter, returned grown as the last result.
+    workspace = [name for name, _ in gen.workspace()]
+    params = ", ".join(gen.params + ["_seed=1.0"] + (["_ws=()"] if workspace else []))
     grads = [gen.adjoint_names[p] for p in gen.wrt]
-    ret = "(" + ", ".join(grads) + ("," if len(grads) == 1 else "") + ")"
+    ret = _tuple(grads) + (", " + _tuple(workspace) if workspace else "")
     lines = [f"def {fname}({params}):",
              f'    """Value and reverse-mode gradient of {gen.name} '
              f'with respect to {", ".join(gen.wrt)}."""']
@@ -105,7 +114,11 @@ def build(gen: Generated, fname: str, user_globals: dict, user_closure: dict,
     bound = {k: backend.bind_helper(v) for k, v in bound.items()}
     cells = tuple(user_closure[n] if n in user_closure and n not in bound
                   else types.CellType(bound[n]) for n in fn_code.co_freevars)
-    fn = types.FunctionType(fn_code, user_globals, fname, (1.0,), cells)
+    # The default workspace: an empty array per kept tape (never written: the first
+    # push grows it into an array of this call's own).
+    workspace = tuple(np.empty(0, dtype=dtype) for _, dtype in gen.workspace())
+    fn = types.FunctionType(fn_code, user_globals, fname, (1.0,) + ((workspace,) if workspace
+                                                                     else ()), cells)
     shown = maker_src if filename.startswith("<") else diskcache.MODULE_HEADER + src
     linecache.cache[filename] = (len(shown), None, shown.splitlines(True), filename)
     return backend.finish(fn, src, filename, maker_src), src

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 import types
 
 import numpy as np
@@ -118,8 +119,10 @@ class NumbaTape(PythonTape):
         return k.ndim
 
     def setup_code(self) -> list:
-        np_name = self.t.helper(np, "np")
+        """Each typed tape starts as this thread's workspace array of the previous call
+        (``_ws``, see :class:`_LazyNumba`), list tapes empty."""
         out = []
+        self._workspace = []
         for key, (tape, k) in self.tapes.items():
             dtype = self._dtype(key)
             if self._shape_only(key):
@@ -127,9 +130,15 @@ class NumbaTape(PythonTape):
             if dtype is None:
                 out += parse_statements(f"{tape} = []")
                 continue
-            dtype = dtype.replace("np.", np_name + ".")
-            out += parse_statements(f"{tape} = {np_name}.empty(64, dtype={dtype})\n{k} = 0")
+            out += parse_statements(f"{tape} = _ws[{len(self._workspace)}]\n{k} = 0")
+            self._workspace.append((tape, getattr(np, dtype[3:])))
         return out
+
+    def workspace(self) -> list:
+        """(name, dtype) of each typed tape, in the order of ``_ws``: the generated
+        function takes them as its workspace and returns them, grown, for the next
+        call (known once the setup code is written)."""
+        return list(getattr(self, "_workspace", []))
 
     def element_key(self, array, index):
         return array + ("[]" if self.t.selects_element(array, index) else "[:]")
@@ -239,14 +248,27 @@ def _jit_helper(v):
 
 
 class _LazyNumba:
-    """Compiles on first call so errors name the argument types."""
+    """Compiles on first call so errors name the argument types.
+
+    A derivative whose tapes are typed arrays takes them as a workspace (its last
+    parameter ``_ws``) and returns them, grown, as its last result: each thread
+    keeps its own between calls, so a long loop's tapes are allocated (and their
+    pages touched) once, not on every call.  ``dispatcher`` is what callers may
+    call directly once the first call compiled (``ok``): the Numba dispatcher
+    itself, or :func:`_with_workspace` around it."""
 
     def __init__(self, fn, src, filename="", full_source=""):
         self.py_func = fn
         self.source = src
         self.filename = filename
         self.full_source = full_source.splitlines()
-        self.dispatcher = diskcache.jit_derivative(fn, src)
+        self.jitted = diskcache.jit_derivative(fn, src)
+        defaults = fn.__defaults__ or ()
+        # The default workspace (empty arrays of the tapes' dtypes, see emit.build).
+        self.workspace = defaults[1] if len(defaults) > 1 else None
+        self.nargs = fn.__code__.co_argcount - len(defaults)
+        self.dispatcher = self.jitted if self.workspace is None else \
+            _with_workspace(self.jitted, self.workspace, self.nargs)
         self.ok = False
 
     def __call__(self, *args):
@@ -254,8 +276,10 @@ class _LazyNumba:
         # (Numba sometimes fails with plain Python exceptions), while an error the
         # user's code raises at run time must pass through unchanged.
         try:
-            sig = tuple(self.dispatcher.typeof_pyval(a) for a in args)
-            self.dispatcher.compile(sig)
+            full = args if self.workspace is None else \
+                args + ((1.0,) if len(args) == self.nargs else ()) + (self.workspace,)
+            sig = tuple(self.jitted.typeof_pyval(a) for a in full)
+            self.jitted.compile(sig)
         except Exception as exc:
             raise NumbaCompileError(
                 "the generated derivative could not be compiled with Numba (jit=True)"
@@ -282,6 +306,23 @@ class _LazyNumba:
                     return f" at the code generated for `{text[8:]}`"
                 k -= 1
         return ""
+
+
+def _with_workspace(jitted, default, nargs):
+    """``jitted`` called with this thread's workspace (``default`` on its first call),
+    keeping the one it returns for the thread's next call; it returns the value and
+    the gradients, as a derivative without workspace does.  A call that raises keeps
+    the older workspace (its arrays are only ever written before they are read)."""
+    local = threading.local()
+
+    def call(*args):
+        if len(args) == nargs:
+            args += (1.0,)          # the seed
+        ws = getattr(local, "ws", None)
+        value, grads, local.ws = jitted(*args, default if ws is None else ws)
+        return value, grads
+    call.dispatcher = jitted
+    return call
 
 
 def _first_lines(text, n):

@@ -44,6 +44,10 @@ class PythonTape:
     def between(self) -> list:
         return [Deferred(self.between_code)]
 
+    def workspace(self) -> list:
+        """Arrays kept from one call to the next (see the Numba tape): none here."""
+        return []
+
     def between_code(self) -> list:
         src = ""
         if "any" in self.used:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import copy
 from dataclasses import dataclass
+from typing import Callable
 
 from ..core.ir import atom_names
 
@@ -54,6 +55,7 @@ class Generated:
     value: ast.expr               # the returned value
     helpers: dict                 # name -> object used by the generated code
     copied_params: set
+    workspace: Callable = list    # () -> [(name, dtype)] of the tapes kept between calls
 
 
 @dataclass

@@ -147,7 +147,8 @@ class ReverseTransform:
         ret = body[-1]
         adjoint_names = {p: self.d(p) for p in self.wrt}
         return Generated(self.fn.name, self.fn.params, self.wrt, adjoint_names, forward,
-                         reverse, ret.value, self.helpers, self.fn.copied_params)
+                         reverse, ret.value, self.helpers, self.fn.copied_params,
+                         self.tape.workspace)
 
     def prepare(self, stmts):
         """Insert the assignments that record each loop's bounds and trip count."""

@@ -1,9 +1,9 @@
-def branch_with_array_write_grad(x, p, _seed=1.0):
+def branch_with_array_write_grad(x, p, _seed=1.0, _ws=()):
     """Value and reverse-mode gradient of branch_with_array_write with respect to x, p."""
     # ---- forward sweep
-    _tape_t4_1 = np.empty(64, dtype=np.bool_)
+    _tape_t4_1 = _ws[0]
     _k_t4_1 = 0
-    _tape_out_items_1 = np.empty(64, dtype=np.float64)
+    _tape_out_items_1 = _ws[1]
     _k_out_items_1 = 0
     _t4 = False
     # from: out = np.zeros(len(p))
@@ -72,4 +72,4 @@ def branch_with_array_write_grad(x, p, _seed=1.0):
         _k_t4_1 -= 1
         _t4 = _tape_t4_1[_k_t4_1]
     # from: out = np.zeros(len(p))
-    return _value, (dx, dp)
+    return _value, (dx, dp), (_tape_t4_1, _tape_out_items_1)

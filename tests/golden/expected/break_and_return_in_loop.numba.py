@@ -1,13 +1,13 @@
-def break_and_return_in_loop_grad(x, p, _seed=1.0):
+def break_and_return_in_loop_grad(x, p, _seed=1.0, _ws=()):
     """Value and reverse-mode gradient of break_and_return_in_loop with respect to x, p."""
     # ---- forward sweep
-    _tape_t3_1 = np.empty(64, dtype=np.bool_)
+    _tape_t3_1 = _ws[0]
     _k_t3_1 = 0
-    _tape_t4_1 = np.empty(64, dtype=np.bool_)
+    _tape_t4_1 = _ws[1]
     _k_t4_1 = 0
-    _tape_s_1 = np.empty(64, dtype=np.float64)
+    _tape_s_1 = _ws[2]
     _k_s_1 = 0
-    _tape_t7_1 = np.empty(64, dtype=np.bool_)
+    _tape_t7_1 = _ws[3]
     _k_t7_1 = 0
     _t3 = False
     _t4 = False
@@ -108,4 +108,4 @@ def break_and_return_in_loop_grad(x, p, _seed=1.0):
         _k_t3_1 -= 1
         _t3 = _tape_t3_1[_k_t3_1]
     # from: s = 0.0
-    return _value, (dx, dp)
+    return _value, (dx, dp), (_tape_t3_1, _tape_t4_1, _tape_s_1, _tape_t7_1)

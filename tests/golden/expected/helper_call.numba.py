@@ -1,9 +1,9 @@
-def helper_call_grad(x, p, _seed=1.0):
+def helper_call_grad(x, p, _seed=1.0, _ws=()):
     """Value and reverse-mode gradient of helper_call with respect to x, p."""
     # ---- forward sweep
-    _tape_scaled_square_a_1_1 = np.empty(64, dtype=np.float64)
+    _tape_scaled_square_a_1_1 = _ws[0]
     _k_scaled_square_a_1_1 = 0
-    _tape_scaled_square_c_1_1 = np.empty(64, dtype=np.float64)
+    _tape_scaled_square_c_1_1 = _ws[1]
     _k_scaled_square_c_1_1 = 0
     _scaled_square_a_1 = 0.0
     _scaled_square_c_1 = 0.0
@@ -57,4 +57,4 @@ def helper_call_grad(x, p, _seed=1.0):
         d_scaled_square_a_1 = 0.0
         dp[i] += d_t2
     # from: s = 0.0
-    return _value, (dx, dp)
+    return _value, (dx, dp), (_tape_scaled_square_a_1_1, _tape_scaled_square_c_1_1)

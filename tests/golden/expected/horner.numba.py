@@ -1,7 +1,7 @@
-def horner_grad(x, p, _seed=1.0):
+def horner_grad(x, p, _seed=1.0, _ws=()):
     """Value and reverse-mode gradient of horner with respect to x, p."""
     # ---- forward sweep
-    _tape_ex_1 = np.empty(64, dtype=np.float64)
+    _tape_ex_1 = _ws[0]
     _k_ex_1 = 0
     # from: N = len(p)
     N = len(p)
@@ -35,4 +35,4 @@ def horner_grad(x, p, _seed=1.0):
         dex = dex * x
     # from: ex = p[N - 1]
     dp[_t1] += dex
-    return _value, (dx, dp)
+    return _value, (dx, dp), (_tape_ex_1,)

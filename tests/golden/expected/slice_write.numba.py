@@ -1,13 +1,13 @@
-def slice_write_grad(u, c, _seed=1.0):
+def slice_write_grad(u, c, _seed=1.0, _ws=()):
     """Value and reverse-mode gradient of slice_write with respect to u, c."""
     # ---- forward sweep
-    _tape_t4_1 = np.empty(64, dtype=np.int64)
+    _tape_t4_1 = _ws[0]
     _k_t4_1 = 0
-    _tape_t5_1 = np.empty(64, dtype=np.int64)
+    _tape_t5_1 = _ws[1]
     _k_t5_1 = 0
-    _tape_t8_1 = np.empty(64, dtype=np.int64)
+    _tape_t8_1 = _ws[2]
     _k_t8_1 = 0
-    _tape_t9_1 = np.empty(64, dtype=np.int64)
+    _tape_t9_1 = _ws[3]
     _k_t9_1 = 0
     _tape_t7_1 = []
     _tape_v_rows_1 = []
@@ -93,4 +93,4 @@ def slice_write_grad(u, c, _seed=1.0):
         dv[1:-1] += d_t1
     # from: v = u.copy()
     du += array_vjp(dv, u)
-    return _value, (du, dc)
+    return _value, (du, dc), (_tape_t4_1, _tape_t5_1, _tape_t8_1, _tape_t9_1)

@@ -1,9 +1,9 @@
-def while_loop_grad(x, _seed=1.0):
+def while_loop_grad(x, _seed=1.0, _ws=()):
     """Value and reverse-mode gradient of while_loop with respect to x."""
     # ---- forward sweep
-    _tape_y_1 = np.empty(64, dtype=np.float64)
+    _tape_y_1 = _ws[0]
     _k_y_1 = 0
-    _tape_cond2_1 = np.empty(64, dtype=np.bool_)
+    _tape_cond2_1 = _ws[1]
     _k_cond2_1 = 0
     _cond2 = False
     # from: y = x
@@ -68,4 +68,4 @@ def while_loop_grad(x, _seed=1.0):
         dy = dy + d_t4 * 0.5
     # from: y = x
     dx = dx + dy
-    return _value, (dx,)
+    return _value, (dx,), (_tape_y_1, _tape_cond2_1)
