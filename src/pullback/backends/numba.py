@@ -18,7 +18,7 @@ import numpy as np
 from ..core import diskcache
 from ..core.errors import NumbaCompileError
 from ..core.runtime import reserve, snapshot, with_shape
-from ..rules import registry
+from ..rules import linalg, registry
 from .base import Backend, parse_statements
 from .python import PythonTape
 
@@ -30,6 +30,11 @@ class NumbaBackend(Backend):
     list_buffers = False
     runtime_recursion = False
     loop_sums = False
+    add_into_views = True
+    skip_identity_unbroadcast = True
+
+    def accumulate_into(self, helper):
+        return _ACCUMULATE_INTO.get(id(helper), (None, None))[1]
 
     def tape(self, transform):
         return NumbaTape(transform)
@@ -67,6 +72,25 @@ class NumbaBackend(Backend):
 
     def primal(self, f, py_func):
         return f
+
+
+def add_matmul_vjp_a(out, g, a, b):
+    """``out += matmul_vjp_a(g, a, b)`` (also for ``np.dot``): under Numba, the
+    outer product ``g b^T`` of a matrix-vector product is added element by element
+    (its twin, in ``numba_twins``), never built as an array first."""
+    out += linalg.matmul_vjp_a(g, a, b)
+
+
+def add_matmul_vjp_b(out, g, a, b):
+    """``out += matmul_vjp_b(g, a, b)`` (also for ``np.dot``): ``a^T g`` for a matrix
+    ``a`` and a vector ``g`` is added row by row under Numba."""
+    out += linalg.matmul_vjp_b(g, a, b)
+
+
+# A rule helper -> (the helper, the function adding its result into a buffer).
+_ACCUMULATE_INTO = {id(h): (h, into) for h, into in [
+    (linalg.matmul_vjp_a, add_matmul_vjp_a), (linalg.dot_vjp_a, add_matmul_vjp_a),
+    (linalg.matmul_vjp_b, add_matmul_vjp_b), (linalg.dot_vjp_b, add_matmul_vjp_b)]}
 
 
 _NUMBA_DTYPES = {"f": "np.float64", "i": "np.int64", "b": "np.bool_", "c": "np.complex128"}

@@ -14,8 +14,9 @@ import numpy as np
 from numba.extending import overload
 
 from ..core import runtime
-from ..rules import registry
-from ..rules.twins import is_array, is_number, is_tuple, literal, tuple_impl
+from ..rules import linalg, registry
+from ..rules.twins import is_array, is_number, is_tuple, jitted, literal, rank, tuple_impl
+from . import numba as backend
 
 _INSTALLED: set = set()
 
@@ -105,3 +106,90 @@ def _add_item(cotangent, value, k, g):
         return _runtime_tuple("cotangent, value, k, g", len(cotangent),
                               lambda i: f"(cotangent[{i}] + g if k == {i} else cotangent[{i}])")
     return None
+
+
+# ---- adjoint buffers updated in place (see lower.py: add_into, accumulate_into)
+def _extent(a):
+    """The byte range [lo, hi) the elements of the array ``a`` lie in."""
+    lo = hi = a.ctypes.data
+    for d in range(a.ndim):
+        if a.shape[d] == 0:
+            return lo, lo
+        step = a.strides[d] * (a.shape[d] - 1)
+        if step < 0:
+            lo += step
+        else:
+            hi += step
+    return lo, hi + a.itemsize
+
+
+def may_share(a, b):
+    """Whether ``a`` and ``b`` may share memory: two arrays whose byte ranges meet
+    (Numba has no ``np.shares_memory``)."""
+    return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and \
+        np.may_share_memory(a, b)
+
+
+@overload(may_share)
+def _may_share(a, b):
+    if not (is_array(a) and is_array(b)):
+        return lambda a, b: False
+    extent = jitted(_extent)
+
+    def impl(a, b):
+        alo, ahi = extent(a)
+        blo, bhi = extent(b)
+        return alo < bhi and blo < ahi
+    return impl
+
+
+@registry.numba_twin(runtime.add_into)
+def _add_into(out, g):
+    if not is_array(out):
+        return None
+
+    def impl(out, g):
+        if may_share(out, g):
+            g = g.copy()            # Numba's in-place ufunc does not buffer an overlap
+        out += g
+    return impl
+
+
+@registry.numba_twin(backend.add_matmul_vjp_a)
+def _add_matmul_vjp_a(out, g, a, b):
+    vjp = linalg.matmul_vjp_a
+    if rank(out) == 2 and rank(g) == 1 and rank(a) == 2 and rank(b) == 1:
+        def outer(out, g, a, b):        # out += np.outer(g, b)
+            if out.shape != (g.shape[0], b.shape[0]) or may_share(out, g) or may_share(out, b):
+                out += vjp(g, a, b)
+                return
+            for i in range(out.shape[0]):
+                gi = g[i]
+                row = out[i]
+                for j in range(out.shape[1]):
+                    row[j] += gi * b[j]
+        return outer
+
+    def general(out, g, a, b):
+        out += vjp(g, a, b)
+    return general if is_array(out) else None
+
+
+@registry.numba_twin(backend.add_matmul_vjp_b)
+def _add_matmul_vjp_b(out, g, a, b):
+    vjp = linalg.matmul_vjp_b
+    if rank(out) == 1 and rank(g) == 1 and rank(a) == 2 and rank(b) == 1:
+        def transposed(out, g, a, b):   # out += a.T @ g, row by row of a
+            if a.shape != (g.shape[0], out.shape[0]) or may_share(out, g) or may_share(out, a):
+                out += vjp(g, a, b)
+                return
+            for i in range(a.shape[0]):
+                gi = g[i]
+                row = a[i]
+                for j in range(out.shape[0]):
+                    out[j] += row[j] * gi
+        return transposed
+
+    def general(out, g, a, b):
+        out += vjp(g, a, b)
+    return general if is_array(out) else None

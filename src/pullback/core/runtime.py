@@ -41,6 +41,11 @@ def buffer_like(adjoint, value):
     return np.zeros(np.shape(value), dtype=np.result_type(value, 1.0)) + adjoint
 
 
+def add_into(out, g):
+    """``out += g`` in place, ``out`` a view of an adjoint buffer (``da[1:-1]``)."""
+    out += g
+
+
 def with_shape(value, shape):
     """``value`` itself when it has ``shape``, else a new array of that shape.  For
     a variable the reverse sweep reads only the shape of (``unbroadcast``), whose

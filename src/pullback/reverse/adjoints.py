@@ -247,7 +247,8 @@ def rule_adjoint(tr, s, fn, args, kwargs, g):
             continue
         contrib = instantiate(tr, rule, template, dict(bound, **extra), g,
                                    ast.Name(s.target))
-        if elementwise and array_result:
+        if elementwise and array_result and not (
+                tr.backend.skip_identity_unbroadcast and _only_array(tr, arg, bound, s.target)):
             contrib = _summed_onto(tr, contrib, arg)
             tr.read(ast.Name(arg.id), value=False)
         code.append(accum(tr, arg.id, contrib))
@@ -257,6 +258,17 @@ def rule_adjoint(tr, s, fn, args, kwargs, g):
                              "derivative", "pass a constant there, or register a rule "
                              "that differentiates it", cls=MissingRuleError)
     return code
+
+
+def _only_array(tr, arg, bound, target) -> bool:
+    """Whether ``arg`` is the one array among an elementwise call's arguments (the
+    others numbers or constants, ``c * u``, ``np.tanh(u)``), so that the result, and
+    its cotangent, has exactly ``arg``'s shape: ``unbroadcast`` would be the identity."""
+    k, result = tr.kind(arg), tr.kinds.get(target)
+    if k.ndim is None or k.ndim <= 0 or result is None or result.ndim != k.ndim:
+        return False
+    return all(isinstance(v, ast.Constant) or (isinstance(v, ast.Name) and (
+        v.id == arg.id or tr.kind(v).ndim == 0)) for v in bound.values())
 
 
 def recursive_call_adjoint(tr, s, fn, args, kwargs, g):

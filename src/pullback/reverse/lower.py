@@ -14,7 +14,7 @@ import numpy as np
 from ..analysis.storage import BUFFER, LOCAL
 from ..core import ir
 from ..core.errors import InternalError
-from ..core.runtime import accumulate, zeros_like
+from ..core.runtime import accumulate, add_into, zeros_like
 from .loopsums import defer_loop_sums
 from .ops import (
     Accum,
@@ -82,12 +82,23 @@ class _Lowering:
             self.zero.discard(dn)
             self.out.append(assign(dn, c.expr))
         elif storage.how == BUFFER:
-            self.out.append(ast.AugAssign(ast.Name(dn, ast.Store()), ast.Add(), c.expr))
+            self.out.append(self.add_to_buffer(dn, c.expr))
         elif storage.items:
             self.out.append(assign(dn, call(tr.helper(accumulate, "accumulate"),
                                             ast.Name(dn), c.expr)))
         else:
             self.out.append(assign(dn, ast.BinOp(ast.Name(dn), ast.Add(), c.expr)))
+
+    def add_to_buffer(self, dn, expr) -> ast.stmt:
+        """``dn += expr``, or the backend's in-place form of ``expr`` (a helper's
+        result added without building it first: ``dW += np.outer(g, h)``)."""
+        tr = self.tr
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) \
+                and expr.func.id in tr.helpers and not expr.keywords:
+            into = tr.backend.accumulate_into(tr.helpers[expr.func.id])
+            if into is not None:
+                return ast.Expr(call(tr.helper(into, into.__name__), ast.Name(dn), *expr.args))
+        return ast.AugAssign(ast.Name(dn, ast.Store()), ast.Add(), expr)
 
     def reset(self, c: Reset):
         tr = self.tr
@@ -112,7 +123,12 @@ class _Lowering:
 
     def in_place(self, c: InPlace):
         self.reads(c.g)
-        self.out.append(ast.AugAssign(ast.Subscript(ast.Name(self.tr.d(c.name)), c.index,
+        tr = self.tr
+        if tr.backend.add_into_views and _slices(tr, c.index):
+            view = ast.Subscript(ast.Name(tr.d(c.name)), c.index, ast.Load())
+            self.out.append(ast.Expr(call(tr.helper(add_into, "add_into"), view, c.g)))
+            return
+        self.out.append(ast.AugAssign(ast.Subscript(ast.Name(tr.d(c.name)), c.index,
                                                     ast.Store()), ast.Add(), c.g))
 
     def as_buffer(self, c: AsBuffer):
@@ -181,6 +197,14 @@ _RENDER = {
     ZeroElement: _Lowering.zero_element, Branch: _Lowering.branch,
     ReverseFor: _Lowering.reverse_for,
 }
+
+
+def _slices(tr, index) -> bool:
+    """Whether ``a[index]`` is surely a view (an array), never one element: a slice
+    on some axis, and slices or ints on the others."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    return any(isinstance(i, ast.Slice) for i in parts) and all(
+        isinstance(i, ast.Slice) or ir.is_basic_scalar_index(i, tr.kind) for i in parts)
 
 
 def zeros(tr, name) -> ast.expr:

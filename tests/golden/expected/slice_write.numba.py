@@ -57,8 +57,8 @@ def slice_write_grad(u, c, _seed=1.0, _ws=()):
     d_t11 = _seed
     # from: return np.sum(v * v)
     d_t10 = sum_vjp(d_t11, _t10, None, False, True)
-    dv += unbroadcast(d_t10 * v, v)
-    dv += unbroadcast(d_t10 * v, v)
+    dv += d_t10 * v
+    dv += d_t10 * v
     # from: for step in range(3):
     for _ in range(_n1):
         # from: v[1:-1] = v[1:-1] + c * (v[2:] - 2.0 * v[1:-1] + v[:-2])
@@ -71,26 +71,25 @@ def slice_write_grad(u, c, _seed=1.0, _ws=()):
         _k_t9_1 -= 1
         _t9 = with_shape(_t9, (_tape_t9_1[_k_t9_1],))
         dc = dc + unbroadcast_product(d_t8, _t7, c)
-        d_t7 = unbroadcast(d_t8 * c, _t7)
+        d_t7 = d_t8 * c
         _k_t8_1 -= 1
         _t8 = with_shape(_t8, (_tape_t8_1[_k_t8_1],))
         _t6 = v[:-2]
         d_t5 = unbroadcast(d_t7, _t5)
         d_t6 = unbroadcast(d_t7, _t6)
         _t7 = _tape_t7_1.pop()
-        dv[:-2] += d_t6
+        add_into(dv[:-2], d_t6)
         _t2 = v[2:]
         d_t2 = unbroadcast(d_t5, _t2)
         d_t4 = unbroadcast(-d_t5, _t4)
         _k_t5_1 -= 1
         _t5 = with_shape(_t5, (_tape_t5_1[_k_t5_1],))
-        _t3 = v[1:-1]
-        d_t3 = unbroadcast(d_t4 * 2.0, _t3)
+        d_t3 = d_t4 * 2.0
         _k_t4_1 -= 1
         _t4 = with_shape(_t4, (_tape_t4_1[_k_t4_1],))
-        dv[1:-1] += d_t3
-        dv[2:] += d_t2
-        dv[1:-1] += d_t1
+        add_into(dv[1:-1], d_t3)
+        add_into(dv[2:], d_t2)
+        add_into(dv[1:-1], d_t1)
     # from: v = u.copy()
     du += array_vjp(dv, u)
     return _value, (du, dc), (_tape_t4_1, _tape_t5_1, _tape_t8_1, _tape_t9_1)
