@@ -20,6 +20,7 @@ from ..core.errors import NumbaCompileError
 from ..core.runtime import reserve, snapshot, with_shape
 from ..rules import linalg, registry
 from .base import Backend, parse_statements
+from .in_place import add_matmul_vjp_a, add_matmul_vjp_b
 from .python import PythonTape
 
 
@@ -72,19 +73,6 @@ class NumbaBackend(Backend):
 
     def primal(self, f, py_func):
         return f
-
-
-def add_matmul_vjp_a(out, g, a, b):
-    """``out += matmul_vjp_a(g, a, b)`` (also for ``np.dot``): under Numba, the
-    outer product ``g b^T`` of a matrix-vector product is added element by element
-    (its twin, in ``numba_twins``), never built as an array first."""
-    out += linalg.matmul_vjp_a(g, a, b)
-
-
-def add_matmul_vjp_b(out, g, a, b):
-    """``out += matmul_vjp_b(g, a, b)`` (also for ``np.dot``): ``a^T g`` for a matrix
-    ``a`` and a vector ``g`` is added row by row under Numba."""
-    out += linalg.matmul_vjp_b(g, a, b)
 
 
 # A rule helper -> (the helper, the function adding its result into a buffer).

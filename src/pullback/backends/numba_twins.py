@@ -16,7 +16,7 @@ from numba.extending import overload
 from ..core import runtime
 from ..rules import linalg, registry
 from ..rules.twins import is_array, is_number, is_tuple, jitted, literal, rank, tuple_impl
-from . import numba as backend
+from . import in_place
 
 _INSTALLED: set = set()
 
@@ -155,7 +155,7 @@ def _add_into(out, g):
     return impl
 
 
-@registry.numba_twin(backend.add_matmul_vjp_a)
+@registry.numba_twin(in_place.add_matmul_vjp_a)
 def _add_matmul_vjp_a(out, g, a, b):
     vjp = linalg.matmul_vjp_a
     if rank(out) == 2 and rank(g) == 1 and rank(a) == 2 and rank(b) == 1:
@@ -175,7 +175,7 @@ def _add_matmul_vjp_a(out, g, a, b):
     return general if is_array(out) else None
 
 
-@registry.numba_twin(backend.add_matmul_vjp_b)
+@registry.numba_twin(in_place.add_matmul_vjp_b)
 def _add_matmul_vjp_b(out, g, a, b):
     vjp = linalg.matmul_vjp_b
     if rank(out) == 1 and rank(g) == 1 and rank(a) == 2 and rank(b) == 1:
