@@ -1,0 +1,49 @@
+"""Numba twins of array rules beyond the basics (issue #12): each gradient compiled
+with ``jit=True`` against ``jit=False`` and central finite differences, on random
+shapes where that is cheap (each new shape rank is one more Numba compile)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pullback
+from test_numba_arrays import check
+
+RNG = np.random.default_rng(21)
+FEW = settings(max_examples=4, deadline=None)
+
+
+# ------------------------------------------------------------- manipulation
+def _roll(x):
+    return (np.sum(np.sin(np.roll(x, 2, axis=1)) * np.arange(x.size).reshape(x.shape))
+            + np.sum(np.roll(x, -3) * x) + np.sum(np.cos(np.roll(x, 1, axis=-1))))
+
+
+@FEW
+@given(st.integers(1, 5), st.integers(1, 5))
+def test_roll(n, m):
+    check(_roll, (RNG.normal(size=(n, m)),))
+
+
+def _sort(x):
+    w = np.arange(x.size, dtype=np.float64).reshape(x.shape)
+    return (np.sum(np.sin(np.sort(x)) * w) + np.sum(np.sort(x, axis=0) * w)
+            + np.sum(np.sort(x, axis=None) ** 3))
+
+
+@FEW
+@given(st.integers(1, 5), st.integers(1, 5))
+def test_sort(n, m):
+    check(_sort, (RNG.normal(size=(n, m)),))
+
+
+def _atleast(x, v):
+    return (np.sum(np.sin(np.atleast_1d(x))) + np.sum(np.atleast_2d(x) * 2.0)
+            + np.sum(np.atleast_3d(x * v)) + np.sum(np.atleast_3d(v) ** 2)
+            + np.sum(np.atleast_2d(v) ** 3))
+
+
+def test_atleast_of_a_number_and_of_a_vector():
+    check(_atleast, (0.7, RNG.normal(size=4)), (0, 1))
