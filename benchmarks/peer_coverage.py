@@ -70,8 +70,9 @@ def _cause(exc) -> str:
 
 
 def run_one(case_id: str) -> dict:
-    import pullback
     from peers import test_peers
+
+    import pullback
     case = test_peers.BY_ID[case_id]
     t0 = time.perf_counter()
     try:

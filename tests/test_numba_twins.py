@@ -4,11 +4,8 @@ shapes where that is cheap (each new shape rank is one more Numba compile)."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import pullback
 from test_numba_arrays import check
 
 RNG = np.random.default_rng(21)
@@ -47,3 +44,34 @@ def _atleast(x, v):
 
 def test_atleast_of_a_number_and_of_a_vector():
     check(_atleast, (0.7, RNG.normal(size=4)), (0, 1))
+
+
+# ---------------------------------------------------------------- joining
+CONST = np.linspace(0.0, 1.0, 12).reshape(3, 4)        # a read-only global in a tuple
+
+
+def _joins(x, y, v):
+    w = np.arange(3.0)
+    return (np.sum(np.sin(np.concatenate((CONST, x, CONST))))
+            + np.sum(np.concatenate((x, y), axis=1) ** 2)
+            + np.sum(np.sin(np.stack((x, CONST), axis=-1)))
+            + np.sum(np.sin(np.hstack((x, y)))) + np.sum(np.hstack((v, w, v)) ** 2)
+            + np.sum(np.sin(np.vstack((x, CONST * v[0])))) + np.sum(np.vstack((v, w)) ** 3)
+            + np.sum(np.sin(np.column_stack((v, y, w))))
+            + np.sum(np.sin(np.dstack((x, CONST))))
+            + np.sum(np.sin(np.append(x, y))) + np.sum(np.append(x, y, axis=1) ** 2)
+            + np.sum(np.append(v, 2.0) ** 2))
+
+
+def test_joins_of_mixed_tuples():
+    check(_joins, (RNG.normal(size=(3, 4)), RNG.normal(size=(3, 2)), RNG.normal(size=3)),
+          (0, 1, 2))
+
+
+def _array_of(x):
+    A = np.array([x, x * 1.0, x + 2.5])
+    return np.sum(np.sin(A + A)) + np.sum(np.sin(A) * A)
+
+
+def test_array_of_a_tuple():
+    check(_array_of, (0.3,))
