@@ -75,3 +75,38 @@ def _array_of(x):
 
 def test_array_of_a_tuple():
     check(_array_of, (0.3,))
+
+
+# ---------------------------------------------------------------- products, trace, axes
+def _products(A, x, y, s):
+    return (np.sum(np.sin(np.outer(x, y))) + np.sum(np.dot(s, x) ** 2) + np.sum(np.dot(A, s))
+            + np.sum(np.sin(np.matmul(A, y))) + np.sin(np.trace(A)) + np.trace(A, offset=1)
+            + np.trace(A, -1) + np.sum(np.outer(A, x) ** 2))
+
+
+def test_outer_dot_with_a_number_matmul_trace():
+    check(_products, (RNG.normal(size=(3, 4)), RNG.normal(size=3), RNG.normal(size=4), 0.7),
+          (0, 1, 2, 3))
+
+
+def _axes(T):
+    w = np.arange(T.size, dtype=np.float64)
+    return (np.sum(np.sin(np.trace(T, offset=1)) * w[:T.shape[2]])
+            + np.sum(np.sin(np.swapaxes(T, 0, 2)) * w.reshape(T.shape[::-1]))
+            + np.sum(np.sin(np.moveaxis(T, 0, 2)) * w.reshape(T.shape[1], T.shape[2], T.shape[0]))
+            + np.sum(np.sin(np.flip(T, 1)) * w.reshape(T.shape)) + np.sum(np.flip(T) * T[0, 0])
+            + np.sum(np.sin(np.fliplr(T[0])) * T[1]) + np.sum(np.flipud(T[:, 0]) ** 3))
+
+
+@FEW
+@given(st.integers(2, 4), st.integers(2, 4), st.integers(1, 3))
+def test_trace_swapaxes_moveaxis_flip(n, m, k):
+    check(_axes, (RNG.normal(size=(n, m, k)),))
+
+
+def _linspace(a, b):
+    return np.sum(np.sin(np.linspace(a, b, 5)) * np.arange(5.0)) + np.sum(np.linspace(a, b, 1))
+
+
+def test_linspace_in_its_endpoints():
+    check(_linspace, (0.3, 1.7), (0, 1))

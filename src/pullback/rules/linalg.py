@@ -580,3 +580,97 @@ def _slogdet_vjp_numba(g, ans, a):
     if twins.is_tuple(g):       # (g_sign, g_logabsdet): the sign is piecewise constant
         return lambda g, ans, a: g[1] * np.linalg.inv(a).T
     return lambda g, ans, a: g * np.linalg.inv(a).T
+
+
+@numba_twin(outer_vjp_a)
+def _outer_vjp_a_numba(g, a, b):
+    if not (twins.is_array(a) and twins.is_array(b)):
+        twins.unsupported("np.outer of numbers")
+    return lambda g, a, b: (g @ np.ascontiguousarray(b).ravel()).reshape(a.shape)
+
+
+@numba_twin(outer_vjp_b)
+def _outer_vjp_b_numba(g, a, b):
+    if not (twins.is_array(a) and twins.is_array(b)):
+        twins.unsupported("np.outer of numbers")
+    return lambda g, a, b: (np.ascontiguousarray(a).ravel() @ g).reshape(b.shape)
+
+
+@numba_twin(np.matmul)
+def _matmul_numba(x1, x2, out=None):
+    # Numba has the @ operator but no np.matmul.
+    if twins.is_none(out):
+        return lambda x1, x2, out=None: x1 @ x2
+    return None
+
+
+@numba_twin(np.dot)
+def _dot_numba(a, b, out=None):
+    # Numba's np.dot takes arrays only; with a number it multiplies.
+    if not twins.is_none(out):
+        return None
+    if twins.is_number(a) or twins.is_number(b):
+        return lambda a, b, out=None: a * b
+    return lambda a, b, out=None: np.dot(a, b)
+
+
+# trace: Numba has no np.trace; matrices, and stacks along the leading two axes.
+def _trace_axes(a, axis1, axis2):
+    """Whether the trace of ``a`` is over its two leading axes, else unsupported."""
+    first = (twins.literal(axis1, None), twins.literal(axis2, None))
+    if not twins.is_array(a) or a.ndim < 2 or None in first:
+        twins.unsupported("np.trace with these arguments")
+    pair = (first[0] % a.ndim, first[1] % a.ndim)
+    if pair not in ((0, 1), (1, 0)) or (a.ndim > 2 and pair != (0, 1)):
+        twins.unsupported("np.trace over axes other than the leading two")
+    return pair == (1, 0)
+
+
+def _trace3(a3, k):
+    n, m, rest = a3.shape
+    out = np.zeros(rest)
+    for i in range(n):
+        j = i + k
+        if 0 <= j < m:
+            out += a3[i, j]
+    return out
+
+
+def _untrace3(g, shape3, k):
+    n, m, rest = shape3
+    out = np.zeros((n, m, rest))
+    for i in range(n):
+        j = i + k
+        if 0 <= j < m:
+            out[i, j] = g
+    return out
+
+
+@numba_twin(np.trace, always=True)
+def _trace_numba(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    swapped = _trace_axes(a, axis1, axis2)
+    tr = twins.jitted(_trace3)
+    if a.ndim == 2:
+        if swapped:
+            return lambda a, offset=0, axis1=0, axis2=1, dtype=None, out=None: \
+                tr(np.ascontiguousarray(a.T).reshape((a.shape[1], a.shape[0], 1)), offset)[0]
+        return lambda a, offset=0, axis1=0, axis2=1, dtype=None, out=None: \
+            tr(np.ascontiguousarray(a).reshape((a.shape[0], a.shape[1], 1)), offset)[0]
+    return lambda a, offset=0, axis1=0, axis2=1, dtype=None, out=None: tr(
+        np.ascontiguousarray(a).reshape((a.shape[0], a.shape[1], -1)), offset).reshape(a.shape[2:])
+
+
+@numba_twin(trace_vjp)
+def _trace_vjp_numba(g, a, offset=0, axis1=0, axis2=1):
+    swapped = _trace_axes(a, axis1, axis2)
+    un = twins.jitted(_untrace3)
+    if a.ndim == 2:
+        if swapped:
+            return lambda g, a, offset=0, axis1=0, axis2=1: np.ascontiguousarray(
+                un(np.full(1, g), (a.shape[1], a.shape[0], 1), offset).reshape(
+                    (a.shape[1], a.shape[0])).T)
+        return lambda g, a, offset=0, axis1=0, axis2=1: un(
+            np.full(1, g), (a.shape[0], a.shape[1], 1), offset).reshape(a.shape)
+    return lambda g, a, offset=0, axis1=0, axis2=1: un(
+        np.ascontiguousarray(g).ravel(), (a.shape[0], a.shape[1], a.size // (a.shape[0] * a.shape[1])),
+        offset).reshape(a.shape)

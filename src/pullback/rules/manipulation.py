@@ -497,3 +497,39 @@ def _sort_primal(t):
 
 numba_twin(np.sort)(twins.signature_twin("a, axis=-1, kind=None, order=None, *, stable=None",
                                          _sort_primal))
+
+
+def _flip3(g3):
+    return np.ascontiguousarray(g3[:, ::-1, :])
+
+
+def _flip_body(x, axis):
+    """A compiled ``f(x, axis)``: ``np.flip(x, axis)`` for no axis or one int axis."""
+    if twins.is_none(axis):
+        return twins.jitted(lambda x, axis: np.ascontiguousarray(
+            np.ascontiguousarray(x).ravel()[::-1]).reshape(x.shape))
+    if not twins.is_int(axis):
+        twins.unsupported("np.flip with a tuple of axes")
+    flip3, split = twins.jitted(_flip3), twins.split_shape()
+
+    def along(x, axis):
+        pre, n, post = split(x.shape, axis % x.ndim)
+        return flip3(np.ascontiguousarray(x).reshape((pre, n, post))).reshape(x.shape)
+    return twins.jitted(along)
+
+
+@numba_twin(flip_vjp)
+def _flip_vjp_numba(g, m, axis=None):
+    if not twins.is_array(g):
+        return None
+    body = _flip_body(g, axis)
+    return lambda g, m, axis=None: body(g, axis)
+
+
+@numba_twin(np.flip)
+def _flip_numba(m, axis=None):
+    # Numba's np.flip takes no axis.
+    if not twins.is_array(m):
+        return None
+    body = _flip_body(m, axis)
+    return lambda m, axis=None: body(m, axis)

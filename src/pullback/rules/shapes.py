@@ -346,3 +346,18 @@ def _stack_vjp_numba(g, arrays, axis=0):
     ns = {"np": np}
     exec(f"def impl(g, arrays, axis=0):\n    return ({items})\n", ns)
     return ns["impl"]
+
+
+@numba_twin(swapaxes_vjp)
+def _swapaxes_vjp_numba(g, a, axis1, axis2):
+    if not (twins.is_array(g) and twins.is_int(axis1) and twins.is_int(axis2)):
+        return None
+    return lambda g, a, axis1, axis2: np.ascontiguousarray(np.swapaxes(g, axis1, axis2))
+
+
+@numba_twin(moveaxis_vjp)
+def _moveaxis_vjp_numba(g, a, source, destination):
+    if not (twins.is_array(g) and twins.is_int(source) and twins.is_int(destination)):
+        twins.unsupported("np.moveaxis of several axes")
+    return lambda g, a, source, destination: np.ascontiguousarray(
+        np.moveaxis(g, destination, source))
