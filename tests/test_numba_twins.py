@@ -110,3 +110,17 @@ def _linspace(a, b):
 
 def test_linspace_in_its_endpoints():
     check(_linspace, (0.3, 1.7), (0, 1))
+
+
+# ------------------------------------------------------------------- norms
+def _norms(v, A, T):
+    return (np.linalg.norm(v) + np.linalg.norm(v, 3) + np.linalg.norm(v, ord=1)
+            + np.linalg.norm(A) + np.linalg.norm(A, "fro") + np.linalg.norm(A, "nuc")
+            + np.linalg.norm(T) + np.sum(np.sin(np.linalg.norm(T, axis=1)))
+            + np.sum(np.linalg.norm(T, axis=-1, keepdims=True) * T)
+            + np.sum(np.linalg.norm(A, 4, axis=0)))
+
+
+def test_norms():
+    check(_norms, (RNG.normal(size=5), RNG.normal(size=(4, 3)), RNG.normal(size=(2, 3, 4))),
+          (0, 1, 2))
