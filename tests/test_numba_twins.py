@@ -124,3 +124,18 @@ def _norms(v, A, T):
 def test_norms():
     check(_norms, (RNG.normal(size=5), RNG.normal(size=(4, 3)), RNG.normal(size=(2, 3, 4))),
           (0, 1, 2))
+
+
+def _splits(x, T):
+    a, b = np.split(x, 2, axis=1)
+    c, d, e = np.hsplit(x, [1, 3])
+    f, h = np.vsplit(x, 2)
+    p, q, r = np.array_split(T, 3, axis=2)
+    (s,) = np.split(T, 1)
+    u, w = np.dsplit(T, [1])
+    return (np.sum(np.sin(a) * b) + np.sum(c ** 2) + np.sum(np.cos(e)) + np.sum(h * 3.0)
+            + np.sum(np.sin(p)) + np.sum(r ** 2) + np.sum(s * s) + np.sum(np.sin(w)))
+
+
+def test_splits():
+    check(_splits, (RNG.normal(size=(4, 4)), RNG.normal(size=(2, 3, 4))), (0, 1))

@@ -219,3 +219,40 @@ def _append_twin(which):
 
 numba_twin(append_vjp_arr)(_append_twin(0))
 numba_twin(append_vjp_values)(_append_twin(1))
+
+
+def _join_list(g, ax):
+    """Numba: the arrays of the list ``g`` joined along axis ``ax``."""
+    n = 0
+    for piece in g:
+        n += piece.shape[ax]
+    first = np.swapaxes(g[0], 0, ax)
+    out = np.empty((n,) + first.shape[1:])
+    start = 0
+    for piece in g:
+        m = piece.shape[ax]
+        out[start:start + m] = np.swapaxes(piece, 0, ax)
+        start += m
+    return np.ascontiguousarray(np.swapaxes(out, 0, ax))
+
+
+def _split_join(g, ary):
+    """The compiled ``f(g, ax)`` joining the cotangent ``g`` (a list or tuple of arrays)."""
+    if not (twins.is_array(ary) and (twins.is_tuple(g) or twins.is_array(g.dtype))):
+        twins.unsupported("the derivative of np.split with these arguments")
+    join = twins.jitted(_join_list)
+    if twins.is_tuple(g):
+        return twins.jitted(lambda g, ax: join(list(g), ax))
+    return join
+
+
+@numba_twin(split_vjp)
+def _split_vjp_numba(g, ans, ary, axis=0):
+    join = _split_join(g, ary)
+    return lambda g, ans, ary, axis=0: join(g, axis % ary.ndim)
+
+
+@numba_twin(hsplit_vjp)
+def _hsplit_vjp_numba(g, ans, ary):
+    join, ax = _split_join(g, ary), 0 if ary.ndim == 1 else 1
+    return lambda g, ans, ary: join(g, ax)
