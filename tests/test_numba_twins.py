@@ -4,9 +4,12 @@ shapes where that is cheap (each new shape rank is one more Numba compile)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_numba_arrays import check
+
+import pullback
 
 RNG = np.random.default_rng(21)
 FEW = settings(max_examples=4, deadline=None)
@@ -139,3 +142,40 @@ def _splits(x, T):
 
 def test_splits():
     check(_splits, (RNG.normal(size=(4, 4)), RNG.normal(size=(2, 3, 4))), (0, 1))
+
+
+# ---------------------------------------------------------------- decompositions
+def _eigh(A):
+    w, v = np.linalg.eigh(A)
+    w2, v2 = np.linalg.eigh(A, "U")
+    # (Functions of the eigenvectors that do not depend on their signs, which
+    # LAPACK may choose differently for NumPy and Numba.)
+    return (np.sum(np.sin(w)) + np.sum(np.abs(v[:, 0]) * w) + np.sum(w2 * w2)
+            + np.sum(np.sin(v2[0, :] * v2[1, :])))
+
+
+def test_eigh_reads_one_triangle():
+    check(_eigh, (RNG.normal(size=(4, 4)),))            # not symmetric: one triangle is read
+
+
+def _svd(A, B):
+    # (Powers of the factors are avoided: on the Python backend their kind is not
+    # known and `u ** 3` takes the scalar rule.)
+    u, s, vh = np.linalg.svd(A, full_matrices=False)
+    u2, s2, vh2 = np.linalg.svd(B)
+    # (u[:, j] and vh[j] may both change sign: products of the two do not.)
+    return (np.sum(np.sin(s)) + np.sum(np.sin(u[:, 0] * u[:, 1])) + np.sum(vh[1, :] * vh[1, :])
+            + np.sum(np.sin(np.linalg.svd(A, compute_uv=False))) + np.sum(s2 * s2)
+            + np.sum(np.sin(u2[:, 0] * vh2[0, :])))
+
+
+def test_svd():
+    check(_svd, (RNG.normal(size=(5, 3)), RNG.normal(size=(3, 3))), (0, 1))
+
+
+def test_svd_full_matrices_of_a_wide_matrix_is_refused_at_run_time():
+    def f(A):
+        u, s, vh = np.linalg.svd(A)
+        return np.sum(np.sin(vh))
+    with pytest.raises(NotImplementedError, match="full_matrices"):
+        pullback.grad(f, jit=True)(RNG.normal(size=(3, 5)))
