@@ -179,3 +179,19 @@ def test_svd_full_matrices_of_a_wide_matrix_is_refused_at_run_time():
         return np.sum(np.sin(vh))
     with pytest.raises(NotImplementedError, match="full_matrices"):
         pullback.grad(f, jit=True)(RNG.normal(size=(3, 5)))
+
+
+def _repeat_inner_kron(T, A, B, v, w, s):
+    return (np.sum(np.sin(np.repeat(T, 2, axis=1)) * np.arange(2.0 * T.size).reshape(
+                T.shape[0], 2 * T.shape[1], T.shape[2]))
+            + np.sum(np.sin(np.repeat(T, 3))) + np.sum(np.repeat(v, 2, axis=0) ** 2)
+            + np.sum(np.sin(np.inner(A, B))) + np.sum(np.inner(v, w) ** 2)
+            + np.sum(np.sin(np.inner(s, w))) + np.sum(np.inner(v, B) ** 2)
+            + np.sum(np.sin(np.inner(A, w)))
+            + np.sum(np.sin(np.kron(A, B))) + np.sum(np.sin(np.kron(v, w))))
+
+
+def test_repeat_inner_kron():
+    args = (RNG.normal(size=(2, 3, 4)), RNG.normal(size=(2, 3)), RNG.normal(size=(4, 3)),
+            RNG.normal(size=3), RNG.normal(size=3), 1.5)
+    check(_repeat_inner_kron, args, (0, 1, 2, 3, 4, 5))

@@ -674,3 +674,75 @@ def _trace_vjp_numba(g, a, offset=0, axis1=0, axis2=1):
     return lambda g, a, offset=0, axis1=0, axis2=1: un(
         np.ascontiguousarray(g).ravel(), (a.shape[0], a.shape[1], a.size // (a.shape[0] * a.shape[1])),
         offset).reshape(a.shape)
+
+
+# inner: the last axes of vectors and matrices (Numba has no np.inner).
+def _inner_ranks(a, b):
+    ra, rb = twins.rank(a), twins.rank(b)
+    if ra is None or rb is None or ra > 2 or rb > 2:
+        twins.unsupported("np.inner of arrays with more than 2 dimensions")
+    return ra, rb
+
+
+@numba_twin(np.inner)
+def _inner_numba(a, b):
+    ra, rb = _inner_ranks(a, b)
+    if ra == 0 or rb == 0:
+        return lambda a, b: a * b
+    return {(1, 1): lambda a, b: np.dot(a, b), (2, 2): lambda a, b: a @ b.T,
+            (1, 2): lambda a, b: b @ a, (2, 1): lambda a, b: a @ b}[ra, rb]
+
+
+def _inner_twin(which):
+    def twin(g, a, b):
+        ra, rb = _inner_ranks(a, b)
+        mine, other = (ra, rb) if which == 0 else (rb, ra)
+        if mine == 0:
+            if which == 0:
+                return lambda g, a, b: np.sum(g * b)
+            return lambda g, a, b: np.sum(g * a)
+        if other == 0:
+            return (lambda g, a, b: g * b) if which == 0 else (lambda g, a, b: g * a)
+        if which == 0:
+            return {(1, 1): lambda g, a, b: g * b, (2, 2): lambda g, a, b: g @ b,
+                    (1, 2): lambda g, a, b: g @ b, (2, 1): lambda g, a, b: np.outer(g, b)}[ra, rb]
+        return {(1, 1): lambda g, a, b: g * a, (2, 2): lambda g, a, b: g.T @ a,
+                (1, 2): lambda g, a, b: np.outer(g, a), (2, 1): lambda g, a, b: g @ a}[ra, rb]
+    return twin
+
+
+numba_twin(inner_vjp_a)(_inner_twin(0))
+numba_twin(inner_vjp_b)(_inner_twin(1))
+
+
+# kron of vectors and of matrices: g seen as (p, r, q, s) blocks.
+def _kron_twin(which):
+    def twin(g, a, b):
+        ra, rb = twins.rank(a), twins.rank(b)
+        if ra != rb or ra not in (1, 2):
+            twins.unsupported("np.kron of these arguments")
+        if ra == 1:
+            if which == 0:
+                return lambda g, a, b: np.ascontiguousarray(g).reshape(
+                    (a.shape[0], b.shape[0])) @ b
+            return lambda g, a, b: a @ np.ascontiguousarray(g).reshape((a.shape[0], b.shape[0]))
+
+        def blocks(g, a, b):
+            p, q = a.shape
+            r, s = b.shape
+            G4 = np.ascontiguousarray(g).reshape((p, r, q, s))
+            out = np.zeros(a.shape if which == 0 else b.shape)
+            for i in range(p):
+                for j in range(q):
+                    block = G4[i, :, j, :]
+                    if which == 0:
+                        out[i, j] = np.sum(block * b)
+                    else:
+                        out += block * a[i, j]
+            return out
+        return blocks
+    return twin
+
+
+numba_twin(kron_vjp_a)(_kron_twin(0))
+numba_twin(kron_vjp_b)(_kron_twin(1))

@@ -533,3 +533,67 @@ def _flip_numba(m, axis=None):
         return None
     body = _flip_body(m, axis)
     return lambda m, axis=None: body(m, axis)
+
+
+# repeat with one int count: each run of g summed back (and the primal along an axis,
+# which Numba's np.repeat does not take).
+def _unrepeat3(g, shape3, r):
+    pre, n, post = shape3
+    g4 = np.ascontiguousarray(g).reshape((pre, n, r, post))
+    out = np.zeros((pre, n, post))
+    for i in range(pre):
+        for k in range(n):
+            for t in range(r):
+                out[i, k] += g4[i, k, t]
+    return out
+
+
+def _repeat3(a3, r):
+    pre, n, post = a3.shape
+    out = np.empty((pre, n, r, post), dtype=a3.dtype)
+    for i in range(pre):
+        for k in range(n):
+            for t in range(r):
+                out[i, k, t] = a3[i, k]
+    return out.reshape((pre, n * r, post))
+
+
+def _repeat_shape(a, repeats, axis):
+    if not (twins.is_array(a) and twins.is_int(repeats)):
+        twins.unsupported("np.repeat with an array of counts")
+    if not (twins.is_none(axis) or twins.is_int(axis)):
+        return None
+    return twins.is_none(axis)
+
+
+@numba_twin(repeat_vjp)
+def _repeat_vjp_numba(g, a, repeats, axis=None):
+    flat = _repeat_shape(a, repeats, axis)
+    un, split = twins.jitted(_unrepeat3), twins.split_shape()
+    if flat:
+        return lambda g, a, repeats, axis=None: un(g, (1, a.size, 1), repeats).reshape(a.shape)
+    return lambda g, a, repeats, axis=None: un(
+        g, split(a.shape, axis % a.ndim), repeats).reshape(a.shape)
+
+
+@numba_twin(np.repeat)
+def _repeat_numba(a, repeats, axis=None):
+    if twins.is_none(axis):
+        return lambda a, repeats, axis=None: np.repeat(a, repeats)
+    _repeat_shape(a, repeats, axis)
+    rep, split = twins.jitted(_repeat3), twins.split_shape()
+    shaper = _repeated_shape(a.ndim)
+
+    def along(a, repeats, axis=None):
+        ax = axis % a.ndim
+        return rep(np.ascontiguousarray(a).reshape(split(a.shape, ax)),
+                   repeats).reshape(shaper(a.shape, ax, repeats))
+    return along
+
+
+def _repeated_shape(nd):
+    """A compiled ``f(shape, ax, r)``: ``shape`` with axis ``ax`` ``r`` times longer."""
+    items = "".join(f"(shape[{i}] * r if ax == {i} else shape[{i}]), " for i in range(nd))
+    ns: dict = {}
+    exec(f"def f(shape, ax, r):\n    return ({items})\n", ns)
+    return twins.jitted(ns["f"])
