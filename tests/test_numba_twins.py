@@ -195,3 +195,24 @@ def test_repeat_inner_kron():
     args = (RNG.normal(size=(2, 3, 4)), RNG.normal(size=(2, 3)), RNG.normal(size=(4, 3)),
             RNG.normal(size=3), RNG.normal(size=3), 1.5)
     check(_repeat_inner_kron, args, (0, 1, 2, 3, 4, 5))
+
+
+def _clip_astype_pinv(x, A, lo):
+    return (np.sum(np.sin(np.clip(x, a_min=0.1, a_max=1.1))) + np.sum(np.clip(x, lo, 0.5) ** 2)
+            + np.sum(np.clip(x, None, 0.3) * x) + np.sum(np.sin(x.astype(np.float64)))
+            + np.sum(np.sin(np.linalg.pinv(A))))
+
+
+def test_clip_astype_pinv():
+    check(_clip_astype_pinv, (RNG.normal(size=(3, 4)), RNG.normal(size=(5, 3)), -0.2), (0, 1, 2))
+
+
+def _astype32(x):
+    return np.sum(np.sin(x.astype(np.float64)) * x)
+
+
+def test_astype_keeps_float32_cotangents():
+    x = np.arange(3, dtype=np.float32)
+    g = pullback.grad(_astype32, jit=True)(x)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, pullback.grad(_astype32, jit=False)(x), rtol=1e-6)

@@ -393,3 +393,17 @@ def _svd_numba(a, full_matrices=True, compute_uv=True, hermitian=False):
             np.linalg.svd(a, full)
     return lambda a, full_matrices=True, compute_uv=True, hermitian=False: \
         np.linalg.svd(a, False)[1]
+
+
+@numba_twin(pinv_vjp)
+def _pinv_vjp_numba(g, ans, a, hermitian=False):
+    if not (twins.is_array(a, 2) and twins.literal(hermitian, None) is False):
+        twins.unsupported("the derivative of np.linalg.pinv of a stack or with hermitian=True")
+
+    def pinv_grad(g, ans, a, hermitian=False):
+        X, G = ans, g
+        Xt, Gt = np.ascontiguousarray(X.T), np.ascontiguousarray(G.T)
+        left = Gt @ (X @ Xt)
+        right = (Xt @ X) @ Gt
+        return -(Xt @ G @ Xt) + (left - a @ (X @ left)) + (right - (right @ X) @ a)
+    return pinv_grad

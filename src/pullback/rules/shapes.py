@@ -361,3 +361,17 @@ def _moveaxis_vjp_numba(g, a, source, destination):
         twins.unsupported("np.moveaxis of several axes")
     return lambda g, a, source, destination: np.ascontiguousarray(
         np.moveaxis(g, destination, source))
+
+
+@numba_twin(astype_vjp)
+def _astype_vjp_numba(g, a):
+    # g in a's dtype when that is a float type (float32 stays float32).
+    from numba import types
+    if twins.is_array(g) and twins.is_array(a):
+        if isinstance(a.dtype, types.Float):
+            dt = a.dtype
+            return lambda g, a: g.astype(dt)
+        return lambda g, a: g
+    if twins.is_number(g) and twins.is_number(a):
+        return lambda g, a: g
+    return None
