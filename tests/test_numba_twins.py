@@ -216,3 +216,15 @@ def test_astype_keeps_float32_cotangents():
     g = pullback.grad(_astype32, jit=True)(x)
     assert g.dtype == np.float32
     np.testing.assert_allclose(g, pullback.grad(_astype32, jit=False)(x), rtol=1e-6)
+
+
+# ------------------------------------------------------------ stacks of matrices
+def _stacks(A, B):
+    return (np.sum(np.sin(np.linalg.inv(A))) + np.sum(np.sin(np.linalg.det(A)))
+            + np.sum(np.linalg.slogdet(A)[1]) + np.sum(np.sin(np.linalg.solve(A, B)))
+            + np.linalg.det(A[0, 1]) + np.sum(np.linalg.inv(A[1, 0]) ** 2))
+
+
+def test_stacks_of_matrices():
+    A = RNG.normal(size=(2, 3, 3, 3)) + 4 * np.eye(3)
+    check(_stacks, (A, RNG.normal(size=(2, 3, 3, 2))), (0, 1))
