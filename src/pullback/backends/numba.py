@@ -47,9 +47,10 @@ class NumbaBackend(Backend):
         return _LazyNumba(fn, src, filename, full_source)
 
     def primal_twin(self, callee, method, call):
-        if len(call.args) + len(call.keywords) + (method is not None) <= 1:
-            return None     # f(a): Numba compiles the NumPy function itself
         fn = registry.method(method) if method is not None else callee
+        if len(call.args) + len(call.keywords) + (method is not None) <= 1 \
+                and not registry.twin_always(fn):
+            return None     # f(a): Numba compiles the NumPy function itself
         twin = registry.twin(fn) if fn is not None else None
         return None if twin is None or twin is registry.PLAIN else _primal_stub(fn, twin)
 

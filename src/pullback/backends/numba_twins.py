@@ -31,6 +31,12 @@ def install() -> None:
         _INSTALLED.add(id(target))
 
 
+def _is_list_of_arrays(t) -> bool:
+    """A Numba list of arrays (what Numba's np.split returns)."""
+    from numba import types
+    return isinstance(t, types.List) and is_array(t.dtype)
+
+
 def _runtime_tuple(params, n, item):
     return tuple_impl(params, n, item, {"zeros_like": runtime.zeros_like,
                                         "accumulate": runtime.accumulate})
@@ -44,6 +50,8 @@ def _zeros_like(value):
         return lambda value: np.zeros(value.shape)
     if is_tuple(value):
         return _runtime_tuple("value", len(value), "zeros_like(value[{0}])".format)
+    if _is_list_of_arrays(value):
+        return lambda value: [np.zeros(v.shape) for v in value]
     return None
 
 
@@ -76,6 +84,8 @@ def _accumulate(total, more):
         return _runtime_tuple("total, more", len(total), "accumulate(total[{0}], more[{0}])".format)
     if (is_number(total) or is_array(total)) and (is_number(more) or is_array(more)):
         return lambda total, more: total + more
+    if _is_list_of_arrays(total) and _is_list_of_arrays(more):
+        return lambda total, more: [total[i] + more[i] for i in range(len(total))]
     return None
 
 
@@ -87,7 +97,8 @@ def _item_cotangent(cotangent, k):
     at = _literal_index(k)
     if is_tuple(cotangent) and at is not None:
         return lambda cotangent, k: cotangent[at]
-    if isinstance(cotangent, types.UniTuple) or is_array(cotangent):
+    if isinstance(cotangent, types.UniTuple) or is_array(cotangent) \
+            or _is_list_of_arrays(cotangent):
         return lambda cotangent, k: cotangent[k]
     return None
 
@@ -95,6 +106,13 @@ def _item_cotangent(cotangent, k):
 @registry.numba_twin(runtime.add_item)
 def _add_item(cotangent, value, k, g):
     from numba import types
+    if _is_list_of_arrays(cotangent):
+        # A new list: the cotangent passed in may be read again.
+        def add_to_list(cotangent, value, k, g):
+            out = [c.copy() for c in cotangent]
+            out[k] = out[k] + g
+            return out
+        return add_to_list
     if not is_tuple(cotangent):
         return None
     at = _literal_index(k)

@@ -260,3 +260,150 @@ def _cholesky_vjp_numba(g, ans, a, upper=False):
     if twins.literal(upper, None) is not False:
         twins.unsupported("cholesky's upper= other than a constant")
     return lambda g, ans, a, upper=False: grad(g, ans, True)
+
+
+# ---------------------------------------------------------------------------
+# Numba twins of eigh_vjp and svd_vjp (one matrix, not a stack).  The cotangent of
+# the tuple arrives as a tuple of arrays (zeros where nothing reached an item); an
+# item that is all zeros is skipped, as the Python rule skips one nothing reached
+# (its terms divide by eigenvalue gaps and singular values).
+
+def _eigh_grad(gw, gv, w, v, lower):
+    n = w.shape[0]
+    inner = np.zeros((n, n))
+    for i in range(n):
+        inner[i, i] = gw[i]
+    if np.any(gv != 0.0):
+        vtgv = v.T @ gv
+        for i in range(n):
+            for j in range(n):
+                if i != j:
+                    inner[i, j] += vtgv[i, j] / (w[j] - w[i])
+    G = v @ inner @ v.T
+    out = np.zeros((n, n))          # folded onto the triangle that is read
+    for i in range(n):
+        for j in range(n):
+            if i == j:
+                out[i, j] = G[i, j]
+            elif (i > j) == lower:
+                out[i, j] = G[i, j] + G[j, i]
+    return out
+
+
+@numba_twin(eigh_vjp)
+def _eigh_vjp_numba(g, ans, a, UPLO="L"):
+    side = twins.literal(UPLO, None)
+    if not (twins.is_array(a, 2) and twins.is_tuple(g) and side in ("L", "U", "l", "u")):
+        twins.unsupported("the derivative of np.linalg.eigh of a stack of matrices")
+    grad, lower = twins.jitted(_eigh_grad), side.upper() == "L"
+    return lambda g, ans, a, UPLO="L": grad(np.zeros(ans[0].shape) + g[0],
+                                            np.zeros(ans[1].shape) + g[1], ans[0], ans[1], lower)
+
+
+def _svd_grad(gu, gs, gvt, u, s, vt):
+    """The cotangent of ``a = u diag(s) vt`` (thin factors) from those of u, s and vt."""
+    k = s.shape[0]
+    F = np.zeros((k, k))
+    for i in range(k):
+        for j in range(k):
+            if i != j:
+                F[i, j] = 1.0 / (s[j] * s[j] - s[i] * s[i])
+    inner = np.zeros((k, k))
+    for i in range(k):
+        inner[i, i] = gs[i]
+    outer = np.zeros((u.shape[0], vt.shape[1]))
+    if np.any(gu != 0.0):
+        ut_gu = u.T @ gu
+        inner += (F * (ut_gu - ut_gu.T)) * s.reshape((1, k))
+        gu_s = gu / s.reshape((1, k))
+        outer += (gu_s - u @ (u.T @ gu_s)) @ vt
+    if np.any(gvt != 0.0):
+        v = np.ascontiguousarray(vt.T)
+        vt_gv = vt @ np.ascontiguousarray(gvt.T)
+        inner += s.reshape((k, 1)) * (F * (vt_gv - vt_gv.T))
+        s_gvt = gvt / s.reshape((k, 1))
+        outer += u @ (s_gvt - (s_gvt @ v) @ vt)
+    return u @ inner @ vt + outer
+
+
+def _svd_full(grad):
+    """svd_vjp from the full factors: the extra columns of u (rows of vt) of a
+    non-square matrix are arbitrary, so a cotangent reaching them is refused at run time."""
+    def full(g, ans):
+        u, s, vt = ans
+        k = s.shape[0]
+        gu = np.zeros(u.shape) + g[0]
+        gvt = np.zeros(vt.shape) + g[2]
+        if np.any(gu[:, k:] != 0.0) or np.any(gvt[k:, :] != 0.0):
+            raise NotImplementedError("the derivative of u or vh from np.linalg.svd(a, "
+                                      "full_matrices=True) of a non-square matrix is not "
+                                      "defined")
+        return grad(np.ascontiguousarray(gu[:, :k]), np.zeros(k) + g[1],
+                    np.ascontiguousarray(gvt[:k, :]), np.ascontiguousarray(u[:, :k]), s,
+                    np.ascontiguousarray(vt[:k, :]))
+    return twins.jitted(full)
+
+
+@numba_twin(svd_vjp)
+def _svd_vjp_numba(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
+    full, uv = twins.literal(full_matrices, None), twins.literal(compute_uv, None)
+    if not (twins.is_array(a, 2) and full in (True, False) and uv in (True, False)
+            and twins.literal(hermitian, None) is False):
+        twins.unsupported("the derivative of np.linalg.svd of a stack of matrices or with "
+                          "hermitian=True or non-constant flags")
+    grad = twins.jitted(_svd_grad)
+    if not uv:
+        def values_only(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
+            u, s, vt = np.linalg.svd(a, full_matrices=False)
+            zero = np.zeros((1, 1))
+            return grad(zero, np.zeros(s.shape) + g, zero, u, s, vt)
+        return values_only
+    if not twins.is_tuple(g):
+        return None
+    if full:
+        full_grad = _svd_full(grad)
+        return lambda g, ans, a, full_matrices=True, compute_uv=True, hermitian=False: \
+            full_grad(g, ans)
+    return lambda g, ans, a, full_matrices=True, compute_uv=True, hermitian=False: grad(
+        np.zeros(ans[0].shape) + g[0], np.zeros(ans[1].shape) + g[1],
+        np.zeros(ans[2].shape) + g[2], ans[0], ans[1], ans[2])
+
+
+@numba_twin(np.linalg.eigh)
+def _eigh_numba(a, UPLO="L"):
+    # Numba's eigh reads the lower triangle and takes no UPLO: the upper one of a is
+    # the lower one of a.T.
+    side = twins.literal(UPLO, None)
+    if not twins.is_array(a, 2) or side not in ("L", "U", "l", "u"):
+        return None
+    if side.upper() == "L":
+        return lambda a, UPLO="L": np.linalg.eigh(a)
+    return lambda a, UPLO="L": np.linalg.eigh(np.ascontiguousarray(a.T))
+
+
+@numba_twin(np.linalg.svd)
+def _svd_numba(a, full_matrices=True, compute_uv=True, hermitian=False):
+    # Numba's svd takes full_matrices only.
+    full, uv = twins.literal(full_matrices, None), twins.literal(compute_uv, None)
+    if not (twins.is_array(a, 2) and full in (True, False) and uv in (True, False)
+            and twins.literal(hermitian, None) is False):
+        return None
+    if uv:
+        return lambda a, full_matrices=True, compute_uv=True, hermitian=False: \
+            np.linalg.svd(a, full)
+    return lambda a, full_matrices=True, compute_uv=True, hermitian=False: \
+        np.linalg.svd(a, False)[1]
+
+
+@numba_twin(pinv_vjp)
+def _pinv_vjp_numba(g, ans, a, hermitian=False):
+    if not (twins.is_array(a, 2) and twins.literal(hermitian, None) is False):
+        twins.unsupported("the derivative of np.linalg.pinv of a stack or with hermitian=True")
+
+    def pinv_grad(g, ans, a, hermitian=False):
+        X, G = ans, g
+        Xt, Gt = np.ascontiguousarray(X.T), np.ascontiguousarray(G.T)
+        left = Gt @ (X @ Xt)
+        right = (Xt @ X) @ Gt
+        return -(Xt @ G @ Xt) + (left - a @ (X @ left)) + (right - (right @ X) @ a)
+    return pinv_grad

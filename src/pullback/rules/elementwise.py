@@ -439,3 +439,31 @@ def polyval_vjp_p(g, p, x):
 
 
 defrule(np.polyval, "p, x", result="any", p="polyval_vjp_p(g, p, x)", x="polyval_vjp_x(g, p, x)")
+
+
+# Numba twins of clip's cotangents: numbers (or arrays) for the bounds, no min=/max=.
+def _clip_twin(where_src):
+    def twin(g, a, a_min=None, a_max=None, min=None, max=None):
+        if not (twins.is_none(min) and twins.is_none(max)):
+            twins.unsupported("np.clip with min= or max=")
+        lo, hi = not twins.is_none(a_min), not twins.is_none(a_max)
+        src = where_src(lo, hi)
+        if src is None:
+            return None
+        ns = {"np": np}
+        exec("def impl(g, a, a_min=None, a_max=None, min=None, max=None):\n"
+             f"    return np.where({src}, g, 0.0)\n", ns)
+        return ns["impl"]
+    return twin
+
+
+def _clip_inside(lo, hi):
+    parts = (["(a >= a_min)"] if lo else []) + (["(a <= a_max)"] if hi else [])
+    return " & ".join(parts) or "a == a"
+
+
+numba_twin(clip_vjp_a)(_clip_twin(_clip_inside))
+numba_twin(clip_vjp_min)(_clip_twin(
+    lambda lo, hi: None if not lo else "(a < a_min)" + (" & (a_min <= a_max)" if hi else "")))
+numba_twin(clip_vjp_max)(_clip_twin(
+    lambda lo, hi: None if not hi else "(a > a_max)" + (" | (a_min > a_max)" if lo else "")))

@@ -21,10 +21,10 @@ from __future__ import annotations
 import array_api_compat
 import numpy as np
 
-from . import results
+from . import results, twins
 from .elementwise import as_array, float_dtype, like_arg, namespace, unbroadcast
 from .indexing import getitem_vjp
-from .registry import defrule
+from .registry import defrule, numba_twin
 
 __all__ = ["linspace_vjp", "interp_vjp_x", "interp_vjp_fp", "interp_vjp_left",
            "interp_vjp_right"]
@@ -136,3 +136,25 @@ defrule(np.interp, "x, xp, fp, left=None, right=None, period=None", result=resul
         fp="interp_vjp_fp(g, x, xp, fp, left, right, period)",
         left="interp_vjp_left(g, x, xp, fp, left, right, period)",
         right="interp_vjp_right(g, x, xp, fp, left, right, period)")
+
+
+@numba_twin(linspace_vjp)
+def _linspace_vjp_numba(g, start, stop, num=50, endpoint=True, retstep=False, axis=0,
+                        which="start"):
+    # Numbers for start and stop (Numba's np.linspace takes no more).
+    end, side = twins.literal(endpoint, None), twins.literal(which, None)
+    if not (twins.is_array(g, 1) and twins.is_number(start) and twins.is_number(stop)
+            and end in (True, False) and side in ("start", "stop")
+            and twins.literal(retstep, False) is False):
+        twins.unsupported("the derivative of np.linspace with these arguments")
+    first = side == "start"
+
+    def body(g, start, stop, num=50, endpoint=True, retstep=False, axis=0, which="start"):
+        div = num - 1 if end else num
+        t = np.arange(num) * 1.0
+        if div > 0:
+            t = t / div
+        else:
+            t = t * 0.0
+        return np.sum(g * (1.0 - t)) if first else np.sum(g * t)
+    return body

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import results
+from . import results, twins
 from .elementwise import as_array, like_arg, namespace, shape_of
-from .registry import defrule
+from .registry import defrule, numba_twin
+from .shapes import join_impl
 
 __all__ = ["item_cotangents", "split_vjp", "hsplit_vjp", "join_vjp", "hstack_vjp", "vstack_vjp",
            "dstack_vjp", "column_stack_vjp", "append_vjp_arr", "append_vjp_values"]
@@ -155,3 +156,103 @@ defrule(np.dstack, "tup", result=results.array, tup="dstack_vjp(g, tup)")
 defrule(np.column_stack, "tup", result=results.array, tup="column_stack_vjp(g, tup)")
 defrule(np.append, "arr, values, axis=None", result=results.array,
         arr="append_vjp_arr(g, arr, values, axis)", values="append_vjp_values(g, arr, values, axis)")
+
+
+# ---------------------------------------------------------------------------
+# Numba twins: the promoted items' lengths along the joined axis are known from their
+# ranks, so each is a constant or a shape entry.
+
+def _stack_twin(axis_of, length_of):
+    """The twin of a stack's VJP: ``axis_of(rank of g)`` is the joined axis and
+    ``length_of(i, rank of item i, axis)`` the source of item i's length along it."""
+    def twin(g, tup):
+        if not (twins.is_array(g) and twins.is_tuple(tup)
+                and all(twins.rank(t) is not None for t in tup.types)):
+            twins.unsupported("this stack of arrays")
+        ax = axis_of(g.ndim)
+        return join_impl("g, tup", "tup", tup.types, str(ax),
+                         [length_of(i, twins.rank(t), ax) for i, t in enumerate(tup.types)])
+    return twin
+
+
+def _length(i, rank, ax, promoted):
+    return "1" if rank < promoted else f"tup[{i}].shape[{ax}]"
+
+
+numba_twin(hstack_vjp)(_stack_twin(lambda nd: 0 if nd == 1 else 1,
+                                   lambda i, r, ax: _length(i, r, ax, 1)))
+numba_twin(vstack_vjp)(_stack_twin(lambda nd: 0, lambda i, r, ax: _length(i, r, ax, 2)))
+numba_twin(column_stack_vjp)(_stack_twin(lambda nd: 1, lambda i, r, ax: _length(i, r, ax, 2)))
+numba_twin(dstack_vjp)(_stack_twin(lambda nd: 2, lambda i, r, ax: _length(i, r, ax, 3)))
+
+
+@numba_twin(np.column_stack, always=True)
+def _column_stack_numba(tup):
+    # Numba has no np.column_stack: vectors become columns, then np.concatenate.
+    if not (twins.is_tuple(tup) and all(twins.rank(t) in (1, 2) for t in tup.types)):
+        return None
+    items = "".join(f"np.ascontiguousarray(tup[{i}]).reshape((tup[{i}].shape[0], 1)), "
+                    if twins.rank(t) == 1 else f"tup[{i}], " for i, t in enumerate(tup.types))
+    ns = {"np": np}
+    exec(f"def impl(tup):\n    return np.concatenate(({items}), axis=1)\n", ns)
+    return ns["impl"]
+
+
+def _append_twin(which):
+    def twin(g, arr, values, axis=None):
+        if not (twins.is_array(g) and twins.is_array(arr)
+                and (twins.is_array(values) or twins.is_number(values))):
+            twins.unsupported("np.append of these arguments")
+        items = (arr, values)
+        if twins.is_none(axis):
+            lengths = ["arr.size", "1" if twins.is_number(values) else "values.size"]
+            flat = twins.jitted(join_impl("g, arr, values, axis=None", "(arr, values)", items,
+                                          "0", lengths))
+            return lambda g, arr, values, axis=None: flat(g, arr, values, axis)[which]
+        if not (twins.is_int(axis) and twins.is_array(values, arr.ndim)):
+            twins.unsupported("np.append with this axis")
+        along = twins.jitted(join_impl("g, arr, values, axis=None", "(arr, values)", items,
+                                       "axis % g.ndim", ["arr.shape[ax]", "values.shape[ax]"]))
+        return lambda g, arr, values, axis=None: along(g, arr, values, axis)[which]
+    return twin
+
+
+numba_twin(append_vjp_arr)(_append_twin(0))
+numba_twin(append_vjp_values)(_append_twin(1))
+
+
+def _join_list(g, ax):
+    """Numba: the arrays of the list ``g`` joined along axis ``ax``."""
+    n = 0
+    for piece in g:
+        n += piece.shape[ax]
+    first = np.swapaxes(g[0], 0, ax)
+    out = np.empty((n,) + first.shape[1:])
+    start = 0
+    for piece in g:
+        m = piece.shape[ax]
+        out[start:start + m] = np.swapaxes(piece, 0, ax)
+        start += m
+    return np.ascontiguousarray(np.swapaxes(out, 0, ax))
+
+
+def _split_join(g, ary):
+    """The compiled ``f(g, ax)`` joining the cotangent ``g`` (a list or tuple of arrays)."""
+    if not (twins.is_array(ary) and (twins.is_tuple(g) or twins.is_array(g.dtype))):
+        twins.unsupported("the derivative of np.split with these arguments")
+    join = twins.jitted(_join_list)
+    if twins.is_tuple(g):
+        return twins.jitted(lambda g, ax: join(list(g), ax))
+    return join
+
+
+@numba_twin(split_vjp)
+def _split_vjp_numba(g, ans, ary, axis=0):
+    join = _split_join(g, ary)
+    return lambda g, ans, ary, axis=0: join(g, axis % ary.ndim)
+
+
+@numba_twin(hsplit_vjp)
+def _hsplit_vjp_numba(g, ans, ary):
+    join, ax = _split_join(g, ary), 0 if ary.ndim == 1 else 1
+    return lambda g, ans, ary: join(g, ax)

@@ -615,28 +615,128 @@ numba_twin(matmul_vjp_b, dot_vjp_b)(_product_twin(1))
 
 
 def _square(a, what):
-    if not twins.is_array(a, 2):
-        twins.unsupported(f"the derivative of {what} of a stack of matrices")
+    """True for one matrix, False for a stack of them (the twins loop over it)."""
+    if not (twins.is_array(a) and a.ndim >= 2):
+        twins.unsupported(f"the derivative of {what} of this argument")
+    return a.ndim == 2
+
+
+def _stack3(x):
+    """A stack of matrices as a C-contiguous (batch, n, m) array."""
+    return np.ascontiguousarray(x).reshape((-1, x.shape[-2], x.shape[-1]))
+
+
+_s3 = _stack3           # what the kernels below call; _stacked binds the compiled one
+_STACKED: dict = {}
+
+
+def _stacked(kernel):
+    """``kernel`` compiled, its global ``_s3`` bound to the compiled :func:`_stack3`
+    (a function Numba compiles cannot call a plain Python one)."""
+    key = kernel
+    if key not in _STACKED:
+        import types as _types
+        g = dict(kernel.__globals__)
+        g["_s3"] = twins.jitted(_stack3)
+        _STACKED[key] = twins.jitted(_types.FunctionType(
+            kernel.__code__, g, kernel.__name__, kernel.__defaults__, kernel.__closure__))
+    return _STACKED[key]
+def _solve_stack(a, b):
+    if a.shape[:-2] != b.shape[:-2]:
+        raise ValueError("pullback (Numba backend): np.linalg.solve of stacks of "
+                         "different batch shapes is not supported; use jit=False")
+    a3, b3 = _s3(a), _s3(b)
+    out = np.empty(b3.shape)
+    for i in range(a3.shape[0]):
+        out[i] = np.linalg.solve(a3[i], b3[i])
+    return out.reshape(b.shape)
+
+
+def _solve_t_stack(a, g):
+    """solve(a.T, g) for each matrix of the stacks a and g."""
+    if a.shape[:-2] != g.shape[:-2]:
+        raise ValueError("pullback (Numba backend): np.linalg.solve of stacks of "
+                         "different batch shapes is not supported; use jit=False")
+    a3, g3 = _s3(a), _s3(g)
+    out = np.empty(g3.shape)
+    for i in range(a3.shape[0]):
+        out[i] = np.linalg.solve(np.ascontiguousarray(a3[i].T), g3[i])
+    return out.reshape(g.shape)
+
+
+def _solve_a_stack(gb, x):
+    gb3, x3 = _s3(gb), _s3(x)
+    out = np.empty((gb3.shape[0], gb3.shape[1], x3.shape[1]))
+    for i in range(gb3.shape[0]):
+        out[i] = -(gb3[i] @ x3[i].T)
+    return out
 
 
 @numba_twin(solve_vjp_b)
 def _solve_vjp_b_numba(g, ans, a, b):
-    _square(a, "np.linalg.solve")
-    return lambda g, ans, a, b: np.linalg.solve(np.ascontiguousarray(a.T), g)
+    if _square(a, "np.linalg.solve"):
+        return lambda g, ans, a, b: np.linalg.solve(np.ascontiguousarray(a.T), g)
+    if not twins.is_array(b, a.ndim):
+        twins.unsupported("the derivative of np.linalg.solve of a stack and a vector")
+    st = _stacked(_solve_t_stack)
+    return lambda g, ans, a, b: st(a, g)
 
 
 @numba_twin(solve_vjp_a)
 def _solve_vjp_a_numba(g, ans, a, b):
-    _square(a, "np.linalg.solve")
-    if twins.is_array(b, 1):
-        return lambda g, ans, a, b: -np.outer(np.linalg.solve(np.ascontiguousarray(a.T), g), ans)
-    return lambda g, ans, a, b: -(np.linalg.solve(np.ascontiguousarray(a.T), g) @ ans.T)
+    if _square(a, "np.linalg.solve"):
+        if twins.is_array(b, 1):
+            return lambda g, ans, a, b: -np.outer(
+                np.linalg.solve(np.ascontiguousarray(a.T), g), ans)
+        return lambda g, ans, a, b: -(np.linalg.solve(np.ascontiguousarray(a.T), g) @ ans.T)
+    if not twins.is_array(b, a.ndim):
+        twins.unsupported("the derivative of np.linalg.solve of a stack and a vector")
+    st, sa = _stacked(_solve_t_stack), _stacked(_solve_a_stack)
+    return lambda g, ans, a, b: sa(st(a, g), ans).reshape(a.shape)
+
+
+@numba_twin(np.linalg.solve)
+def _solve_numba(a, b):
+    if twins.is_array(a, 2):
+        return lambda a, b: np.linalg.solve(a, b)
+    if twins.is_array(a) and twins.is_array(b, a.ndim):
+        st = _stacked(_solve_stack)
+        return lambda a, b: st(a, b)
+    return None
+
+
+def _inv_stack(a):
+    a3 = _s3(a)
+    out = np.empty(a3.shape)
+    for i in range(a3.shape[0]):
+        out[i] = np.linalg.inv(a3[i])
+    return out.reshape(a.shape)
+
+
+@numba_twin(np.linalg.inv, always=True)
+def _inv_numba(a):
+    if twins.is_array(a, 2):
+        return lambda a: np.linalg.inv(a)
+    if twins.is_array(a) and a.ndim > 2:
+        st = _stacked(_inv_stack)
+        return lambda a: st(a)
+    return None
+
+
+def _inv_grad_stack(g, ans):
+    g3, x3 = _s3(g), _s3(ans)
+    out = np.empty(g3.shape)
+    for i in range(g3.shape[0]):
+        out[i] = -(x3[i].T @ g3[i] @ x3[i].T)
+    return out.reshape(ans.shape)
 
 
 @numba_twin(inv_vjp)
 def _inv_vjp_numba(g, ans, a):
-    _square(a, "np.linalg.inv")
-    return lambda g, ans, a: -(ans.T @ g @ ans.T)
+    if _square(a, "np.linalg.inv"):
+        return lambda g, ans, a: -(ans.T @ g @ ans.T)
+    st = _stacked(_inv_grad_stack)
+    return lambda g, ans, a: st(g, ans)
 
 
 def _det_adjugate_t(a):
@@ -655,16 +755,243 @@ def _det_adjugate_t(a):
     return np.linalg.det(u) * np.linalg.det(vh) * ((u * p) @ vh)
 
 
+def _det_stack(a):
+    a3 = _s3(a)
+    out = np.empty(a3.shape[0])
+    for i in range(a3.shape[0]):
+        out[i] = np.linalg.det(a3[i])
+    return out.reshape(a.shape[:-2])
+
+
+def _slogdet_stack(a):
+    a3 = _s3(a)
+    sign, logdet = np.empty(a3.shape[0]), np.empty(a3.shape[0])
+    for i in range(a3.shape[0]):
+        sign[i], logdet[i] = np.linalg.slogdet(a3[i])
+    return sign.reshape(a.shape[:-2]), logdet.reshape(a.shape[:-2])
+
+
+@numba_twin(np.linalg.det, always=True)
+def _det_numba(a):
+    if twins.is_array(a, 2):
+        return lambda a: np.linalg.det(a)
+    if twins.is_array(a) and a.ndim > 2:
+        st = _stacked(_det_stack)
+        return lambda a: st(a)
+    return None
+
+
+@numba_twin(np.linalg.slogdet, always=True)
+def _slogdet_numba(a):
+    if twins.is_array(a, 2):
+        return lambda a: np.linalg.slogdet(a)
+    if twins.is_array(a) and a.ndim > 2:
+        st = _stacked(_slogdet_stack)
+        return lambda a: st(a)
+    return None
+
+
+def _per_matrix_grad(kernel):
+    """A compiled ``f(g, a)``: ``g[i] * kernel(a[i])`` for each matrix of the stack a."""
+    k = twins.jitted(kernel)
+
+    def stack(g, a):
+        a3 = _s3(a)
+        gf = np.ascontiguousarray(g).ravel()
+        out = np.empty(a3.shape)
+        for i in range(a3.shape[0]):
+            out[i] = gf[i] * k(a3[i])
+        return out.reshape(a.shape)
+    return _stacked(stack)
+
+
+def _inv_t(a):
+    return np.ascontiguousarray(np.linalg.inv(a).T)
+
+
 @numba_twin(det_vjp)
 def _det_vjp_numba(g, ans, a):
-    _square(a, "np.linalg.det")
-    adj = twins.jitted(_det_adjugate_t)
-    return lambda g, ans, a: g * adj(a)
+    if _square(a, "np.linalg.det"):
+        adj = twins.jitted(_det_adjugate_t)
+        return lambda g, ans, a: g * adj(a)
+    st = _per_matrix_grad(_det_adjugate_t)
+    return lambda g, ans, a: st(g, a)
 
 
 @numba_twin(slogdet_vjp)
 def _slogdet_vjp_numba(g, ans, a):
-    _square(a, "np.linalg.slogdet")
+    one = _square(a, "np.linalg.slogdet")
+    st = None if one else _per_matrix_grad(_inv_t)
     if twins.is_tuple(g):       # (g_sign, g_logabsdet): the sign is piecewise constant
-        return lambda g, ans, a: g[1] * np.linalg.inv(a).T
-    return lambda g, ans, a: g * np.linalg.inv(a).T
+        if one:
+            return lambda g, ans, a: g[1] * np.linalg.inv(a).T
+        return lambda g, ans, a: st(g[1], a)
+    if one:
+        return lambda g, ans, a: g * np.linalg.inv(a).T
+    return None
+
+
+@numba_twin(outer_vjp_a)
+def _outer_vjp_a_numba(g, a, b):
+    if not (twins.is_array(a) and twins.is_array(b)):
+        twins.unsupported("np.outer of numbers")
+    return lambda g, a, b: (g @ np.ascontiguousarray(b).ravel()).reshape(a.shape)
+
+
+@numba_twin(outer_vjp_b)
+def _outer_vjp_b_numba(g, a, b):
+    if not (twins.is_array(a) and twins.is_array(b)):
+        twins.unsupported("np.outer of numbers")
+    return lambda g, a, b: (np.ascontiguousarray(a).ravel() @ g).reshape(b.shape)
+
+
+@numba_twin(np.matmul)
+def _matmul_numba(x1, x2, out=None):
+    # Numba has the @ operator but no np.matmul.
+    if twins.is_none(out):
+        return lambda x1, x2, out=None: x1 @ x2
+    return None
+
+
+@numba_twin(np.dot)
+def _dot_numba(a, b, out=None):
+    # Numba's np.dot takes arrays only; with a number it multiplies.
+    if not twins.is_none(out):
+        return None
+    if twins.is_number(a) or twins.is_number(b):
+        return lambda a, b, out=None: a * b
+    return lambda a, b, out=None: np.dot(a, b)
+
+
+# trace: Numba has no np.trace; matrices, and stacks along the leading two axes.
+def _trace_axes(a, axis1, axis2):
+    """Whether the trace of ``a`` is over its two leading axes, else unsupported."""
+    first = (twins.literal(axis1, None), twins.literal(axis2, None))
+    if not twins.is_array(a) or a.ndim < 2 or None in first:
+        twins.unsupported("np.trace with these arguments")
+    pair = (first[0] % a.ndim, first[1] % a.ndim)
+    if pair not in ((0, 1), (1, 0)) or (a.ndim > 2 and pair != (0, 1)):
+        twins.unsupported("np.trace over axes other than the leading two")
+    return pair == (1, 0)
+
+
+def _trace3(a3, k):
+    n, m, rest = a3.shape
+    out = np.zeros(rest)
+    for i in range(n):
+        j = i + k
+        if 0 <= j < m:
+            out += a3[i, j]
+    return out
+
+
+def _untrace3(g, shape3, k):
+    n, m, rest = shape3
+    out = np.zeros((n, m, rest))
+    for i in range(n):
+        j = i + k
+        if 0 <= j < m:
+            out[i, j] = g
+    return out
+
+
+@numba_twin(np.trace, always=True)
+def _trace_numba(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    swapped = _trace_axes(a, axis1, axis2)
+    tr = twins.jitted(_trace3)
+    if a.ndim == 2:
+        if swapped:
+            return lambda a, offset=0, axis1=0, axis2=1, dtype=None, out=None: \
+                tr(np.ascontiguousarray(a.T).reshape((a.shape[1], a.shape[0], 1)), offset)[0]
+        return lambda a, offset=0, axis1=0, axis2=1, dtype=None, out=None: \
+            tr(np.ascontiguousarray(a).reshape((a.shape[0], a.shape[1], 1)), offset)[0]
+    return lambda a, offset=0, axis1=0, axis2=1, dtype=None, out=None: tr(
+        np.ascontiguousarray(a).reshape((a.shape[0], a.shape[1], -1)), offset).reshape(a.shape[2:])
+
+
+@numba_twin(trace_vjp)
+def _trace_vjp_numba(g, a, offset=0, axis1=0, axis2=1):
+    swapped = _trace_axes(a, axis1, axis2)
+    un = twins.jitted(_untrace3)
+    if a.ndim == 2:
+        if swapped:
+            return lambda g, a, offset=0, axis1=0, axis2=1: np.ascontiguousarray(
+                un(np.full(1, g), (a.shape[1], a.shape[0], 1), offset).reshape(
+                    (a.shape[1], a.shape[0])).T)
+        return lambda g, a, offset=0, axis1=0, axis2=1: un(
+            np.full(1, g), (a.shape[0], a.shape[1], 1), offset).reshape(a.shape)
+    return lambda g, a, offset=0, axis1=0, axis2=1: un(
+        np.ascontiguousarray(g).ravel(), (a.shape[0], a.shape[1], a.size // (a.shape[0] * a.shape[1])),
+        offset).reshape(a.shape)
+
+
+# inner: the last axes of vectors and matrices (Numba has no np.inner).
+def _inner_ranks(a, b):
+    ra, rb = twins.rank(a), twins.rank(b)
+    if ra is None or rb is None or ra > 2 or rb > 2:
+        twins.unsupported("np.inner of arrays with more than 2 dimensions")
+    return ra, rb
+
+
+@numba_twin(np.inner)
+def _inner_numba(a, b):
+    ra, rb = _inner_ranks(a, b)
+    if ra == 0 or rb == 0:
+        return lambda a, b: a * b
+    return {(1, 1): lambda a, b: np.dot(a, b), (2, 2): lambda a, b: a @ b.T,
+            (1, 2): lambda a, b: b @ a, (2, 1): lambda a, b: a @ b}[ra, rb]
+
+
+def _inner_twin(which):
+    def twin(g, a, b):
+        ra, rb = _inner_ranks(a, b)
+        mine, other = (ra, rb) if which == 0 else (rb, ra)
+        if mine == 0:
+            if which == 0:
+                return lambda g, a, b: np.sum(g * b)
+            return lambda g, a, b: np.sum(g * a)
+        if other == 0:
+            return (lambda g, a, b: g * b) if which == 0 else (lambda g, a, b: g * a)
+        if which == 0:
+            return {(1, 1): lambda g, a, b: g * b, (2, 2): lambda g, a, b: g @ b,
+                    (1, 2): lambda g, a, b: g @ b, (2, 1): lambda g, a, b: np.outer(g, b)}[ra, rb]
+        return {(1, 1): lambda g, a, b: g * a, (2, 2): lambda g, a, b: g.T @ a,
+                (1, 2): lambda g, a, b: np.outer(g, a), (2, 1): lambda g, a, b: g @ a}[ra, rb]
+    return twin
+
+
+numba_twin(inner_vjp_a)(_inner_twin(0))
+numba_twin(inner_vjp_b)(_inner_twin(1))
+
+
+# kron of vectors and of matrices: g seen as (p, r, q, s) blocks.
+def _kron_twin(which):
+    def twin(g, a, b):
+        ra, rb = twins.rank(a), twins.rank(b)
+        if ra != rb or ra not in (1, 2):
+            twins.unsupported("np.kron of these arguments")
+        if ra == 1:
+            if which == 0:
+                return lambda g, a, b: np.ascontiguousarray(g).reshape(
+                    (a.shape[0], b.shape[0])) @ b
+            return lambda g, a, b: a @ np.ascontiguousarray(g).reshape((a.shape[0], b.shape[0]))
+
+        def blocks(g, a, b):
+            p, q = a.shape
+            r, s = b.shape
+            G4 = np.ascontiguousarray(g).reshape((p, r, q, s))
+            out = np.zeros(a.shape if which == 0 else b.shape)
+            for i in range(p):
+                for j in range(q):
+                    block = G4[i, :, j, :]
+                    if which == 0:
+                        out[i, j] = np.sum(block * b)
+                    else:
+                        out += block * a[i, j]
+            return out
+        return blocks
+    return twin
+
+
+numba_twin(kron_vjp_a)(_kron_twin(0))
+numba_twin(kron_vjp_b)(_kron_twin(1))

@@ -286,6 +286,8 @@ def _atleast_vjp_numba(g, ary):
     # (Numba's own atleast_nd takes arrays only.)
     if twins.is_array(g) and twins.is_array(ary):
         return lambda g, ary: np.ascontiguousarray(g).reshape(ary.shape)
+    if twins.is_array(g) and twins.is_number(ary):
+        return lambda g, ary: np.sum(g)         # g holds the one entry
     return None
 
 
@@ -358,3 +360,240 @@ def _diag_vjp_numba(g, v, k=0):
         put = twins.jitted(_put_diagonal)
         return lambda g, v, k=0: put(g, v, k)
     return None
+
+
+# ---------------------------------------------------------------------------
+# Numba twins of roll, sort and atleast_nd (and of the primals Numba lacks)
+
+def _roll3(g3, shift):
+    """``g3`` (pre, n, post) rolled by ``shift`` along its middle axis."""
+    pre, n, post = g3.shape
+    out = np.empty((pre, n, post))
+    if n == 0:
+        return out
+    s = shift % n
+    for i in range(pre):
+        for k in range(n):
+            kk = (k + s) % n
+            for j in range(post):
+                out[i, kk, j] = g3[i, k, j]
+    return out
+
+
+def _roll_body(sign):
+    """A compiled ``f(x, shift, axis)``: ``np.roll(x, sign * shift, axis)`` for one int
+    shift and one int axis (None: the flattened array)."""
+    roll3, split = twins.jitted(_roll3), twins.split_shape()
+
+    def whole(x, shift, axis):
+        return roll3(np.ascontiguousarray(x).reshape((1, x.size, 1)), sign * shift).reshape(x.shape)
+
+    def along(x, shift, axis):
+        pre, n, post = split(x.shape, axis % x.ndim)
+        return roll3(np.ascontiguousarray(x).reshape((pre, n, post)), sign * shift).reshape(x.shape)
+    return whole, along
+
+
+def _roll_choice(x, shift, axis, sign):
+    if not (twins.is_array(x) and twins.is_int(shift)):
+        twins.unsupported("np.roll with a tuple of shifts")
+    whole, along = _roll_body(sign)
+    if twins.is_none(axis):
+        return twins.jitted(whole)
+    if not twins.is_int(axis):
+        twins.unsupported("np.roll with a tuple of axes")
+    return twins.jitted(along)
+
+
+@numba_twin(roll_vjp)
+def _roll_vjp_numba(g, a, shift, axis=None):
+    body = _roll_choice(g, shift, axis, -1)
+    return lambda g, a, shift, axis=None: body(g, shift, axis)
+
+
+@numba_twin(np.roll)
+def _roll_numba(a, shift, axis=None):
+    # Numba's np.roll takes no axis.
+    body = _roll_choice(a, shift, axis, 1)
+    return lambda a, shift, axis=None: body(a, shift, axis)
+
+
+def _unsort3(g3, a3):
+    """``g3`` put back where each entry of ``a3`` came from, sorting along the middle axis
+    (stable, as the Python rule's argsort)."""
+    pre, n, post = a3.shape
+    out = np.empty((pre, n, post))
+    for i in range(pre):
+        for j in range(post):
+            order = np.argsort(a3[i, :, j].copy(), kind="mergesort")
+            for k in range(n):
+                out[i, order[k], j] = g3[i, k, j]
+    return out
+
+
+@numba_twin(sort_vjp)
+def _sort_vjp_numba(g, a, axis=-1):
+    if not (twins.is_array(g) and twins.is_array(a)):
+        return None
+    unsort, split = twins.jitted(_unsort3), twins.split_shape()
+    if twins.is_none(axis):
+        return lambda g, a, axis=-1: unsort(
+            np.ascontiguousarray(g).reshape((1, g.size, 1)),
+            np.ascontiguousarray(a).reshape((1, a.size, 1))).reshape(a.shape)
+    if not twins.is_int(axis):
+        twins.unsupported("np.sort with this axis")
+
+    def along(g, a, axis=-1):
+        pre, n, post = split(a.shape, axis % a.ndim)
+        return unsort(np.ascontiguousarray(g).reshape((pre, n, post)),
+                      np.ascontiguousarray(a).reshape((pre, n, post))).reshape(a.shape)
+    return along
+
+
+def _atleast_twin(n):
+    """The primal twin of ``np.atleast_{n}d``: Numba's takes arrays only."""
+    def twin(ary):
+        if twins.is_number(ary):
+            ones = twins.ones_shape(n)
+            return lambda ary: np.full(ones, ary)
+        if twins.is_array(ary):
+            fn = (np.atleast_1d, np.atleast_2d, np.atleast_3d)[n - 1]
+            return lambda ary: fn(ary)
+        return None
+    return twin
+
+
+numba_twin(np.atleast_1d, always=True)(_atleast_twin(1))
+numba_twin(np.atleast_2d, always=True)(_atleast_twin(2))
+numba_twin(np.atleast_3d, always=True)(_atleast_twin(3))
+
+
+def _sort3(a3):
+    pre, n, post = a3.shape
+    out = np.empty((pre, n, post), dtype=a3.dtype)
+    for i in range(pre):
+        for j in range(post):
+            out[i, :, j] = np.sort(a3[i, :, j].copy())
+    return out
+
+
+def _sort_primal(t):
+    a, axis = t["a"], t["axis"]
+    if not twins.is_array(a):
+        return None
+    if not (twins.is_none(t["order"]) and twins.is_none(t["stable"])):
+        twins.unsupported("np.sort with order= or stable=")
+    sort3, split = twins.jitted(_sort3), twins.split_shape()
+    if twins.is_none(axis):
+        return lambda a, axis, kind, order, stable: np.sort(np.ascontiguousarray(a).ravel())
+    if not twins.is_int(axis):
+        twins.unsupported("np.sort with this axis")
+
+    def along(a, axis, kind, order, stable):
+        pre, n, post = split(a.shape, axis % a.ndim)
+        return sort3(np.ascontiguousarray(a).reshape((pre, n, post))).reshape(a.shape)
+    return along
+
+
+numba_twin(np.sort)(twins.signature_twin("a, axis=-1, kind=None, order=None, *, stable=None",
+                                         _sort_primal))
+
+
+def _flip3(g3):
+    return np.ascontiguousarray(g3[:, ::-1, :])
+
+
+def _flip_body(x, axis):
+    """A compiled ``f(x, axis)``: ``np.flip(x, axis)`` for no axis or one int axis."""
+    if twins.is_none(axis):
+        return twins.jitted(lambda x, axis: np.ascontiguousarray(
+            np.ascontiguousarray(x).ravel()[::-1]).reshape(x.shape))
+    if not twins.is_int(axis):
+        twins.unsupported("np.flip with a tuple of axes")
+    flip3, split = twins.jitted(_flip3), twins.split_shape()
+
+    def along(x, axis):
+        pre, n, post = split(x.shape, axis % x.ndim)
+        return flip3(np.ascontiguousarray(x).reshape((pre, n, post))).reshape(x.shape)
+    return twins.jitted(along)
+
+
+@numba_twin(flip_vjp)
+def _flip_vjp_numba(g, m, axis=None):
+    if not twins.is_array(g):
+        return None
+    body = _flip_body(g, axis)
+    return lambda g, m, axis=None: body(g, axis)
+
+
+@numba_twin(np.flip)
+def _flip_numba(m, axis=None):
+    # Numba's np.flip takes no axis.
+    if not twins.is_array(m):
+        return None
+    body = _flip_body(m, axis)
+    return lambda m, axis=None: body(m, axis)
+
+
+# repeat with one int count: each run of g summed back (and the primal along an axis,
+# which Numba's np.repeat does not take).
+def _unrepeat3(g, shape3, r):
+    pre, n, post = shape3
+    g4 = np.ascontiguousarray(g).reshape((pre, n, r, post))
+    out = np.zeros((pre, n, post))
+    for i in range(pre):
+        for k in range(n):
+            for t in range(r):
+                out[i, k] += g4[i, k, t]
+    return out
+
+
+def _repeat3(a3, r):
+    pre, n, post = a3.shape
+    out = np.empty((pre, n, r, post), dtype=a3.dtype)
+    for i in range(pre):
+        for k in range(n):
+            for t in range(r):
+                out[i, k, t] = a3[i, k]
+    return out.reshape((pre, n * r, post))
+
+
+def _repeat_shape(a, repeats, axis):
+    if not (twins.is_array(a) and twins.is_int(repeats)):
+        twins.unsupported("np.repeat with an array of counts")
+    if not (twins.is_none(axis) or twins.is_int(axis)):
+        return None
+    return twins.is_none(axis)
+
+
+@numba_twin(repeat_vjp)
+def _repeat_vjp_numba(g, a, repeats, axis=None):
+    flat = _repeat_shape(a, repeats, axis)
+    un, split = twins.jitted(_unrepeat3), twins.split_shape()
+    if flat:
+        return lambda g, a, repeats, axis=None: un(g, (1, a.size, 1), repeats).reshape(a.shape)
+    return lambda g, a, repeats, axis=None: un(
+        g, split(a.shape, axis % a.ndim), repeats).reshape(a.shape)
+
+
+@numba_twin(np.repeat)
+def _repeat_numba(a, repeats, axis=None):
+    if twins.is_none(axis):
+        return lambda a, repeats, axis=None: np.repeat(a, repeats)
+    _repeat_shape(a, repeats, axis)
+    rep, split = twins.jitted(_repeat3), twins.split_shape()
+    shaper = _repeated_shape(a.ndim)
+
+    def along(a, repeats, axis=None):
+        ax = axis % a.ndim
+        return rep(np.ascontiguousarray(a).reshape(split(a.shape, ax)),
+                   repeats).reshape(shaper(a.shape, ax, repeats))
+    return along
+
+
+def _repeated_shape(nd):
+    """A compiled ``f(shape, ax, r)``: ``shape`` with axis ``ax`` ``r`` times longer."""
+    items = "".join(f"(shape[{i}] * r if ax == {i} else shape[{i}]), " for i in range(nd))
+    ns: dict = {}
+    exec(f"def f(shape, ax, r):\n    return ({items})\n", ns)
+    return twins.jitted(ns["f"])

@@ -683,3 +683,78 @@ def cumulative_twin(kernel3):
 
 
 numba_twin(np.cumsum)(cumulative_twin(_cumsum3))
+
+
+# np.linalg.norm: vector norms (no axis on a vector, or one int axis) and the
+# Frobenius and nuclear norms of a matrix.  Numba's own np.linalg.norm takes no axis.
+
+def _norm_order(ord):
+    """``ord`` as a Python value (None, a number or 'fro'/'nuc'), or unsupported."""
+    value = twins.literal(ord, ord)
+    if twins.is_none(ord):
+        return None
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        return value
+    twins.unsupported("np.linalg.norm with an ord that is not a constant")
+
+
+def _vector_weight(p):
+    """The compiled ``f(x, n)``: d norm / dx times the norm**(p-1), for the vector p-norm
+    ``n`` of ``x`` (broadcast to x's shape); 0 for a zero vector, as the Python rule."""
+    if p in (None, 2, 2.0, "fro"):
+        return twins.jitted(lambda x, n: x / np.where(n == 0, 1.0, n))
+    if p == 1:
+        return twins.jitted(lambda x, n: np.sign(x) + 0.0 * n)
+    if p in (0, np.inf, -np.inf):
+        twins.unsupported(f"the derivative of np.linalg.norm with ord={p!r}")
+    q = float(p) - 1.0
+    return twins.jitted(lambda x, n: np.sign(x) * np.abs(x) ** q / np.where(n == 0, 1.0, n) ** q)
+
+
+@numba_twin(norm_vjp)
+def _norm_vjp_numba(g, ans, x, ord=None, axis=None, keepdims=False):
+    if not twins.is_array(x):
+        twins.unsupported("np.linalg.norm of a list or a number")
+    p = _norm_order(ord)
+    if twins.is_none(axis):
+        if p == "nuc" and x.ndim == 2:
+            def nuclear(g, ans, x, ord=None, axis=None, keepdims=False):
+                u, s, vh = np.linalg.svd(x, full_matrices=False)
+                return np.sum(g) * (u @ vh)
+            return nuclear
+        if not (p is None or (x.ndim == 1 and p != "nuc") or (x.ndim == 2 and p == "fro")):
+            twins.unsupported(f"the derivative of np.linalg.norm with ord={p!r} of a matrix")
+        weight = _vector_weight(p)
+        return lambda g, ans, x, ord=None, axis=None, keepdims=False: \
+            np.sum(g) * weight(x, np.full(x.shape, np.sum(ans)))
+    if not twins.is_int(axis) or isinstance(p, str):
+        twins.unsupported("np.linalg.norm over a tuple of axes")
+    weight = _vector_weight(p)
+    spread, spread_ans = _spreader(g, x, axis), _spreader(ans, x, axis)
+    return lambda g, ans, x, ord=None, axis=None, keepdims=False: \
+        spread(g, x, axis % x.ndim) * weight(x, spread_ans(ans, x, axis % x.ndim))
+
+
+def _norm_primal(t):
+    x, axis = t["x"], t["axis"]
+    if not twins.is_array(x):
+        return None
+    p = _norm_order(t["ord"])
+    if twins.is_none(axis) and twins.literal(t["keepdims"], False) is False:
+        if p is None or p == "fro":
+            return lambda x, ord, axis, keepdims: np.sqrt(np.sum(x * x))
+        if p == "nuc" and x.ndim == 2:
+            return lambda x, ord, axis, keepdims: np.sum(np.linalg.svd(x)[1])
+        return lambda x, ord, axis, keepdims: np.linalg.norm(x, ord)
+    if isinstance(p, str) or p in (0, np.inf, -np.inf):
+        twins.unsupported(f"np.linalg.norm with ord={p!r} along an axis")
+    power = 2.0 if p is None else float(p)
+    body = along_axis(lambda v, q: np.sum(np.abs(v) ** q) ** (1.0 / q), x, axis, t["keepdims"])
+    if body is None:
+        return None
+    run = twins.jitted(body)
+    return lambda x, ord, axis, keepdims: run(x, axis, keepdims, power)
+
+
+numba_twin(np.linalg.norm, always=True)(twins.signature_twin("x, ord=None, axis=None, keepdims=False",
+                                                _norm_primal))

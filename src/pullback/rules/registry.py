@@ -444,11 +444,12 @@ def method(name: str):
 # Numba twins, registered beside the helpers (and primals) they stand for.
 
 _TWINS: dict[int, tuple] = {}     # id(target) -> (target, twin)
+_ALWAYS: set = set()              # ids of primals whose twin replaces every call, f(a) too
 #: The twin of a helper that Numba compiles as it is (plain scalar code).
 PLAIN = "plain"
 
 
-def numba_twin(*targets):
+def numba_twin(*targets, always: bool = False):
     """Decorator: the function below is the Numba implementation of ``targets``.
 
     A target is a helper that rule templates call, or a primal (``np.max``) whose
@@ -457,10 +458,16 @@ def numba_twin(*targets):
     receives the Numba types of the arguments (same parameter names and
     defaults as the target) and returns a function over them in the NumPy
     subset Numba compiles, or None when it has none for those types.
+
+    A primal's twin replaces only calls with more than one argument (Numba
+    compiles ``np.max(a)`` itself) unless ``always``: Numba has no ``np.trace``
+    or ``np.squeeze`` at all, nor ``np.atleast_1d`` of a number.
     """
     def register(typer):
         for t in targets:
             _TWINS[id(t)] = (t, typer)
+            if always:
+                _ALWAYS.add(id(t))
         return typer
     return register
 
@@ -475,6 +482,11 @@ def twin(obj):
     """The Numba twin registered for ``obj`` (a typer, or :data:`PLAIN`), or None."""
     entry = _TWINS.get(id(obj))
     return entry[1] if entry is not None and entry[0] is obj else None
+
+
+def twin_always(obj) -> bool:
+    """Whether the twin of primal ``obj`` replaces its one-argument calls too."""
+    return id(obj) in _ALWAYS and twin(obj) is not None
 
 
 def all_twins() -> list:

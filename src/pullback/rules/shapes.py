@@ -252,6 +252,10 @@ def _array_vjp_numba(g, object):
     # np.array / np.copy / x.copy() of an array: the cotangent passes through.
     if twins.is_array(object) or twins.is_number(object):
         return lambda g, object: g
+    if twins.is_tuple(object) and twins.is_array(g):
+        # np.array((x, y, ...)): item i's cotangent is g[i] (items in turn may be tuples)
+        return twins.tuple_impl("g, object", len(object.types),
+                                "_item(g[{0}], object[{0}])".format, {"_item": array_vjp})
     return None
 
 
@@ -301,36 +305,73 @@ def _inverse_axes(nd):
     return twins.jitted(ns["f"])
 
 
-def _join_cotangents(n, shapes_axis):
-    """An implementation returning the tuple of slices of ``g`` (one per input)."""
-    items = [f"_piece(g, arrays, axis, {i})" for i in range(n)]
-    return twins.tuple_impl("g, arrays, axis=0", n, items.__getitem__,
-                            {"_piece": twins.jitted(shapes_axis)})
-
-
-def _concat_piece(g, arrays, axis, i):
-    ax = axis % g.ndim
-    start = 0
-    for j in range(i):
-        start += arrays[j].shape[ax]
-    stop = start + arrays[i].shape[ax]
-    return np.ascontiguousarray(np.swapaxes(np.swapaxes(g, 0, ax)[start:stop], 0, ax))
-
-
-def _stack_piece(g, arrays, axis, i):
-    ax = axis % g.ndim
-    return np.ascontiguousarray(np.swapaxes(g, 0, ax)[i]).reshape(arrays[i].shape)
+def join_impl(params: str, seq: str, items: list, axis: str, lengths: list):
+    """An implementation (parameters ``params``) returning the tuple of slices of ``g``
+    along ``axis`` (source text), one per item of the tuple ``seq``: ``lengths[i]`` is
+    the source of item i's length along it.  Items are indexed by constants, so
+    the tuple may hold arrays of different types (a read-only global and a local);
+    a number's cotangent is a number."""
+    lines = [f"def impl({params}):", f"    ax = {axis}", "    g0 = np.swapaxes(g, 0, ax)",
+             "    s0 = 0"]
+    out = []
+    for i, t in enumerate(items):
+        lines.append(f"    s{i + 1} = s{i} + {lengths[i]}")
+        piece = f"np.swapaxes(g0[s{i}:s{i + 1}], 0, ax)"
+        out.append(f"np.sum({piece})" if twins.is_number(t) else
+                   f"np.ascontiguousarray({piece}).reshape({seq}[{i}].shape)")
+    lines.append(f"    return ({''.join(o + ', ' for o in out)})")
+    ns = {"np": np}
+    exec("\n".join(lines) + "\n", ns)
+    return ns["impl"]
 
 
 @numba_twin(concatenate_vjp)
 def _concatenate_vjp_numba(g, arrays, axis=0):
-    if not (twins.is_array(g) and twins.is_tuple(arrays) and twins.is_int(axis)):
+    if not (twins.is_array(g) and twins.is_tuple(arrays) and twins.is_int(axis)
+            and all(twins.is_array(t, g.ndim) for t in arrays.types)):
         twins.unsupported("np.concatenate of these arguments")
-    return _join_cotangents(len(arrays), _concat_piece)
+    n = len(arrays.types)
+    return join_impl("g, arrays, axis=0", "arrays", arrays.types, "axis % g.ndim",
+                     [f"arrays[{i}].shape[ax]" for i in range(n)])
 
 
 @numba_twin(stack_vjp)
 def _stack_vjp_numba(g, arrays, axis=0):
     if not (twins.is_array(g) and twins.is_tuple(arrays) and twins.is_int(axis)):
         twins.unsupported("np.stack of these arguments")
-    return _join_cotangents(len(arrays), _stack_piece)
+    # (Indexing the swapped array would leave the other axes swapped: slice, swap back.)
+    items = "".join(f"np.ascontiguousarray(np.swapaxes(np.swapaxes(g, 0, axis % g.ndim)"
+                    f"[{i}:{i + 1}], 0, axis % g.ndim)).reshape(arrays[{i}].shape), "
+                    for i in range(len(arrays.types)))
+    ns = {"np": np}
+    exec(f"def impl(g, arrays, axis=0):\n    return ({items})\n", ns)
+    return ns["impl"]
+
+
+@numba_twin(swapaxes_vjp)
+def _swapaxes_vjp_numba(g, a, axis1, axis2):
+    if not (twins.is_array(g) and twins.is_int(axis1) and twins.is_int(axis2)):
+        return None
+    return lambda g, a, axis1, axis2: np.ascontiguousarray(np.swapaxes(g, axis1, axis2))
+
+
+@numba_twin(moveaxis_vjp)
+def _moveaxis_vjp_numba(g, a, source, destination):
+    if not (twins.is_array(g) and twins.is_int(source) and twins.is_int(destination)):
+        twins.unsupported("np.moveaxis of several axes")
+    return lambda g, a, source, destination: np.ascontiguousarray(
+        np.moveaxis(g, destination, source))
+
+
+@numba_twin(astype_vjp)
+def _astype_vjp_numba(g, a):
+    # g in a's dtype when that is a float type (float32 stays float32).
+    from numba import types
+    if twins.is_array(g) and twins.is_array(a):
+        if isinstance(a.dtype, types.Float):
+            dt = a.dtype
+            return lambda g, a: g.astype(dt)
+        return lambda g, a: g
+    if twins.is_number(g) and twins.is_number(a):
+        return lambda g, a: g
+    return None

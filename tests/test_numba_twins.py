@@ -1,0 +1,230 @@
+"""Numba twins of array rules beyond the basics (issue #12): each gradient compiled
+with ``jit=True`` against ``jit=False`` and central finite differences, on random
+shapes where that is cheap (each new shape rank is one more Numba compile)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_numba_arrays import check
+
+import pullback
+
+RNG = np.random.default_rng(21)
+FEW = settings(max_examples=4, deadline=None)
+
+
+# ------------------------------------------------------------- manipulation
+def _roll(x):
+    return (np.sum(np.sin(np.roll(x, 2, axis=1)) * np.arange(x.size).reshape(x.shape))
+            + np.sum(np.roll(x, -3) * x) + np.sum(np.cos(np.roll(x, 1, axis=-1))))
+
+
+@FEW
+@given(st.integers(1, 5), st.integers(1, 5))
+def test_roll(n, m):
+    check(_roll, (RNG.normal(size=(n, m)),))
+
+
+def _sort(x):
+    w = np.arange(x.size, dtype=np.float64).reshape(x.shape)
+    return (np.sum(np.sin(np.sort(x)) * w) + np.sum(np.sort(x, axis=0) * w)
+            + np.sum(np.sort(x, axis=None) ** 3))
+
+
+@FEW
+@given(st.integers(1, 5), st.integers(1, 5))
+def test_sort(n, m):
+    check(_sort, (RNG.normal(size=(n, m)),))
+
+
+def _atleast(x, v):
+    return (np.sum(np.sin(np.atleast_1d(x))) + np.sum(np.atleast_2d(x) * 2.0)
+            + np.sum(np.atleast_3d(x * v)) + np.sum(np.atleast_3d(v) ** 2)
+            + np.sum(np.atleast_2d(v) ** 3))
+
+
+def test_atleast_of_a_number_and_of_a_vector():
+    check(_atleast, (0.7, RNG.normal(size=4)), (0, 1))
+
+
+# ---------------------------------------------------------------- joining
+CONST = np.linspace(0.0, 1.0, 12).reshape(3, 4)        # a read-only global in a tuple
+
+
+def _joins(x, y, v):
+    w = np.arange(3.0)
+    return (np.sum(np.sin(np.concatenate((CONST, x, CONST))))
+            + np.sum(np.concatenate((x, y), axis=1) ** 2)
+            + np.sum(np.sin(np.stack((x, CONST), axis=-1)))
+            + np.sum(np.sin(np.hstack((x, y)))) + np.sum(np.hstack((v, w, v)) ** 2)
+            + np.sum(np.sin(np.vstack((x, CONST * v[0])))) + np.sum(np.vstack((v, w)) ** 3)
+            + np.sum(np.sin(np.column_stack((v, y, w))))
+            + np.sum(np.sin(np.dstack((x, CONST))))
+            + np.sum(np.sin(np.append(x, y))) + np.sum(np.append(x, y, axis=1) ** 2)
+            + np.sum(np.append(v, 2.0) ** 2))
+
+
+def test_joins_of_mixed_tuples():
+    check(_joins, (RNG.normal(size=(3, 4)), RNG.normal(size=(3, 2)), RNG.normal(size=3)),
+          (0, 1, 2))
+
+
+def _array_of(x):
+    A = np.array([x, x * 1.0, x + 2.5])
+    return np.sum(np.sin(A + A)) + np.sum(np.sin(A) * A)
+
+
+def test_array_of_a_tuple():
+    check(_array_of, (0.3,))
+
+
+# ---------------------------------------------------------------- products, trace, axes
+def _products(A, x, y, s):
+    return (np.sum(np.sin(np.outer(x, y))) + np.sum(np.dot(s, x) ** 2) + np.sum(np.dot(A, s))
+            + np.sum(np.sin(np.matmul(A, y))) + np.sin(np.trace(A)) + np.trace(A, offset=1)
+            + np.trace(A, -1) + np.sum(np.outer(A, x) ** 2))
+
+
+def test_outer_dot_with_a_number_matmul_trace():
+    check(_products, (RNG.normal(size=(3, 4)), RNG.normal(size=3), RNG.normal(size=4), 0.7),
+          (0, 1, 2, 3))
+
+
+def _axes(T):
+    w = np.arange(T.size, dtype=np.float64)
+    return (np.sum(np.sin(np.trace(T, offset=1)) * w[:T.shape[2]])
+            + np.sum(np.sin(np.swapaxes(T, 0, 2)) * w.reshape(T.shape[::-1]))
+            + np.sum(np.sin(np.moveaxis(T, 0, 2)) * w.reshape(T.shape[1], T.shape[2], T.shape[0]))
+            + np.sum(np.sin(np.flip(T, 1)) * w.reshape(T.shape)) + np.sum(np.flip(T) * T[0, 0])
+            + np.sum(np.sin(np.fliplr(T[0])) * T[1]) + np.sum(np.flipud(T[:, 0]) ** 3))
+
+
+@FEW
+@given(st.integers(2, 4), st.integers(2, 4), st.integers(1, 3))
+def test_trace_swapaxes_moveaxis_flip(n, m, k):
+    check(_axes, (RNG.normal(size=(n, m, k)),))
+
+
+def _linspace(a, b):
+    return np.sum(np.sin(np.linspace(a, b, 5)) * np.arange(5.0)) + np.sum(np.linspace(a, b, 1))
+
+
+def test_linspace_in_its_endpoints():
+    check(_linspace, (0.3, 1.7), (0, 1))
+
+
+# ------------------------------------------------------------------- norms
+def _norms(v, A, T):
+    return (np.linalg.norm(v) + np.linalg.norm(v, 3) + np.linalg.norm(v, ord=1)
+            + np.linalg.norm(A) + np.linalg.norm(A, "fro") + np.linalg.norm(A, "nuc")
+            + np.linalg.norm(T) + np.sum(np.sin(np.linalg.norm(T, axis=1)))
+            + np.sum(np.linalg.norm(T, axis=-1, keepdims=True) * T)
+            + np.sum(np.linalg.norm(A, 4, axis=0)))
+
+
+def test_norms():
+    check(_norms, (RNG.normal(size=5), RNG.normal(size=(4, 3)), RNG.normal(size=(2, 3, 4))),
+          (0, 1, 2))
+
+
+def _splits(x, T):
+    a, b = np.split(x, 2, axis=1)
+    c, d, e = np.hsplit(x, [1, 3])
+    f, h = np.vsplit(x, 2)
+    p, q, r = np.array_split(T, 3, axis=2)
+    (s,) = np.split(T, 1)
+    u, w = np.dsplit(T, [1])
+    return (np.sum(np.sin(a) * b) + np.sum(c ** 2) + np.sum(np.cos(e)) + np.sum(h * 3.0)
+            + np.sum(np.sin(p)) + np.sum(r ** 2) + np.sum(s * s) + np.sum(np.sin(w)))
+
+
+def test_splits():
+    check(_splits, (RNG.normal(size=(4, 4)), RNG.normal(size=(2, 3, 4))), (0, 1))
+
+
+# ---------------------------------------------------------------- decompositions
+def _eigh(A):
+    w, v = np.linalg.eigh(A)
+    w2, v2 = np.linalg.eigh(A, "U")
+    # (Functions of the eigenvectors that do not depend on their signs, which
+    # LAPACK may choose differently for NumPy and Numba.)
+    return (np.sum(np.sin(w)) + np.sum(np.abs(v[:, 0]) * w) + np.sum(w2 * w2)
+            + np.sum(np.sin(v2[0, :] * v2[1, :])))
+
+
+def test_eigh_reads_one_triangle():
+    check(_eigh, (RNG.normal(size=(4, 4)),))            # not symmetric: one triangle is read
+
+
+def _svd(A, B):
+    # (Powers of the factors are avoided: on the Python backend their kind is not
+    # known and `u ** 3` takes the scalar rule.)
+    u, s, vh = np.linalg.svd(A, full_matrices=False)
+    u2, s2, vh2 = np.linalg.svd(B)
+    # (u[:, j] and vh[j] may both change sign: products of the two do not.)
+    return (np.sum(np.sin(s)) + np.sum(np.sin(u[:, 0] * u[:, 1])) + np.sum(vh[1, :] * vh[1, :])
+            + np.sum(np.sin(np.linalg.svd(A, compute_uv=False))) + np.sum(s2 * s2)
+            + np.sum(np.sin(u2[:, 0] * vh2[0, :])))
+
+
+def test_svd():
+    check(_svd, (RNG.normal(size=(5, 3)), RNG.normal(size=(3, 3))), (0, 1))
+
+
+def test_svd_full_matrices_of_a_wide_matrix_is_refused_at_run_time():
+    def f(A):
+        u, s, vh = np.linalg.svd(A)
+        return np.sum(np.sin(vh))
+    with pytest.raises(NotImplementedError, match="full_matrices"):
+        pullback.grad(f, jit=True)(RNG.normal(size=(3, 5)))
+
+
+def _repeat_inner_kron(T, A, B, v, w, s):
+    return (np.sum(np.sin(np.repeat(T, 2, axis=1)) * np.arange(2.0 * T.size).reshape(
+                T.shape[0], 2 * T.shape[1], T.shape[2]))
+            + np.sum(np.sin(np.repeat(T, 3))) + np.sum(np.repeat(v, 2, axis=0) ** 2)
+            + np.sum(np.sin(np.inner(A, B))) + np.sum(np.inner(v, w) ** 2)
+            + np.sum(np.sin(np.inner(s, w))) + np.sum(np.inner(v, B) ** 2)
+            + np.sum(np.sin(np.inner(A, w)))
+            + np.sum(np.sin(np.kron(A, B))) + np.sum(np.sin(np.kron(v, w))))
+
+
+def test_repeat_inner_kron():
+    args = (RNG.normal(size=(2, 3, 4)), RNG.normal(size=(2, 3)), RNG.normal(size=(4, 3)),
+            RNG.normal(size=3), RNG.normal(size=3), 1.5)
+    check(_repeat_inner_kron, args, (0, 1, 2, 3, 4, 5))
+
+
+def _clip_astype_pinv(x, A, lo):
+    return (np.sum(np.sin(np.clip(x, a_min=0.1, a_max=1.1))) + np.sum(np.clip(x, lo, 0.5) ** 2)
+            + np.sum(np.clip(x, None, 0.3) * x) + np.sum(np.sin(x.astype(np.float64)))
+            + np.sum(np.sin(np.linalg.pinv(A))))
+
+
+def test_clip_astype_pinv():
+    check(_clip_astype_pinv, (RNG.normal(size=(3, 4)), RNG.normal(size=(5, 3)), -0.2), (0, 1, 2))
+
+
+def _astype32(x):
+    return np.sum(np.sin(x.astype(np.float64)) * x)
+
+
+def test_astype_keeps_float32_cotangents():
+    x = np.arange(3, dtype=np.float32)
+    g = pullback.grad(_astype32, jit=True)(x)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, pullback.grad(_astype32, jit=False)(x), rtol=1e-6)
+
+
+# ------------------------------------------------------------ stacks of matrices
+def _stacks(A, B):
+    return (np.sum(np.sin(np.linalg.inv(A))) + np.sum(np.sin(np.linalg.det(A)))
+            + np.sum(np.linalg.slogdet(A)[1]) + np.sum(np.sin(np.linalg.solve(A, B)))
+            + np.linalg.det(A[0, 1]) + np.sum(np.linalg.inv(A[1, 0]) ** 2))
+
+
+def test_stacks_of_matrices():
+    A = RNG.normal(size=(2, 3, 3, 3)) + 4 * np.eye(3)
+    check(_stacks, (A, RNG.normal(size=(2, 3, 3, 2))), (0, 1))
