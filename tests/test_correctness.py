@@ -526,3 +526,53 @@ def test_arrays_whose_shape_changes_every_iteration(f, jit):
     # for its shape (a ValueError in the reverse sweep).
     rng = np.random.default_rng(0)
     check_against_fd(f, (rng.normal(size=8), 0.7, rng.normal(size=3)), (0, 1, 2), jit)
+
+
+# ------------------------------------- the factors of a decomposition, unpacked
+# Their kinds were unknown, and an elementwise call on an unknown value was taken
+# for a scalar: the product below lost the sum of its cotangent onto np.max(s)
+# (a wrong gradient once max's cotangent took any shape), u[0] gave a list
+# cotangent (TypeError).  Found while adding the Numba twins of svd and eigh.
+_SPD = np.array([[2.0, 0.3, 0.1], [0.3, 1.5, 0.2], [0.1, 0.2, 1.0]])
+
+
+def _svd_factor_times_max(A):
+    u, s, vh = np.linalg.svd(A)
+    return np.sum(np.abs(u[:, 0]) * np.max(s))
+
+
+def _svd_row_cubed(A):
+    u, s, vh = np.linalg.svd(A)
+    v2 = u[0]
+    return np.sum(v2 ** 3) + np.max(s)
+
+
+def _eigh_row(A):
+    w, v = np.linalg.eigh(A)
+    v2 = v * 1.0
+    return np.sum(v2[0] ** 2 * w) + w[0]
+
+
+def _slogdet_parts(A):
+    sign, logdet = np.linalg.slogdet(A)
+    return sign * logdet * np.sum(A)
+
+
+def _unknown_times_array(A):
+    parts = np.linalg.svd(A)
+    return np.sum(np.sin(parts[1]) * A[0])
+
+
+@pytest.mark.parametrize("f", [_svd_factor_times_max, _svd_row_cubed, _eigh_row, _slogdet_parts,
+                               _unknown_times_array], ids=lambda f: f.__name__)
+def test_unpacked_factors_of_decompositions(f, jit):
+    check_against_fd(f, (_SPD,), (0,), jit)
+
+
+def test_an_elementwise_call_on_an_unknown_value_is_not_a_scalar():
+    from pullback.core.kinds import OTHER, Kind
+    from pullback.rules import results
+    call = ast.parse("f(t[0], 2.0)").body[0].value
+    assert results.like(None, [OTHER, Kind(0, "f")], {}, call) == Kind(-1, "f")
+    none_call = ast.parse("f(x, None)").body[0].value      # a literal None stays out
+    assert results.like(None, [Kind(0, "f"), OTHER], {}, none_call) == Kind(0, "f")

@@ -213,7 +213,7 @@ def pinv_vjp(g, ans, a, hermitian=False):
 
 defrule(np.linalg.cholesky, "a, /, *, upper=False", result=results.same_shape,
         a="cholesky_vjp(g, ans, a, upper)")
-defrule(np.linalg.eigh, "a, UPLO='L'", result=results.tuple_of_arrays,
+defrule(np.linalg.eigh, "a, UPLO='L'", result=results.factors(1, 0),
         a="eigh_vjp(g, ans, a, UPLO)")
 defrule(np.linalg.svd, "a, full_matrices=True, compute_uv=True, hermitian=False",
         result=results.svd_result, a="svd_vjp(g, ans, a, full_matrices, compute_uv, hermitian)")

@@ -201,7 +201,7 @@ def unbroadcast_product(a, b, x):
 @numba_twin(unbroadcast_product)
 def _unbroadcast_product_numba(a, b, x):
     if not twins.is_number(x):
-        return None          # never emitted: x is a scalar where the transform uses it
+        return lambda a, b, x: unbroadcast(a * b, x)   # x's kind was not known
     if twins.is_array(a) or twins.is_array(b):
         return lambda a, b, x: np.sum(a * b)
     return lambda a, b, x: a * b

@@ -570,7 +570,7 @@ defrule(np.linalg.solve, "a, b", result=results.unknown,
         a="solve_vjp_a(g, ans, a, b)", b="solve_vjp_b(g, ans, a, b)")
 defrule(np.linalg.inv, "a", result=results.same_shape, a="inv_vjp(g, ans, a)")
 defrule(np.linalg.det, "a", result=results.matrix_scalar, a="det_vjp(g, ans, a)")
-defrule(np.linalg.slogdet, "a", result=results.tuple_of_arrays, a="slogdet_vjp(g, ans, a)")
+defrule(np.linalg.slogdet, "a", result=results.factors(2, 2), a="slogdet_vjp(g, ans, a)")
 defrule(np.trace, "a, offset=0, axis1=0, axis2=1, dtype=None, out=None",
         result=results.matrix_scalar, methods=("trace",),
         a="trace_vjp(g, a, offset, axis1, axis2)")

@@ -17,8 +17,13 @@ from ..core.kinds import BOOL, DTYPE_ORDER, FLOAT, INT, OTHER, Kind, broadcast, 
 
 
 def like(fn, args, kws, call) -> Kind:
-    """Elementwise: the broadcast of the numeric arguments, as a float."""
-    numeric = [a for a in args if a.dtype in DTYPE_ORDER]
+    """Elementwise: the broadcast of the numeric arguments, as a float.  An
+    argument whose dtype is not known (not a literal) counts as a float of its
+    rank, or of unknown rank, never as absent: else the result would be taken
+    for a scalar, and its cotangents not summed onto the arguments' shapes."""
+    numeric = [a if a.dtype in DTYPE_ORDER else Kind(-1 if a.ndim is None else a.ndim, "f")
+               for a, x in zip(args, call.args)
+               if a.dtype in DTYPE_ORDER or (a.dtype == "o" and not isinstance(x, ast.Constant))]
     k = broadcast(numeric) if numeric else FLOAT
     return Kind(k.ndim, "f" if k.dtype in "bi" else k.dtype)
 
@@ -153,12 +158,26 @@ def at_least(n: int):
     return at_least_n
 
 
+def factors(*fewer):
+    """A decomposition's tuple of float arrays, item k having ``fewer[k]`` fewer
+    dimensions than the (stack of) matrices given: ``eigh`` gives ``(w, v)``,
+    ``fewer = (1, 0)``."""
+    def tuple_of_factors(fn, args, kws, call) -> Kind:
+        n = _first(args).ndim
+        if n is None or n < 2:
+            return OTHER
+        return Kind(None, "o", tuple(Kind(n - k, "f") for k in fewer))
+    return tuple_of_factors
+
+
 def svd_result(fn, args, kws, call) -> Kind:
     """``svd``: the tuple ``(u, s, vh)``, or ``s`` alone with ``compute_uv=False``."""
     given = [k.value for k in call.keywords if k.arg == "compute_uv"] + call.args[2:3]
     if given and isinstance(given[0], ast.Constant) and not given[0].value:
         return Kind(-1, "f")
-    return OTHER
+    if given and not isinstance(given[0], ast.Constant):
+        return OTHER         # a tuple or an array: not known here
+    return factors(0, 1, 0)(fn, args, kws, call)
 
 
 def new_array(fn, args, kws, call) -> Kind:
