@@ -641,6 +641,8 @@ def _stacked(kernel):
         _STACKED[key] = twins.jitted(_types.FunctionType(
             kernel.__code__, g, kernel.__name__, kernel.__defaults__, kernel.__closure__))
     return _STACKED[key]
+
+
 def _solve_stack(a, b):
     if a.shape[:-2] != b.shape[:-2]:
         raise ValueError("pullback (Numba backend): np.linalg.solve of stacks of "
@@ -713,14 +715,20 @@ def _inv_stack(a):
     return out.reshape(a.shape)
 
 
-@numba_twin(np.linalg.inv, always=True)
-def _inv_numba(a):
-    if twins.is_array(a, 2):
-        return lambda a: np.linalg.inv(a)
-    if twins.is_array(a) and a.ndim > 2:
-        st = _stacked(_inv_stack)
-        return lambda a: st(a)
-    return None
+def _one_or_stacked(one, stack):
+    """A primal twin: NumPy's ``one`` for a matrix, the compiled loop ``stack`` over
+    a stack of matrices, none for anything else."""
+    def typer(a):
+        if twins.is_array(a, 2):
+            return lambda a: one(a)
+        if twins.is_array(a) and a.ndim > 2:
+            st = _stacked(stack)
+            return lambda a: st(a)
+        return None
+    return typer
+
+
+numba_twin(np.linalg.inv, always=True)(_one_or_stacked(np.linalg.inv, _inv_stack))
 
 
 def _inv_grad_stack(g, ans):
@@ -771,24 +779,8 @@ def _slogdet_stack(a):
     return sign.reshape(a.shape[:-2]), logdet.reshape(a.shape[:-2])
 
 
-@numba_twin(np.linalg.det, always=True)
-def _det_numba(a):
-    if twins.is_array(a, 2):
-        return lambda a: np.linalg.det(a)
-    if twins.is_array(a) and a.ndim > 2:
-        st = _stacked(_det_stack)
-        return lambda a: st(a)
-    return None
-
-
-@numba_twin(np.linalg.slogdet, always=True)
-def _slogdet_numba(a):
-    if twins.is_array(a, 2):
-        return lambda a: np.linalg.slogdet(a)
-    if twins.is_array(a) and a.ndim > 2:
-        st = _stacked(_slogdet_stack)
-        return lambda a: st(a)
-    return None
+numba_twin(np.linalg.det, always=True)(_one_or_stacked(np.linalg.det, _det_stack))
+numba_twin(np.linalg.slogdet, always=True)(_one_or_stacked(np.linalg.slogdet, _slogdet_stack))
 
 
 def _per_matrix_grad(kernel):
