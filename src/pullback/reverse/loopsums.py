@@ -18,7 +18,7 @@ import ast
 
 from ..core.runtime import snapshot
 from ..rules import registry
-from .ops import assign, call
+from .ops import assign, call, helper_call
 
 
 def defer_loop_sums(tr, body: list) -> tuple[list, list, list]:
@@ -33,7 +33,7 @@ def defer_loop_sums(tr, body: list) -> tuple[list, list, list]:
         dn, summed, varying, args = found
         others = [s for j, s in enumerate(body) if j != k]
         fixed = [a for i, a in enumerate(args) if i not in varying]
-        if not _only_added_to(dn, others) or _names(others, _Store) & _names(fixed, ast.AST):
+        if not _only_added_to(dn, others) or _written(others) & _names(fixed):
             continue
         steps = tr.names.fresh("_steps")
         copy = tr.helper(snapshot, "snapshot")
@@ -54,48 +54,41 @@ def _only_added_to(dn, stmts) -> bool:
         if isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add) \
                 and isinstance(st.target, ast.Name) and st.target.id == dn:
             st = st.value
-        if dn in _names([st], ast.AST):
+        if dn in _names([st]):
             return False
     return True
-
-
-class _Store:
-    """Marker for :func:`_names`: only names written (assigned or written into)."""
 
 
 def _summable(tr, st):
     """``(adjoint, summed, varying, args)`` for ``dW += helper(*args)`` where
     ``dW`` is a buffer and ``helper`` has a summed form, else None."""
     if not (isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add)
-            and isinstance(st.target, ast.Name) and isinstance(st.value, ast.Call)
-            and isinstance(st.value.func, ast.Name) and not st.value.keywords):
+            and isinstance(st.target, ast.Name)):
         return None
-    helper = tr.helpers.get(st.value.func.id)
-    form = registry.summed_form(helper) if helper is not None else None
+    found = helper_call(tr, st.value)
+    form = registry.summed_form(found[0]) if found is not None else None
     if form is None:
         return None
     summed, varying = form
-    args = st.value.args
+    args = found[1]
     if not all(isinstance(a, (ast.Name, ast.Constant)) for a in args):
         return None
     return st.target.id, summed, varying, args
 
 
-def _names(nodes, which) -> set:
-    """Names in ``nodes``: every one (``which`` = ast.AST), or only those
-    written, as a target or the array a subscript target writes into (``_Store``)."""
+def _names(nodes) -> set:
+    """Every name in ``nodes``."""
+    return {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _written(nodes) -> set:
+    """The names ``nodes`` write: assignment and loop targets, and the array a
+    subscript target writes into (its index's names too: a conservative set)."""
     out = set()
     for node in nodes:
         for n in ast.walk(node):
-            if which is _Store:
-                if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                    targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-                    for t in targets:
-                        for m in ast.walk(t):
-                            if isinstance(m, ast.Name):
-                                out.add(m.id)
-                elif isinstance(n, (ast.For,)):
-                    out |= {m.id for m in ast.walk(n.target) if isinstance(m, ast.Name)}
-            elif isinstance(n, ast.Name):
-                out.add(n.id)
+            if isinstance(n, ast.Assign):
+                out |= _names(n.targets)
+            elif isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For)):
+                out |= _names([n.target])
     return out

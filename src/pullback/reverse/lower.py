@@ -31,6 +31,7 @@ from .ops import (
     assign,
     call,
     fold,
+    helper_call,
 )
 
 
@@ -93,11 +94,10 @@ class _Lowering:
         """``dn += expr``, or the backend's in-place form of ``expr`` (a helper's
         result added without building it first: ``dW += np.outer(g, h)``)."""
         tr = self.tr
-        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) \
-                and expr.func.id in tr.helpers and not expr.keywords:
-            into = tr.backend.accumulate_into(tr.helpers[expr.func.id])
-            if into is not None:
-                return ast.Expr(call(tr.helper(into, into.__name__), ast.Name(dn), *expr.args))
+        found = helper_call(tr, expr)
+        into = tr.backend.accumulate_into(found[0]) if found is not None else None
+        if into is not None:
+            return ast.Expr(call(tr.helper(into, into.__name__), ast.Name(dn), *found[1]))
         return ast.AugAssign(ast.Name(dn, ast.Store()), ast.Add(), expr)
 
     def reset(self, c: Reset):

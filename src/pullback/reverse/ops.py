@@ -130,6 +130,15 @@ def call(fn, *args):
     return ast.Call(ast.Name(fn) if isinstance(fn, str) else fn, list(args), [])
 
 
+def helper_call(tr, expr):
+    """``(helper, args)`` when ``expr`` calls a helper of the generated code by
+    position only (``matmul_vjp_a(d_t3, W, h)``), else None."""
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) \
+            and expr.func.id in tr.helpers and not expr.keywords:
+        return tr.helpers[expr.func.id], expr.args
+    return None
+
+
 def comment(text):
     # ast.unparse prints a Name's id verbatim: a cheap way to carry a comment line.
     return ast.Expr(ast.Name(text))
