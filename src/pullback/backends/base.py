@@ -31,11 +31,6 @@ class Backend:
     #: ``da[i:j] += g`` is written ``add_into(da[i:j], g)``: Numba's augmented
     #: assignment to a slice builds the sum and copies it back; NumPy's adds in place.
     add_into_views = False
-    #: An elementwise call whose one array argument is ``x`` (``c * x``, ``np.tanh(x)``)
-    #: gives ``x``'s cotangent without ``unbroadcast(..., x)``: shapes are equal, and
-    #: Numba fuses the arithmetic that no call separates.  (The Python backend keeps
-    #: the call, whose ``like_arg`` also matches the argument's array type.)
-    skip_identity_unbroadcast = False
 
     def accumulate_into(self, helper):
         """A function ``f(out, *args)`` doing ``out += helper(*args)`` in place without

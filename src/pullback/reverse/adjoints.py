@@ -248,7 +248,10 @@ def rule_adjoint(tr, s, fn, args, kwargs, g):
         contrib = instantiate(tr, rule, template, dict(bound, **extra), g,
                                    ast.Name(s.target))
         if elementwise and array_result and not (
-                tr.backend.skip_identity_unbroadcast and _only_array(tr, arg, bound, s.target)):
+                s.sid in tr.shapes.uniform and tr.kind(arg).is_array
+                and tr.adjoint_is_array(s.target)):
+            # Unless no operand was broadcast (then the sum is the identity, and
+            # the argument need not be kept for its shape).
             contrib = _summed_onto(tr, contrib, arg)
             tr.read(ast.Name(arg.id), value=False)
         code.append(accum(tr, arg.id, contrib))
@@ -258,17 +261,6 @@ def rule_adjoint(tr, s, fn, args, kwargs, g):
                              "derivative", "pass a constant there, or register a rule "
                              "that differentiates it", cls=MissingRuleError)
     return code
-
-
-def _only_array(tr, arg, bound, target) -> bool:
-    """Whether ``arg`` is the one array among an elementwise call's arguments (the
-    others numbers or constants, ``c * u``, ``np.tanh(u)``), so that the result, and
-    its cotangent, has exactly ``arg``'s shape: ``unbroadcast`` would be the identity."""
-    k, result = tr.kind(arg), tr.kinds.get(target)
-    if k.ndim is None or k.ndim <= 0 or result is None or result.ndim != k.ndim:
-        return False
-    return all(isinstance(v, ast.Constant) or (isinstance(v, ast.Name) and (
-        v.id == arg.id or tr.kind(v).ndim == 0)) for v in bound.values())
 
 
 def recursive_call_adjoint(tr, s, fn, args, kwargs, g):
@@ -326,7 +318,11 @@ def setitem_adjoint(tr, s: ir.SetItem) -> list:
         g = ast.Subscript(ast.Name(tr.d(s.array)), copy.deepcopy(s.index), ast.Load())
         if tr.is_active(s.value):
             contrib = g
-            if not tr.selects_element(s.array, s.index):
+            if s.sid in tr.shapes.fits:
+                # The value has the written region's shape: its cotangent is a copy
+                # of the region's (zeroed next), summed over nothing.
+                contrib = ast.Call(ast.Attribute(g, "copy", ast.Load()), [], [])
+            elif not tr.selects_element(s.array, s.index):
                 # A row or slice of the adjoint is a view: copy it before zeroing it,
                 # and sum it over the axes the written value was broadcast along
                 # (a scalar, or a value of unknown rank such as np.dot's result).

@@ -17,7 +17,7 @@ import copy
 
 import numpy as np
 
-from ..analysis import aliasing, recompute, saves, storage
+from ..analysis import aliasing, recompute, saves, shapes, storage
 from ..core import ir
 from ..core.errors import UnsupportedSyntaxError
 from ..core.kinds import Kind, kind_of_value
@@ -59,6 +59,8 @@ class ReverseTransform:
         self.loop_reads: dict = {}             # sid of an If/For/While -> names read at it
         self.recompute: dict = {}              # temp -> expression read again in reverse
         self.recompute_reads: set = set()      # ... the names those expressions read
+        self.shapes = None                     # shape facts (analysis/shapes.py)
+        self.single_use: set = set()           # adjoints set by one use in the same block
 
     def d(self, name: str) -> str:
         if name not in self.adj:
@@ -113,6 +115,8 @@ class ReverseTransform:
         for p in self.fn.params:
             self.sites[p] = self.sites.get(p, 0) + 1
             self.top_level.add(p)
+        self.shapes = shapes.find(body, self.fn.params, self.kinds, self.sites, self.in_loop)
+        self.find_single_use(body)
         adjoints.gen_adjoints(self, body)
         self.value_reads |= aliasing.read_through_views(body, self.kind, set(self.fn.params),
                                                         self.value_reads)
@@ -312,6 +316,33 @@ class ReverseTransform:
         if cls is UnsupportedSyntaxError:
             return UnsupportedSyntaxError(what, loc, hint)
         return cls(f"{what}\n  {loc}" + (f"\n{hint}" if hint else ""))
+
+    def adjoint_is_array(self, name) -> bool:
+        """Whether ``name``'s adjoint is an array of its shape whenever its
+        definition's adjoint runs (never the number a reset leaves)."""
+        return self.backend.fixed_types or name in self.single_use
+
+    def find_single_use(self, stmts):
+        """Variables assigned once and read by exactly one later statement of the
+        same block: the reverse sweep always reaches that reader's adjoint, which
+        sets theirs, before their definition's."""
+        uses = {}
+        for s in ir.walk(stmts):
+            for n in ir.operands(s):
+                uses[n] = uses.get(n, 0) + 1
+        params = set(self.fn.params)
+
+        def visit(block):
+            defined = set()
+            for s in block:
+                if isinstance(s, (ir.Assign, ir.SetItem)):
+                    self.single_use |= {n for n in ir.operands(s) & defined if uses[n] == 1}
+                if isinstance(s, ir.Assign) and self.sites.get(s.target) == 1 \
+                        and s.target not in params:
+                    defined.add(s.target)
+                for sub in s.blocks():
+                    visit(sub)
+        visit(stmts)
 
     def find_local_temps(self, stmts):
         """Temporaries defined once and used once in the same block: their adjoint

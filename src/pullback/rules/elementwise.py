@@ -202,9 +202,24 @@ def unbroadcast_product(a, b, x):
 def _unbroadcast_product_numba(a, b, x):
     if not twins.is_number(x):
         return lambda a, b, x: unbroadcast(a * b, x)   # x's kind was not known
+    if twins.is_float_array(a) and twins.is_float_array(b) and a.ndim == b.ndim:
+        dot = twins.jitted(_sum_of_products)
+        return lambda a, b, x: dot(a, b)
     if twins.is_array(a) or twins.is_array(b):
         return lambda a, b, x: np.sum(a * b)
     return lambda a, b, x: a * b
+
+
+def _sum_of_products(a, b):
+    """Numba: ``np.sum(a * b)`` in one pass without the product array when the
+    shapes agree (views when contiguous), else through it."""
+    if a.shape != b.shape:
+        return np.sum(a * b)
+    fa, fb = np.ascontiguousarray(a).ravel(), np.ascontiguousarray(b).ravel()
+    total = 0.0
+    for i in range(fa.size):
+        total += fa[i] * fb[i]
+    return total
 
 
 def _sum_onto(g, x):

@@ -47,6 +47,12 @@ def is_bool(t) -> bool:
     return isinstance(t, types.Boolean)
 
 
+def is_float_array(t) -> bool:
+    """An array of real floats (float32, float64)."""
+    types = _types()
+    return isinstance(t, types.Array) and isinstance(t.dtype, types.Float)
+
+
 def is_tuple(t) -> bool:
     types = _types()
     return isinstance(t, types.BaseTuple)

@@ -46,8 +46,8 @@ def branch_with_array_write_grad(x, p, _seed=1.0):
     d_t10 = _seed
     # from: return np.sum(out * out)
     d_t9 = sum_vjp(d_t10, _t9, None, False, True)
-    dout += unbroadcast(d_t9 * out, out)
-    dout += unbroadcast(d_t9 * out, out)
+    dout += d_t9 * out
+    dout += d_t9 * out
     # from: for i in range(len(p)):
     for i in range(_n1 - 1, -1, -1):
         # from: if p[i] > 0.0:

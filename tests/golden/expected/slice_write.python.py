@@ -3,38 +3,22 @@ def slice_write_grad(u, c, _seed=1.0):
     # ---- forward sweep
     _stack = []
     _push = _stack.append
-    _t1 = np.zeros((0,))
-    _t2 = np.zeros((0,))
-    _t3 = np.zeros((0,))
-    _t4 = np.zeros((0,))
-    _t5 = np.zeros((0,))
-    _t6 = np.zeros((0,))
     _t7 = np.zeros((0,))
-    _t8 = np.zeros((0,))
-    _t9 = np.zeros((0,))
     # from: v = u.copy()
     v = u.copy()
     # from: for step in range(3):
     _n1 = trip_count(0, 3, 1)
     for step in range(0, 3, 1):
         # from: v[1:-1] = v[1:-1] + c * (v[2:] - 2.0 * v[1:-1] + v[:-2])
-        _push(_t1)
         _t1 = v[1:-1]
-        _push(_t2)
         _t2 = v[2:]
-        _push(_t3)
         _t3 = v[1:-1]
-        _push(_t4)
         _t4 = 2.0 * _t3
-        _push(_t5)
         _t5 = _t2 - _t4
-        _push(_t6)
         _t6 = v[:-2]
         _push(_t7)
         _t7 = _t5 + _t6
-        _push(_t8)
         _t8 = c * _t7
-        _push(_t9)
         _t9 = _t1 + _t8
         _push(v[1:-1].copy())
         v[1:-1] = _t9
@@ -50,36 +34,23 @@ def slice_write_grad(u, c, _seed=1.0):
     d_t11 = _seed
     # from: return np.sum(v * v)
     d_t10 = sum_vjp(d_t11, _t10, None, False, True)
-    dv += unbroadcast(d_t10 * v, v)
-    dv += unbroadcast(d_t10 * v, v)
+    dv += d_t10 * v
+    dv += d_t10 * v
     # from: for step in range(3):
     for _ in range(_n1):
         # from: v[1:-1] = v[1:-1] + c * (v[2:] - 2.0 * v[1:-1] + v[:-2])
-        d_t9 = unbroadcast(dv[1:-1].copy(), _t9)
+        d_t9 = dv[1:-1].copy()
         dv[1:-1] = 0.0
         v[1:-1] = _pop()
-        d_t1 = unbroadcast(d_t9, _t1)
-        d_t8 = unbroadcast(d_t9, _t8)
-        _t9 = _pop()
-        dc = dc + unbroadcast_product(d_t8, _t7, c)
-        d_t7 = unbroadcast(d_t8 * c, _t7)
-        _t8 = _pop()
-        d_t5 = unbroadcast(d_t7, _t5)
-        d_t6 = unbroadcast(d_t7, _t6)
+        dc = dc + unbroadcast_product(d_t9, _t7, c)
+        d_t7 = d_t9 * c
         _t7 = _pop()
-        dv[:-2] += d_t6
-        _t6 = _pop()
-        d_t2 = unbroadcast(d_t5, _t2)
-        d_t4 = unbroadcast(-d_t5, _t4)
-        _t5 = _pop()
-        d_t3 = unbroadcast(d_t4 * 2.0, _t3)
-        _t4 = _pop()
+        dv[:-2] += d_t7
+        d_t4 = -d_t7
+        d_t3 = d_t4 * 2.0
         dv[1:-1] += d_t3
-        _t3 = _pop()
-        dv[2:] += d_t2
-        _t2 = _pop()
-        dv[1:-1] += d_t1
-        _t1 = _pop()
+        dv[2:] += d_t7
+        dv[1:-1] += d_t9
     # from: v = u.copy()
     du = du + array_vjp(dv, u)
     return _value, (du, dc)
