@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import pullback
-
 from helpers import assert_close, fd_grad
 
 

@@ -87,7 +87,7 @@ def _check_differentiable(args, nums, fname):
 def _to_user(grad, arg):
     """The gradient in the type and shape of its argument."""
     if type(arg) is float:
-        return float(grad)
+        return grad if type(grad) is float else float(grad)
     if isinstance(arg, np.ndarray):
         if type(grad) is np.ndarray and grad.dtype == arg.dtype and grad.shape == arg.shape:
             flags = grad.flags

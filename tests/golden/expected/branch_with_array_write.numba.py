@@ -58,8 +58,7 @@ def branch_with_array_write_grad(x, p, _seed=1.0, _ws=()):
             out[i] = _tape_out_items_1[_k_out_items_1]
             _t5 = p[i]
             dx = dx + d_t6 * _t5
-            d_t5 = d_t6 * x
-            dp[i] += d_t5
+            dp[i] += d_t6 * x
         else:
             # from: out[i] = math.sin(p[i])
             d_t8 = dout[i]

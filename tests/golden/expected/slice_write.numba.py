@@ -10,18 +10,10 @@ def slice_write_grad(u, c, _seed=1.0):
     _n1 = trip_count(0, 3, 1)
     for step in range(0, 3, 1):
         # from: v[1:-1] = v[1:-1] + c * (v[2:] - 2.0 * v[1:-1] + v[:-2])
-        _t1 = v[1:-1]
-        _t2 = v[2:]
-        _t3 = v[1:-1]
-        _t4 = 2.0 * _t3
-        _t5 = _t2 - _t4
-        _t6 = v[:-2]
         _tape_t7_1.append(_t7)
-        _t7 = _t5 + _t6
-        _t8 = c * _t7
-        _t9 = _t1 + _t8
+        _t7 = v[2:] - 2.0 * v[1:-1] + v[:-2]
         _tape_v_rows_1.append(v[1:-1].copy())
-        v[1:-1] = _t9
+        v[1:-1] = v[1:-1] + c * _t7
     # from: return np.sum(v * v)
     _t10 = v * v
     _t11 = np.sum(_t10)
@@ -45,9 +37,7 @@ def slice_write_grad(u, c, _seed=1.0):
         d_t7 = d_t9 * c
         _t7 = _tape_t7_1.pop()
         add_into(dv[:-2], d_t7)
-        d_t4 = -d_t7
-        d_t3 = d_t4 * 2.0
-        add_into(dv[1:-1], d_t3)
+        add_into(dv[1:-1], -d_t7 * 2.0)
         add_into(dv[2:], d_t7)
         add_into(dv[1:-1], d_t9)
     # from: v = u.copy()
