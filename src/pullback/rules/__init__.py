@@ -1,6 +1,7 @@
 """Derivative rules, grouped by domain; importing this package registers them all."""
 from . import (  # noqa: F401
     decompositions,
+    einsum,
     elementwise,
     indexing,
     interpolation,
@@ -17,5 +18,7 @@ from . import (  # noqa: F401
     scipy_linalg,
     scipy_special,
     shapes,
+    solve,
+    tensor_products,
 )
 
