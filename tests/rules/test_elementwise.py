@@ -6,7 +6,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from pullback.rules import einsum, elementwise, indexing, linalg, reductions, shapes, solve, tensor_products
+from pullback.rules import (
+    diagonals,
+    einsum,
+    elementwise,
+    indexing,
+    linalg,
+    reductions,
+    shapes,
+    solve,
+    tensor_products,
+)
 from pullback.rules.elementwise import (
     polyval_vjp_p,
     polyval_vjp_x,
@@ -291,7 +301,7 @@ def test_rosen_by_hand_matches_scipy():
 # ---------------------------------------------------------------------------
 # The registry: every rule of these modules parses and names only defined things
 
-MODULES = (elementwise, reductions, linalg, solve, einsum, tensor_products, shapes, indexing)
+MODULES = (elementwise, reductions, linalg, solve, einsum, tensor_products, diagonals, shapes, indexing)
 
 
 def _our_rules():

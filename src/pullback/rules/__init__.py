@@ -1,6 +1,7 @@
 """Derivative rules, grouped by domain; importing this package registers them all."""
 from . import (  # noqa: F401
     decompositions,
+    diagonals,
     einsum,
     elementwise,
     indexing,
@@ -12,6 +13,7 @@ from . import (  # noqa: F401
     prod,
     reductions,
     registry,
+    reorder,
     results,
     scalar,
     scipy_lib,

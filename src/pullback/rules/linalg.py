@@ -1,7 +1,7 @@
 """Derivatives of NumPy's products of arrays.
 
 dot, matmul (also the ``@`` operator, ``operator.matmul``), outer, inner,
-tensordot, trace.  (Linear systems, inverses and determinants are in
+tensordot.  (Linear systems, inverses and determinants are in
 :mod:`.solve`, einsum in :mod:`.einsum`, kron and cross in
 :mod:`.tensor_products`, matrix decompositions in :mod:`.decompositions`.)
 
@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import operator
 
-import array_api_compat
 import numpy as np
 
 from . import results, twins
-from .elementwise import as_array, float_dtype, like_arg, namespace, shape_of, unbroadcast
+from .elementwise import as_array, like_arg, namespace, shape_of, unbroadcast
 from .registry import defrule, loop_sum, numba_twin
 
 __all__ = ["dot_vjp_a", "dot_vjp_b", "matmul_vjp_a", "matmul_vjp_b", "outer_vjp_a",
-           "outer_vjp_b", "inner_vjp_a", "inner_vjp_b", "trace_vjp", "tensordot_vjp_a",
-           "tensordot_vjp_b", "mT"]
+           "outer_vjp_b", "inner_vjp_a", "inner_vjp_b", "tensordot_vjp_a", "tensordot_vjp_b",
+           "mT"]
 
 
 def mT(xp, x):
@@ -203,27 +202,6 @@ def inner_vjp_b(g, a, b):
 
 
 # ---------------------------------------------------------------------------
-# trace
-
-def trace_vjp(g, a, offset=0, axis1=0, axis2=1):
-    """Cotangent of ``a`` in ``np.trace(a, offset, axis1, axis2)``: ``g`` on the chosen diagonal."""
-    xp = namespace(g, a)
-    A = as_array(xp, a)
-    nd = A.ndim
-    ax1, ax2 = axis1 % nd, axis2 % nd
-    n, m = A.shape[ax1], A.shape[ax2]
-    G = as_array(xp, g, A)
-    # g has a's shape without axis1 and axis2; put size-1 axes back in their places.
-    g_shape = tuple(1 if i in (ax1, ax2) else d for i, d in enumerate(A.shape))
-    G = xp.reshape(G, g_shape)
-    diag = xp.eye(n, m, k=offset, dtype=float_dtype(xp, G, A), device=array_api_compat.device(A))
-    if ax1 > ax2:
-        diag = mT(xp, diag)
-    mask_shape = tuple(d if i in (ax1, ax2) else 1 for i, d in enumerate(A.shape))
-    return G * xp.reshape(diag, mask_shape)
-
-
-# ---------------------------------------------------------------------------
 # tensordot
 
 def _tensordot_axes(axes, nda, ndb):
@@ -276,9 +254,6 @@ defrule(np.outer, "a, b, out=None", result=results.unknown,
         a="outer_vjp_a(g, a, b)", b="outer_vjp_b(g, a, b)")
 defrule(np.inner, "a, b, /", result=results.unknown,
         a="inner_vjp_a(g, a, b)", b="inner_vjp_b(g, a, b)")
-defrule(np.trace, "a, offset=0, axis1=0, axis2=1, dtype=None, out=None",
-        result=results.matrix_scalar, methods=("trace",),
-        a="trace_vjp(g, a, offset, axis1, axis2)")
 defrule(np.tensordot, "a, b, axes=2", result=results.unknown,
         a="tensordot_vjp_a(g, a, b, axes)", b="tensordot_vjp_b(g, a, b, axes)")
 
@@ -342,68 +317,6 @@ def _dot_numba(a, b, out=None):
     if twins.is_number(a) or twins.is_number(b):
         return lambda a, b, out=None: a * b
     return lambda a, b, out=None: np.dot(a, b)
-
-
-# trace: Numba has no np.trace; matrices, and stacks along the leading two axes.
-def _trace_axes(a, axis1, axis2):
-    """Whether the trace of ``a`` is over its two leading axes, else unsupported."""
-    first = (twins.literal(axis1, None), twins.literal(axis2, None))
-    if not twins.is_array(a) or a.ndim < 2 or None in first:
-        twins.unsupported("np.trace with these arguments")
-    pair = (first[0] % a.ndim, first[1] % a.ndim)
-    if pair not in ((0, 1), (1, 0)) or (a.ndim > 2 and pair != (0, 1)):
-        twins.unsupported("np.trace over axes other than the leading two")
-    return pair == (1, 0)
-
-
-def _trace3(a3, k):
-    n, m, rest = a3.shape
-    out = np.zeros(rest)
-    for i in range(n):
-        j = i + k
-        if 0 <= j < m:
-            out += a3[i, j]
-    return out
-
-
-def _untrace3(g, shape3, k):
-    n, m, rest = shape3
-    out = np.zeros((n, m, rest))
-    for i in range(n):
-        j = i + k
-        if 0 <= j < m:
-            out[i, j] = g
-    return out
-
-
-@numba_twin(np.trace, always=True)
-def _trace_numba(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-    swapped = _trace_axes(a, axis1, axis2)
-    tr = twins.jitted(_trace3)
-    if a.ndim == 2:
-        if swapped:
-            return lambda a, offset=0, axis1=0, axis2=1, dtype=None, out=None: \
-                tr(np.ascontiguousarray(a.T).reshape((a.shape[1], a.shape[0], 1)), offset)[0]
-        return lambda a, offset=0, axis1=0, axis2=1, dtype=None, out=None: \
-            tr(np.ascontiguousarray(a).reshape((a.shape[0], a.shape[1], 1)), offset)[0]
-    return lambda a, offset=0, axis1=0, axis2=1, dtype=None, out=None: tr(
-        np.ascontiguousarray(a).reshape((a.shape[0], a.shape[1], -1)), offset).reshape(a.shape[2:])
-
-
-@numba_twin(trace_vjp)
-def _trace_vjp_numba(g, a, offset=0, axis1=0, axis2=1):
-    swapped = _trace_axes(a, axis1, axis2)
-    un = twins.jitted(_untrace3)
-    if a.ndim == 2:
-        if swapped:
-            return lambda g, a, offset=0, axis1=0, axis2=1: np.ascontiguousarray(
-                un(np.full(1, g), (a.shape[1], a.shape[0], 1), offset).reshape(
-                    (a.shape[1], a.shape[0])).T)
-        return lambda g, a, offset=0, axis1=0, axis2=1: un(
-            np.full(1, g), (a.shape[0], a.shape[1], 1), offset).reshape(a.shape)
-    return lambda g, a, offset=0, axis1=0, axis2=1: un(
-        np.ascontiguousarray(g).ravel(), (a.shape[0], a.shape[1], a.size // (a.shape[0] * a.shape[1])),
-        offset).reshape(a.shape)
 
 
 # inner: the last axes of vectors and matrices (Numba has no np.inner).
