@@ -1,15 +1,18 @@
 """Derivative rules, grouped by domain; importing this package registers them all."""
 from . import (  # noqa: F401
+    cumulative,
     decompositions,
     diagonals,
     einsum,
     elementwise,
+    extrema,
     indexing,
     interpolation,
     joining,
     linalg,
     manipulation,
     nondiff,
+    norm,
     prod,
     reductions,
     registry,
@@ -22,5 +25,6 @@ from . import (  # noqa: F401
     shapes,
     solve,
     tensor_products,
+    weighted,
 )
 

@@ -63,8 +63,9 @@ import numpy as np
 
 from ..core import diskcache
 from . import results, twins
+from .cumulative import cumulative_twin
 from .elementwise import as_array, is_scalar, like_arg, namespace, normalize_axes
-from .reductions import cumulative_twin, reduction_twin
+from .reductions import reduction_twin
 from .registry import defrule, numba_twin
 
 __all__ = ["prod_vjp", "prod_vjp_exact", "cumprod_vjp", "cumprod_vjp_exact"]
