@@ -24,6 +24,7 @@ from . import (  # noqa: F401
     scipy_special,
     shapes,
     solve,
+    templates,
     tensor_products,
     weighted,
 )
