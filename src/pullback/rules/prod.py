@@ -57,7 +57,7 @@ import math
 import array_api_compat
 import numpy as np
 
-from ..core import diskcache
+from ..core import numbacache
 from . import results, twins
 from .elementwise import as_array, is_scalar, like_arg, namespace, normalize_axes
 from .reductions import reduction_twin
@@ -282,7 +282,7 @@ def _kernel():
     cache directory, never beside this file)."""
     global _KERNEL
     if _KERNEL is None:
-        _KERNEL = diskcache.njit(_prod_grad_kernel, nogil=True)
+        _KERNEL = numbacache.njit(_prod_grad_kernel, nogil=True)
     return _KERNEL
 
 
