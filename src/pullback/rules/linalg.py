@@ -3,7 +3,8 @@
 dot, matmul (also the ``@`` operator, ``operator.matmul``), outer, inner,
 tensordot.  (Linear systems, inverses and determinants are in
 :mod:`.solve`, einsum in :mod:`.einsum`, kron and cross in
-:mod:`.tensor_products`, matrix decompositions in :mod:`.decompositions`.)
+:mod:`.tensor_products`, trace in :mod:`.diagonals`, matrix decompositions in
+:mod:`.decompositions`.)
 
 Conventions are those of :mod:`pullback.rules.elementwise`: a helper takes
 ``g`` first, then ``ans`` when it needs it, then the primal arguments, and

@@ -1,7 +1,8 @@
-"""Derivatives of NumPy's functions that copy entries into an array of another
-size or shape: repeat, tile, diff, atleast_1d/2d/3d.  Their VJPs add the
-cotangents back where the entries came from.  (Functions that move entries
-are in :mod:`.reorder`, diagonals and triangles in :mod:`.diagonals`.)
+"""Derivatives of NumPy's functions that build an array of another size or shape
+from the entries of one: repeat, tile, diff (differences along an axis),
+atleast_1d/2d/3d.  Their VJPs add the cotangents back where the entries came
+from.  (Functions that move entries are in :mod:`.reorder`, diagonals and
+triangles in :mod:`.diagonals`.)
 
 Conventions are those of :mod:`pullback.rules.elementwise`: a helper takes the
 cotangent ``g`` first, then the primal arguments (NumPy's parameter names), and
