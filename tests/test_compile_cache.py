@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import pullback
-from pullback.core import diskcache
+from pullback.core import cachekeys, diskcache, numbacache
 
 SRC = pathlib.Path(pullback.__file__).resolve().parent
 
@@ -229,18 +229,18 @@ def _reads_factor(x):
 
 
 def test_the_key_follows_globals_and_code():
-    key = diskcache._digest("function", _reads_factor)
-    assert key == diskcache._digest("function", _reads_factor)
+    key = cachekeys.digest("function", _reads_factor)
+    assert key == cachekeys.digest("function", _reads_factor)
     global FACTOR
     FACTOR = 3.0
     try:
-        assert diskcache._digest("function", _reads_factor) != key
+        assert cachekeys.digest("function", _reads_factor) != key
     finally:
         FACTOR = 2.0
-    assert diskcache._digest("function", _reads_factor) == key
-    assert diskcache._digest(np.zeros(3)) != diskcache._digest(np.ones(3))
-    assert diskcache._digest(np.zeros(10 ** 6)) is None        # too large to fingerprint
-    assert diskcache._digest(object()) is None                  # unknown objects: not cached
+    assert cachekeys.digest("function", _reads_factor) == key
+    assert cachekeys.digest(np.zeros(3)) != cachekeys.digest(np.ones(3))
+    assert cachekeys.digest(np.zeros(10 ** 6)) is None        # too large to fingerprint
+    assert cachekeys.digest(object()) is None                  # unknown objects: not cached
 
 
 def _scaled_by_a_flag(x):
@@ -321,16 +321,16 @@ def test_an_evicted_numba_entry_is_compiled_again(tmp_path, monkeypatch, restore
     pytest.importorskip("numba")
     pullback.set_cache_dir(tmp_path)
     monkeypatch.setenv("PULLBACK_CACHE_MAX_MB", "1")
-    assert diskcache.njit(_twice)(2.0) == 4.0
+    assert numbacache.njit(_twice)(2.0) == 4.0
     data = list((tmp_path / "numba").glob("*.nbc"))
     assert len(data) == 1 and list((tmp_path / "numba").glob("*.nbi"))
     data[0].unlink()                        # evicted by another process
-    fresh = diskcache.njit(_twice)
+    fresh = numbacache.njit(_twice)
     assert fresh(3.0) == 6.0 and fresh.stats.cache_misses      # compiled again, no error
     assert data[0].exists()                 # and written again
     for f in (tmp_path / "numba").glob("*.nbi"):
         f.unlink()
-    again = diskcache.njit(_twice)
+    again = numbacache.njit(_twice)
     assert again(1.5) == 3.0 and again.stats.cache_misses
-    hit = diskcache.njit(_twice)
+    hit = numbacache.njit(_twice)
     assert hit(1.0) == 2.0 and hit.stats.cache_hits and not hit.stats.cache_misses

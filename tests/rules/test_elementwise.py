@@ -6,7 +6,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from pullback.rules import elementwise, indexing, linalg, reductions, shapes
+from pullback.rules import (
+    cumulative,
+    diagonals,
+    einsum,
+    elementwise,
+    extrema,
+    indexing,
+    linalg,
+    norm,
+    reductions,
+    shapes,
+    solve,
+    tensor_products,
+    weighted,
+)
 from pullback.rules.elementwise import (
     polyval_vjp_p,
     polyval_vjp_x,
@@ -291,7 +305,8 @@ def test_rosen_by_hand_matches_scipy():
 # ---------------------------------------------------------------------------
 # The registry: every rule of these modules parses and names only defined things
 
-MODULES = (elementwise, reductions, linalg, shapes, indexing)
+MODULES = (elementwise, reductions, extrema, cumulative, weighted, norm, linalg, solve, einsum,
+           tensor_products, diagonals, shapes, indexing)
 
 
 def _our_rules():

@@ -8,25 +8,11 @@ from hypothesis.extra import numpy as hnp
 
 import pullback
 from helpers import fd_grad
-from pullback.rules.linalg import (
-    cross_vjp_a,
-    cross_vjp_b,
-    det_vjp,
-    einsum_subscripts,
-    einsum_vjp,
-    inv_vjp,
-    kron_vjp_a,
-    kron_vjp_b,
-    matmul_vjp_a,
-    matmul_vjp_b,
-    parse_einsum,
-    slogdet_vjp,
-    solve_vjp_a,
-    solve_vjp_b,
-    tensordot_vjp_a,
-    tensordot_vjp_b,
-    trace_vjp,
-)
+from pullback.rules.diagonals import trace_vjp
+from pullback.rules.einsum import einsum_subscripts, einsum_vjp, parse_einsum
+from pullback.rules.linalg import matmul_vjp_a, matmul_vjp_b, tensordot_vjp_a, tensordot_vjp_b
+from pullback.rules.solve import det_vjp, inv_vjp, slogdet_vjp, solve_vjp_a, solve_vjp_b
+from pullback.rules.tensor_products import cross_vjp_a, cross_vjp_b, kron_vjp_a, kron_vjp_b
 
 from .checks import SETTINGS, check_vjp, rule_vjp, seeds, values
 

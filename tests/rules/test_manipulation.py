@@ -4,8 +4,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pullback.rules import results
-from pullback.rules.manipulation import diag_vjp, repeat_vjp, sort_vjp, tril_vjp
+from pullback.rules.diagonals import diag_vjp, tril_vjp
+from pullback.rules.manipulation import repeat_vjp
 from pullback.rules.registry import lookup
+from pullback.rules.reorder import sort_vjp
 
 from .checks import SETTINGS, check_vjp, rule_vjp, seeds, shapes
 from .checks import array_values as values
@@ -172,7 +174,9 @@ def test_sort_with_ties():
 
 def test_torch_against_autograd():
     torch = pytest.importorskip("torch")
+    from pullback.rules import diagonals as d
     from pullback.rules import manipulation as m
+    from pullback.rules import reorder as r
 
     rng = np.random.default_rng(3)
     t = lambda *s: torch.tensor(rng.standard_normal(s), requires_grad=True)   # noqa: E731
@@ -184,13 +188,13 @@ def test_torch_against_autograd():
         (lambda x: x.tile((2, 1, 3)), t(2, 3), lambda g, x: m.tile_vjp(g, x, (2, 1, 3))),
         (lambda x: torch.diff(x, n=2, dim=0), t(4, 3), lambda g, x: m.diff_vjp(g, x, 2, 0)),
         (lambda x: torch.rot90(x, 3, (0, 2)), t(2, 3, 4),
-         lambda g, x: m.rot90_vjp(g, x, 3, (0, 2))),
-        (lambda x: torch.roll(x, 2, 1), t(2, 3), lambda g, x: m.roll_vjp(g, x, 2, 1)),
+         lambda g, x: r.rot90_vjp(g, x, 3, (0, 2))),
+        (lambda x: torch.roll(x, 2, 1), t(2, 3), lambda g, x: r.roll_vjp(g, x, 2, 1)),
         (lambda x: torch.diagonal(x, 1, 0, 2), t(3, 2, 4),
-         lambda g, x: m.diagonal_vjp(g, x, 1, 0, 2)),
-        (lambda x: torch.diag(x, -1), t(3), lambda g, x: m.diag_vjp(g, x, -1)),
-        (lambda x: torch.triu(x, 1), t(2, 3, 3), lambda g, x: m.triu_vjp(g, x, 1)),
-        (lambda x: torch.sort(x, dim=0).values, t(4, 3), lambda g, x: m.sort_vjp(g, x, 0)),
+         lambda g, x: d.diagonal_vjp(g, x, 1, 0, 2)),
+        (lambda x: torch.diag(x, -1), t(3), lambda g, x: d.diag_vjp(g, x, -1)),
+        (lambda x: torch.triu(x, 1), t(2, 3, 3), lambda g, x: d.triu_vjp(g, x, 1)),
+        (lambda x: torch.sort(x, dim=0).values, t(4, 3), lambda g, x: r.sort_vjp(g, x, 0)),
     ]
     for fwd, x, vjp in cases:
         out = fwd(x)

@@ -5,7 +5,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pullback.rules.reductions import cumsum_vjp, max_vjp, mean_vjp, norm_vjp, std_vjp, sum_vjp, var_vjp
+from pullback.rules.cumulative import cumsum_vjp
+from pullback.rules.extrema import max_vjp
+from pullback.rules.norm import norm_vjp
+from pullback.rules.reductions import mean_vjp, std_vjp, sum_vjp, var_vjp
 from pullback.rules.registry import method
 
 from .checks import SETTINGS, axes_for, check_vjp, rule_vjp, seeds, shapes, values

@@ -15,7 +15,7 @@ import types
 
 import numpy as np
 
-from ..core import diskcache
+from ..core import numbacache
 from ..core.errors import NumbaCompileError
 from ..core.runtime import reserve, snapshot, with_shape
 from ..rules import linalg, registry
@@ -255,7 +255,7 @@ def _jit_helper(v):
     twin = registry.twin(v)
     if isinstance(v, types.FunctionType) and (twin is None or twin is registry.PLAIN):
         if id(v) not in _JITTED:
-            _JITTED[id(v)] = (v, diskcache.njit(v))
+            _JITTED[id(v)] = (v, numbacache.njit(v))
         return _JITTED[id(v)][1]
     return v
 
@@ -275,7 +275,7 @@ class _LazyNumba:
         self.source = src
         self.filename = filename
         self.full_source = full_source.splitlines()
-        self.jitted = diskcache.jit_derivative(fn, src)
+        self.jitted = numbacache.jit_derivative(fn, src)
         defaults = fn.__defaults__ or ()
         # The default workspace (empty arrays of the tapes' dtypes, see emit.build).
         self.workspace = defaults[1] if len(defaults) > 1 else None

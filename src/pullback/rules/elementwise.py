@@ -80,6 +80,11 @@ def shape_of(x) -> tuple:
     return tuple(shape) if shape is not None else np.shape(x)
 
 
+def device_of(x):
+    """The device of an array; None for anything else (a Python number or list)."""
+    return array_api_compat.device(x) if hasattr(x, "shape") else None
+
+
 def as_scalar(r):
     """A 0-d NumPy array becomes a NumPy scalar; anything else is returned unchanged.
 

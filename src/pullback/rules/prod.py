@@ -1,4 +1,4 @@
-"""Zero-safe derivatives of ``np.prod`` and ``np.cumprod``.
+"""The zero-safe derivative of ``np.prod``.
 
 The cotangent of ``x`` in ``p = prod(x)`` is ``g`` times the product of the
 *other* entries of each reduced slice.  The textbook formula ``g * p / x`` is
@@ -41,17 +41,13 @@ Device arrays (PyTorch on a GPU, CuPy, JAX) and NumPy subclasses always take
 the exact path.  ``exact=True`` forces it anywhere (a second-order pass must
 differentiate the exact path, not the fast one, when ``x`` may hold zeros).
 
-``cumprod`` works the same way: ``y_i = prod_{j<=i} x_j`` has cotangent
-``ct_k = sum_{i>=k} g_i prod_{j<=i, j!=k} x_j``.  The fast path is
-``revcumsum(g * y) / x``; the exact path is ``L_k * S_k`` with ``L`` the
-exclusive cumulative product and ``S_k = g_k + x_{k+1} S_{k+1}``, a linear
-recurrence evaluated by ``log2(n)`` doubling steps (again only multiply, add,
-concat and flip, so it is differentiable again).
-
 Conventions as in :mod:`pullback.rules.elementwise`: a helper takes ``g``,
 ``ans`` and the primal arguments and returns the cotangent of one argument with
 that argument's shape (a scalar for a scalar).  Complex inputs get the
 unconjugated product (the convention of JAX and autograd).
+
+``cumprod`` (in :mod:`.cumulative`) is differentiated the same way, from the
+building blocks here.
 """
 from __future__ import annotations
 
@@ -61,19 +57,20 @@ import math
 import array_api_compat
 import numpy as np
 
-from ..core import diskcache
+from ..core import numbacache
 from . import results, twins
 from .elementwise import as_array, is_scalar, like_arg, namespace, normalize_axes
-from .reductions import cumulative_twin, reduction_twin
+from .reductions import reduction_twin
 from .registry import defrule, numba_twin
 
-__all__ = ["prod_vjp", "prod_vjp_exact", "cumprod_vjp", "cumprod_vjp_exact"]
+__all__ = ["prod_vjp", "prod_vjp_exact", "cumprod_last", "inverse_permutation", "host_array",
+           "axis_layout"]
 
 
 # ---------------------------------------------------------------------------
 # Building blocks of the exact path, along the last axis, for any namespace.
 
-def _cumprod_last(xp, y):
+def cumprod_last(xp, y):
     """Inclusive cumulative product along the last axis.
 
     ``cumulative_prod`` is in the 2024 array API; older namespaces have
@@ -103,32 +100,14 @@ def _scan_prod_last(xp, y):
 def _others_product_last(xp, y):
     """``out[..., i] = prod_{j != i} y[..., j]``: exclusive products from both ends."""
     ones = xp.ones_like(y[..., :1])
-    left = _cumprod_last(xp, xp.concat([ones, y[..., :-1]], axis=-1))
+    left = cumprod_last(xp, xp.concat([ones, y[..., :-1]], axis=-1))
     # [1, y[n-1], y[n-1] y[n-2], ...] reversed: right[i] = prod(y[i+1:]).
-    right = _cumprod_last(xp, xp.concat([ones, xp.flip(y[..., 1:], axis=-1)], axis=-1))
+    right = cumprod_last(xp, xp.concat([ones, xp.flip(y[..., 1:], axis=-1)], axis=-1))
     return left * xp.flip(right, axis=-1)
 
 
-def _suffix_recurrence_last(xp, g, y):
-    """``S[..., k] = sum_{i >= k} g[..., i] * prod_{k < j <= i} y[..., j]``.
-
-    The linear recurrence ``S_k = g_k + y_{k+1} S_{k+1}`` run from the end, by
-    doubling: after the step with shift d, ``B_k`` holds the terms ``i < k + 2d``
-    and ``A_k = prod(y[k+1 .. k+2d])`` links ``S_k`` to ``S_{k+2d}`` (0 past
-    the end of the slice, which is what stops the sum).
-    """
-    n = y.shape[-1]
-    a = xp.concat([y[..., 1:], xp.zeros_like(y[..., :1])], axis=-1)
-    b = g
-    d = 1
-    while d < n:
-        b = b + a * xp.concat([b[..., d:], xp.zeros_like(b[..., :d])], axis=-1)
-        a = a * xp.concat([a[..., d:], xp.zeros_like(a[..., :d])], axis=-1)
-        d *= 2
-    return b
-
-
-def _inverse(perm):
+def inverse_permutation(perm):
+    """The permutation that undoes ``perm`` (a sequence of axes)."""
     inv = [0] * len(perm)
     for i, p in enumerate(perm):
         inv[p] = i
@@ -148,7 +127,7 @@ def _move_to_end(xp, x, axes):
 def _move_back(xp, y, shape, perm):
     """Undo :func:`_move_to_end` for an array of the moved shape."""
     y = xp.reshape(y, tuple(shape[d] for d in perm))
-    return xp.permute_dims(y, _inverse(perm))
+    return xp.permute_dims(y, inverse_permutation(perm))
 
 
 # ---------------------------------------------------------------------------
@@ -196,7 +175,7 @@ def prod_vjp(g, ans, x, axis=None, keepdims=False, *, initial=None, where=True, 
         return like_arg(prod_vjp(g, ans, np.asarray(x), axis, keepdims,
                                  initial=initial, exact=exact), x)
     xp = namespace(g, x)
-    if exact is None and _host_array(x):
+    if exact is None and host_array(x):
         axes = normalize_axes(axis, x.ndim)
         kshape = tuple(1 if d in axes else s for d, s in enumerate(x.shape))
         if ans is None:
@@ -208,7 +187,7 @@ def prod_vjp(g, ans, x, axis=None, keepdims=False, *, initial=None, where=True, 
     return prod_vjp_exact(g, x, axis, keepdims, initial)
 
 
-def _host_array(x) -> bool:
+def host_array(x) -> bool:
     """Whether ``bool(array)`` is cheap: a PyTorch CPU tensor (no device sync)."""
     return array_api_compat.is_torch_array(x) and x.device.type == "cpu"
 
@@ -303,7 +282,7 @@ def _kernel():
     cache directory, never beside this file)."""
     global _KERNEL
     if _KERNEL is None:
-        _KERNEL = diskcache.njit(_prod_grad_kernel, nogil=True)
+        _KERNEL = numbacache.njit(_prod_grad_kernel, nogil=True)
     return _KERNEL
 
 
@@ -415,63 +394,11 @@ def _others_product_rows(g, x, axes):
 
 
 # ---------------------------------------------------------------------------
-# cumprod
-
-def cumprod_vjp_exact(g, x, axis=None):
-    """Cotangent of ``x`` in ``cumprod(x, axis)``, branch-free and division-free.
-
-    ``ct_k = L_k * S_k``: ``L_k = prod(x[:k])`` and ``S_k = sum_{i>=k} g_i
-    prod(x[k+1 .. i])``.  Differentiable again (see the module docstring).
-    """
-    xp = namespace(g, x)
-    x = as_array(xp, x, g)
-    g = as_array(xp, g, x)
-    shape = tuple(x.shape)
-    if axis is None:            # NumPy flattens
-        x, ax = xp.reshape(x, (-1,)), 0
-    else:
-        (ax,) = normalize_axes(axis, x.ndim)
-    perm = tuple(d for d in range(x.ndim) if d != ax) + (ax,)
-    y = xp.permute_dims(x, perm)
-    gy = xp.permute_dims(xp.reshape(g, tuple(x.shape)), perm)
-    left = _cumprod_last(xp, xp.concat([xp.ones_like(y[..., :1]), y[..., :-1]], axis=-1))
-    ct = xp.permute_dims(left * _suffix_recurrence_last(xp, gy, y), _inverse(perm))
-    return xp.reshape(ct, shape)
-
-
-def cumprod_vjp(g, ans, x, axis=None, *, exact=None):
-    """Cotangent of ``x`` in ``ans = cumprod(x, axis)`` (``axis=None`` flattens).
-
-    Exact with zeros.  Fast path ``revcumsum(g * ans) / x`` on NumPy and
-    PyTorch CPU when the last running product of every slice is finite and
-    nonzero (then all of them are, and no ``x`` is zero); otherwise
-    :func:`cumprod_vjp_exact`.
-    """
-    if is_scalar(x):
-        return like_arg(cumprod_vjp(g, ans, np.asarray(x), axis, exact=exact), x)
-    xp = namespace(g, x)
-    if exact is None and (type(x) is np.ndarray or _host_array(x)):
-        shape = tuple(x.shape)
-        flat = xp.reshape(x, (-1,)) if axis is None else x
-        ax = 0 if axis is None else normalize_axes(axis, x.ndim)[0]
-        if ans is None:
-            ans = xp.cumulative_prod(flat, axis=ax)
-        ans = xp.reshape(as_array(xp, ans, x), tuple(flat.shape))
-        g = xp.reshape(as_array(xp, g, x), tuple(flat.shape))
-        last = ans[(slice(None),) * ax + (slice(-1, None),)]
-        if bool(xp.all(xp.isfinite(last) & (last != 0))):
-            rev = xp.flip(xp.cumulative_sum(xp.flip(g * ans, axis=ax), axis=ax), axis=ax)
-            return xp.reshape(rev / flat, shape)
-    return cumprod_vjp_exact(g, x, axis)
-
-
-# ---------------------------------------------------------------------------
+# Registration
 
 defrule(np.prod, "a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True",
         a="prod_vjp(g, ans, a, axis, keepdims, initial=initial, where=where)",
         result=results.reduction, methods=("prod",))
-defrule(np.cumprod, "a, axis=None, dtype=None, out=None",
-        a="cumprod_vjp(g, ans, a, axis)", result=results.same_shape, methods=("cumprod",))
 
 
 # ---------------------------------------------------------------------------
@@ -494,25 +421,7 @@ def _others3(x3, g2, out):
     return out
 
 
-def _cumprod_grad3(x3, g3):
-    """Cotangent of cumprod along the middle axis: ``L_k * S_k`` (see cumprod_vjp_exact)."""
-    pre, n, post = x3.shape
-    out = np.empty((pre, n, post))
-    s = np.empty(n)
-    for a in range(pre):
-        for b in range(post):
-            acc = 0.0
-            for k in range(n - 1, -1, -1):
-                acc = g3[a, k, b] + (x3[a, k + 1, b] * acc if k + 1 < n else 0.0)
-                s[k] = acc
-            left = 1.0
-            for k in range(n):
-                out[a, k, b] = left * s[k]
-                left *= x3[a, k, b]
-    return out
-
-
-def _layout(x, axis):
+def axis_layout(x, axis):
     """Numba: (pre, n, post) of ``x`` around ``axis`` (all of it for None)."""
     split = twins.split_shape()
     if twins.is_none(axis) or x.ndim == 1:
@@ -532,7 +441,7 @@ def _prod_vjp_numba(g, ans, x, axis=None, keepdims=False, initial=None, where=Tr
         return None
     if not twins.is_none(initial) or twins.literal(where, False) is not True:
         twins.unsupported("the derivative of np.prod with initial= or where=")
-    layout, as2 = _layout(x, axis), _as2(g)
+    layout, as2 = axis_layout(x, axis), _as2(g)
     kernel, others = twins.jitted(_prod_grad_kernel), twins.jitted(_others3)
 
     def impl(g, ans, x, axis=None, keepdims=False, initial=None, where=True, exact=None):
@@ -546,33 +455,6 @@ def _prod_vjp_numba(g, ans, x, axis=None, keepdims=False, initial=None, where=Tr
     return impl
 
 
-@numba_twin(cumprod_vjp)
-def _cumprod_vjp_numba(g, ans, x, axis=None, exact=None):
-    if not twins.is_array(x):
-        return None
-    layout, grad3 = _layout(x, axis), twins.jitted(_cumprod_grad3)
-
-    def impl(g, ans, x, axis=None, exact=None):
-        pre, n, post = layout(x, axis)
-        x3 = np.ascontiguousarray(x).reshape((pre, n, post)) * 1.0
-        g3 = np.ascontiguousarray(g).reshape((pre, n, post))
-        return grad3(x3, g3).reshape(x.shape)
-    return impl
-
-
-def _cumprod3(a3):
-    pre, n, post = a3.shape
-    out = np.empty((pre, n, post))
-    for i in range(pre):
-        for j in range(post):
-            acc = 1.0
-            for k in range(n):
-                acc *= a3[i, k, j]
-                out[i, k, j] = acc
-    return out
-
-
 numba_twin(np.prod)(reduction_twin(
     "a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True",
     lambda x, p: np.prod(x)))
-numba_twin(np.cumprod)(cumulative_twin(_cumprod3))

@@ -1,16 +1,12 @@
 """The rules registry: one table from a primal callable to its derivative.
 
 A rule says, for each differentiable parameter of a primitive, the expression
-that gives that parameter's cotangent contribution.  Expressions are small
-Python templates written like the maths::
+that gives that parameter's cotangent contribution: a small Python template
+written like the maths (:mod:`.templates` says how one is written and read)::
 
     defrule(math.sin, "x", x="g * math.cos(x)")
     defrule(operator.truediv, "x, y", x="g / y", y="-g * ans / y")
 
-In a template, ``g`` is the cotangent of the result, ``ans`` the result and the
-parameter names are the call's arguments.  Every other name is resolved once,
-when the rule is registered, in the namespace of the module that registers it
-(so ``math`` above is the math module and a helper function is that function).
 The reverse transform substitutes the call's arguments for the parameter names
 and inlines the expression into the generated code, so scalar rules compile
 with Numba like hand-written code.  Array rules are the same mechanism with a
@@ -40,8 +36,6 @@ Numba: a twin is only called by the Numba backend, while it compiles.
 from __future__ import annotations
 
 import ast
-import builtins
-import copy
 import inspect
 import sys
 from dataclasses import dataclass
@@ -50,31 +44,11 @@ import numpy as np
 
 from ..core.errors import MissingRuleError
 from . import results
+from .templates import MAX_VARIADIC, Param, read_templates, read_vjp, vjp_name
 
 #: The array namespace of the values pullback differentiates (NumPy arrays and
 #: Python floats): what a namespace picker (:func:`defnamespace`) returns for them.
 NUMPY_NAMESPACE = np
-
-# Names every template may use without defining them.
-_TEMPLATE_INPUTS = ("g", "ans")
-#: In the template of a ``*name`` parameter, the argument's position within ``*name``.
-VARIADIC_POSITION = "k"
-#: How many arguments a ``*name`` parameter of a template rule takes: its template
-#: is instantiated once per position (NumPy's limit is 64 arrays; einsum's sublist
-#: form passes two arguments per operand).
-MAX_VARIADIC = 128
-
-
-@dataclass(frozen=True)
-class Param:
-    name: str
-    default: object = inspect.Parameter.empty
-    kw_only: bool = False
-    variadic: bool = False          # ``*name``: takes the remaining positional arguments
-
-    @property
-    def required(self) -> bool:
-        return self.default is inspect.Parameter.empty
 
 
 @dataclass(frozen=True)
@@ -203,7 +177,7 @@ class Rule:
                         [ast.keyword(k, ast.Name(f"__kw_{k}__", ast.Load())) for k in kwargs])
         if self.cotangents <= 1:
             return call, inputs     # one cotangent: used as it is
-        what = f"{_vjp_name(self.helpers['__vjp__'])}, the rule for {self.name},"
+        what = f"{vjp_name(self.helpers['__vjp__'])}, the rule for {self.name},"
         checked = ast.Call(ast.Name("checked_cotangents", ast.Load()),
                            [call, ast.Constant(self.cotangents), ast.Constant(what),
                             ast.Constant(where)], [])
@@ -234,45 +208,6 @@ def _result(result):
     return results.BY_NAME[result] if isinstance(result, str) else result
 
 
-def _parse_params(signature: str) -> tuple[Param, ...]:
-    fn = ast.parse(f"def _({signature}): pass").body[0]
-    a = fn.args
-    if a.kwarg is not None:
-        raise ValueError(f"a rule's signature takes no **{a.kwarg.arg}: {signature!r}")
-    out = []
-    pos = a.posonlyargs + a.args
-    defaults = [None] * (len(pos) - len(a.defaults)) + list(a.defaults)
-    for arg, d in zip(pos, defaults):
-        out.append(Param(arg.arg, inspect.Parameter.empty if d is None else ast.literal_eval(d)))
-    if a.vararg is not None:
-        out.append(Param(a.vararg.arg, variadic=True))
-    for arg, d in zip(a.kwonlyargs, a.kw_defaults):
-        out.append(Param(arg.arg, inspect.Parameter.empty if d is None else ast.literal_eval(d),
-                         kw_only=True))
-    return tuple(out)
-
-
-def _free_names(tree: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-
-
-def _resolve_helpers(templates, params, namespace, what):
-    helpers = {}
-    local = {p.name for p in params} | set(_TEMPLATE_INPUTS)
-    if any(p.variadic for p in params):
-        local.add(VARIADIC_POSITION)
-    for tree in templates:
-        for name in _free_names(tree) - local:
-            if name in namespace:
-                helpers[name] = namespace[name]
-            elif hasattr(builtins, name):
-                helpers[name] = getattr(builtins, name)
-            else:
-                raise NameError(f"rule for {what}: name {name!r} in a template is not defined "
-                                "in the registering module")
-    return helpers
-
-
 def _describe(fn) -> str:
     mod = getattr(fn, "__module__", None) or ""
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
@@ -298,32 +233,10 @@ def defrule(fn, signature: str, *, result="like", view: bool = False, methods: t
     """
     if namespace is None:
         namespace = sys._getframe(1).f_globals
-    params = _parse_params(signature)
-    by_name = {p.name: p for p in params}
-    if VARIADIC_POSITION in by_name and any(p.variadic for p in params):
-        raise ValueError(f"rule for {_describe(fn)}: {VARIADIC_POSITION!r} names the position "
-                         f"in a *parameter's template; rename the parameter of {signature!r}")
-    trees = {}
-    for pname, src in adjoints.items():
-        if pname not in by_name:
-            raise ValueError(f"rule for {_describe(fn)}: {pname!r} is not a parameter of {signature!r}")
-        trees[pname] = ast.parse(src, mode="eval").body
-    helpers = _resolve_helpers(trees.values(), params, namespace, _describe(fn))
-    for pname in [p for p in trees if by_name[p].variadic]:
-        template = trees.pop(pname)
-        trees.update({f"{pname}[{k}]": _at_position(template, k) for k in range(MAX_VARIADIC)})
+    params, trees, helpers = read_templates(signature, adjoints, namespace, _describe(fn))
     return _register(Rule(fn=fn, name=name or _describe(fn), params=params, adjoints=trees,
                           helpers=helpers, result=_result(result), view=view,
                           methods=tuple(methods)))
-
-
-def _at_position(template: ast.expr, k: int) -> ast.expr:
-    """A ``*name`` parameter's template for its argument at position ``k``."""
-    class Position(ast.NodeTransformer):
-        def visit_Name(self, node):
-            return (ast.copy_location(ast.Constant(k), node) if node.id == VARIADIC_POSITION
-                    else node)
-    return Position().visit(copy.deepcopy(template))
 
 
 def defnondiff(fn, *, result=results.generic, methods: tuple = ()) -> Rule:
@@ -367,46 +280,11 @@ def defvjp(fn, vjp, *, argnums=None, result: str = "any") -> Rule:
     (default: every one) says which of those parameters may carry a derivative;
     keyword-only parameters and ``*args``/``**kwargs`` never do.
     """
-    if not callable(vjp):
-        raise TypeError(f"the VJP given for {_describe(fn)} is not callable: {vjp!r}")
-    target = getattr(vjp, "py_func", vjp)      # a numba dispatcher's Python function
-    try:
-        sig = inspect.signature(target)
-    except (TypeError, ValueError):
-        raise TypeError(f"cannot read the signature of the VJP {vjp!r} given for "
-                        f"{_describe(fn)}; give it one as a Python function "
-                        "`def vjp(g, ans, x, ...)`") from None
-    params = list(sig.parameters.values())
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    if len(params) < 2 or any(p.kind not in positional for p in params[:2]):
-        raise TypeError(f"the VJP {_vjp_name(vjp)} given for {_describe(fn)} must take the "
-                        f"cotangent g and the result ans first, then {_describe(fn)}'s "
-                        f"arguments: `def {_vjp_name(vjp)}(g, ans, x, ...)`; its signature is "
-                        f"{sig}")
-    rest = params[2:]
-    call_signature = sig.replace(parameters=rest)
-    names = [p.name for p in rest if p.kind in positional]
-    if argnums is None:
-        argnums = tuple(range(len(names)))
-    elif isinstance(argnums, int):
-        argnums = (argnums,)
-    for k in argnums:
-        if not 0 <= k < len(names):
-            raise ValueError(f"argnums {k} is out of range: {_vjp_name(vjp)} has {len(names)} "
-                             "positional parameter(s) after g, ans")
-    if not names:
-        raise TypeError(f"the VJP {_vjp_name(vjp)} given for {_describe(fn)} has no "
-                        "positional parameter after g, ans to return a cotangent for; name "
-                        f"{_describe(fn)}'s parameters: `def {_vjp_name(vjp)}(g, ans, x, ...)`")
-    single = len(names) == 1
-    # The call runs once; each parameter's cotangent is its item of the result.
-    adjoints = {names[k]: ast.parse("__cotangents__" if single else f"__cotangents__[{k}]",
-                                    mode="eval").body for k in argnums}
-    marker = ast.parse(f"__vjp__(g, ans, {', '.join(names)})", mode="eval").body
+    call_signature, adjoints, marker, n = read_vjp(vjp, argnums, _describe(fn))
     rule = _register(Rule(fn=fn, name=_describe(fn), params=(), adjoints=adjoints,
                           helpers={"__vjp__": vjp, "checked_cotangents": checked_cotangents},
                           result=_result(result), vjp_tuple=marker,
-                          call_signature=call_signature, cotangents=len(names)),
+                          call_signature=call_signature, cotangents=n),
                      replace=True)
     _changed()
     return rule
@@ -421,10 +299,6 @@ def checked_cotangents(cotangents, n, rule, where):
                         "positional parameter after g, ans (None where there is no "
                         "derivative)" + where)
     return cotangents
-
-
-def _vjp_name(vjp) -> str:
-    return getattr(vjp, "__name__", None) or type(vjp).__name__
 
 
 def lookup(fn) -> Rule | None:

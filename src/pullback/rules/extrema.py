@@ -1,0 +1,80 @@
+"""Derivatives of NumPy's maxima and minima: max, min, amax, amin.
+
+``g`` is split evenly among the entries equal to the result (ties share, as
+JAX); a slice whose result came from ``initial`` gets 0.  Conventions are
+those of :mod:`pullback.rules.reductions`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import results
+from .elementwise import as_array, expand_reduced, float_dtype, like_arg, namespace, normalize_axes, shape_of
+from .reductions import check_axis, no_mask, reduction_twin, slice_sums, spreader, sum_keep, takes_all
+from .registry import defrule, numba_twin
+
+__all__ = ["max_vjp"]
+
+
+def max_vjp(g, ans, a, axis=None, keepdims=False, where=True):
+    """Cotangent of ``a`` in ``np.max``/``np.min``: ``g`` shared by the entries equal to ``ans``."""
+    if type(a) is np.ndarray and a.dtype == np.float64 and no_mask(where) \
+            and (type(g) is float or getattr(g, "dtype", None) == np.float64):
+        return _max_vjp_numpy(g, ans, a, axis, keepdims)
+    xp = namespace(g, a)
+    a_arr = as_array(xp, a, g)
+    shape = shape_of(a)
+    axes = normalize_axes(axis, len(shape))
+    hit = a_arr == expand_reduced(ans, shape, axes, keepdims, xp, a)
+    if not no_mask(where):
+        hit = hit & xp.asarray(where)
+    dtype = float_dtype(xp, g, a)
+    hit = xp.astype(hit, dtype)
+    count = sum_keep(xp, hit, axes)
+    # count is 0 only where the result came from `initial`: no entry gets anything.
+    share = hit / xp.maximum(count, xp.ones_like(count))
+    return like_arg(expand_reduced(g, shape, axes, keepdims, xp, a) * share, a)
+
+
+def _max_vjp_numpy(g, ans, a, axis, keepdims):
+    """max_vjp for float64 NumPy arrays, without the array API wrappers."""
+    axes = normalize_axes(axis, a.ndim)
+    if axis is not None and not keepdims:
+        ans, g = np.expand_dims(ans, axes), np.expand_dims(g, axes)
+    hit = a == ans
+    count = np.sum(hit, axis=axes, keepdims=True) if axes else hit
+    return like_arg(g * hit / np.maximum(count, 1), a)
+
+
+# ---------------------------------------------------------------------------
+# Registrations, with NumPy's parameter names.
+
+for _f, _methods in ((np.max, ("max",)), (np.amax, ()), (np.min, ("min",)), (np.amin, ())):
+    defrule(_f, "a, axis=None, out=None, keepdims=False, initial=None, where=True",
+            result=results.reduction, methods=_methods,
+            a="max_vjp(g, ans, a, axis, keepdims, where)")
+
+
+# ---------------------------------------------------------------------------
+# Numba twins: max_vjp, and max and min along one axis (Numba's take no axis).
+
+@numba_twin(max_vjp)
+def _max_vjp_numba(g, ans, a, axis=None, keepdims=False, where=True):
+    check_axis(axis, where)
+    spread, spread_ans = spreader(g, a, axis), spreader(ans, a, axis)
+    if takes_all(a, axis):
+        def whole(g, ans, a, axis=None, keepdims=False, where=True):
+            hit = (a == spread_ans(ans, a, axis)) * 1.0
+            return spread(g, a, axis) * hit / max(np.sum(hit), 1.0)
+        return whole
+    sums = slice_sums()
+
+    def along(g, ans, a, axis=None, keepdims=False, where=True):
+        hit = (a == spread_ans(ans, a, axis)) * 1.0
+        return spread(g, a, axis) * hit / np.maximum(sums(hit, axis % a.ndim), 1.0)
+    return along
+
+
+_MAX_SIG = "a, axis=None, out=None, keepdims=False, initial=None, where=True"
+numba_twin(np.max, np.amax)(reduction_twin(_MAX_SIG, lambda x, p: np.max(x)))
+numba_twin(np.min, np.amin)(reduction_twin(_MAX_SIG, lambda x, p: np.min(x)))

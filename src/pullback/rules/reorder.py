@@ -1,0 +1,265 @@
+"""Derivatives of NumPy's functions that move entries without changing their
+number: flip, fliplr, flipud, rot90, roll, rollaxis, sort.  Each VJP moves the
+cotangent back: the inverse move.
+
+Conventions are those of :mod:`pullback.rules.elementwise`.  ``sort``: ``g``
+goes back through the inverse of the (stable) sorting permutation.  Tied
+entries are interchangeable, so any permutation gives the same derivative of
+the sorted values.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import results, twins
+from .elementwise import as_array, like_arg, namespace, shape_of
+from .registry import defrule, numba_twin
+
+__all__ = ["flip_vjp", "rot90_vjp", "roll_vjp", "rollaxis_vjp", "sort_vjp"]
+
+
+# ---------------------------------------------------------------------------
+# flips, rotations, rolls: the inverse move
+
+def flip_vjp(g, m, axis=None):
+    """Cotangent of ``m`` in ``np.flip(m, axis)`` (fliplr: axis 1, flipud: axis 0)."""
+    xp = namespace(g, m)
+    return like_arg(xp.flip(as_array(xp, g, m), axis=axis), m)
+
+
+def _rot90(xp, m, k, axes):
+    """``np.rot90`` in the array API (as NumPy builds it: flips and a transpose)."""
+    k %= 4
+    a0, a1 = (int(ax) % m.ndim for ax in axes)
+    if k == 0:
+        return m
+    if k == 2:
+        return xp.flip(xp.flip(m, axis=a0), axis=a1)
+    perm = list(range(m.ndim))
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    if k == 1:
+        return xp.permute_dims(xp.flip(m, axis=a1), tuple(perm))
+    return xp.flip(xp.permute_dims(m, tuple(perm)), axis=a1)
+
+
+def rot90_vjp(g, m, k=1, axes=(0, 1)):
+    """Cotangent of ``m`` in ``np.rot90(m, k, axes)``: rotate back."""
+    xp = namespace(g, m)
+    return _rot90(xp, as_array(xp, g, m), -int(k), axes)
+
+
+def roll_vjp(g, a, shift, axis=None):
+    """Cotangent of ``a`` in ``np.roll(a, shift, axis)``: roll back."""
+    xp = namespace(g, a)
+    G = as_array(xp, g, a)
+    if isinstance(shift, (tuple, list)):
+        back = tuple(-int(s) for s in shift)
+    else:
+        back = -int(shift)
+    if axis is None:
+        return like_arg(xp.reshape(xp.roll(xp.reshape(G, (-1,)), back), shape_of(a)), a)
+    if isinstance(back, tuple) or isinstance(axis, (tuple, list)):
+        axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+        pairs = np.broadcast_arrays(np.asarray(back), np.asarray(axes))
+        for s, ax in zip(pairs[0].ravel(), pairs[1].ravel()):
+            G = xp.roll(G, int(s), axis=int(ax))
+        return G
+    return xp.roll(G, back, axis=axis)
+
+
+def rollaxis_vjp(g, a, axis, start=0):
+    """Cotangent of ``a`` in ``np.rollaxis(a, axis, start)``: the inverse permutation."""
+    xp = namespace(g, a)
+    G = as_array(xp, g, a)
+    n = G.ndim
+    axis, start = axis % n, (start + n if start < 0 else start)
+    if axis < start:
+        start -= 1
+    order = [i for i in range(n) if i != axis]
+    order.insert(start, axis)
+    return xp.permute_dims(G, tuple(int(i) for i in np.argsort(order)))
+
+
+def sort_vjp(g, a, axis=-1):
+    """Cotangent of ``a`` in ``np.sort(a, axis)``: ``g`` put back where each entry came from."""
+    xp = namespace(g, a)
+    A = as_array(xp, a, g)
+    G = as_array(xp, g, A)
+    if axis is None:
+        A = xp.reshape(A, (-1,))
+        axis = 0
+    order = xp.argsort(A, axis=axis, stable=True)
+    back = xp.argsort(order, axis=axis, stable=True)      # the inverse permutation
+    return like_arg(xp.reshape(xp.take_along_axis(G, back, axis=axis), shape_of(a)), a)
+
+
+# ---------------------------------------------------------------------------
+# Registrations
+
+defrule(np.flip, "m, axis=None", result=results.same_shape, view=True,
+        m="flip_vjp(g, m, axis)")
+defrule(np.fliplr, "m", result=results.same_shape, view=True, m="flip_vjp(g, m, 1)")
+defrule(np.flipud, "m", result=results.same_shape, view=True, m="flip_vjp(g, m, 0)")
+defrule(np.rot90, "m, k=1, axes=(0, 1)", result=results.same_shape, view=True,
+        m="rot90_vjp(g, m, k, axes)")
+defrule(np.roll, "a, shift, axis=None", result=results.same_shape,
+        a="roll_vjp(g, a, shift, axis)")
+defrule(np.rollaxis, "a, axis, start=0", result=results.same_shape, view=True,
+        a="rollaxis_vjp(g, a, axis, start)")
+defrule(np.sort, "a, axis=-1, kind=None, order=None, *, stable=None", result=results.array,
+        a="sort_vjp(g, a, axis)")
+
+
+# ---------------------------------------------------------------------------
+# Numba twins of roll, sort and flip (and of the primals Numba lacks)
+
+def _roll3(g3, shift):
+    """``g3`` (pre, n, post) rolled by ``shift`` along its middle axis."""
+    pre, n, post = g3.shape
+    out = np.empty((pre, n, post))
+    if n == 0:
+        return out
+    s = shift % n
+    for i in range(pre):
+        for k in range(n):
+            kk = (k + s) % n
+            for j in range(post):
+                out[i, kk, j] = g3[i, k, j]
+    return out
+
+
+def _roll_body(sign):
+    """A compiled ``f(x, shift, axis)``: ``np.roll(x, sign * shift, axis)`` for one int
+    shift and one int axis (None: the flattened array)."""
+    roll3, split = twins.jitted(_roll3), twins.split_shape()
+
+    def whole(x, shift, axis):
+        return roll3(np.ascontiguousarray(x).reshape((1, x.size, 1)), sign * shift).reshape(x.shape)
+
+    def along(x, shift, axis):
+        pre, n, post = split(x.shape, axis % x.ndim)
+        return roll3(np.ascontiguousarray(x).reshape((pre, n, post)), sign * shift).reshape(x.shape)
+    return whole, along
+
+
+def _roll_choice(x, shift, axis, sign):
+    if not (twins.is_array(x) and twins.is_int(shift)):
+        twins.unsupported("np.roll with a tuple of shifts")
+    whole, along = _roll_body(sign)
+    if twins.is_none(axis):
+        return twins.jitted(whole)
+    if not twins.is_int(axis):
+        twins.unsupported("np.roll with a tuple of axes")
+    return twins.jitted(along)
+
+
+@numba_twin(roll_vjp)
+def _roll_vjp_numba(g, a, shift, axis=None):
+    body = _roll_choice(g, shift, axis, -1)
+    return lambda g, a, shift, axis=None: body(g, shift, axis)
+
+
+@numba_twin(np.roll)
+def _roll_numba(a, shift, axis=None):
+    # Numba's np.roll takes no axis.
+    body = _roll_choice(a, shift, axis, 1)
+    return lambda a, shift, axis=None: body(a, shift, axis)
+
+
+def _unsort3(g3, a3):
+    """``g3`` put back where each entry of ``a3`` came from, sorting along the middle axis
+    (stable, as the Python rule's argsort)."""
+    pre, n, post = a3.shape
+    out = np.empty((pre, n, post))
+    for i in range(pre):
+        for j in range(post):
+            order = np.argsort(a3[i, :, j].copy(), kind="mergesort")
+            for k in range(n):
+                out[i, order[k], j] = g3[i, k, j]
+    return out
+
+
+@numba_twin(sort_vjp)
+def _sort_vjp_numba(g, a, axis=-1):
+    if not (twins.is_array(g) and twins.is_array(a)):
+        return None
+    unsort, split = twins.jitted(_unsort3), twins.split_shape()
+    if twins.is_none(axis):
+        return lambda g, a, axis=-1: unsort(
+            np.ascontiguousarray(g).reshape((1, g.size, 1)),
+            np.ascontiguousarray(a).reshape((1, a.size, 1))).reshape(a.shape)
+    if not twins.is_int(axis):
+        twins.unsupported("np.sort with this axis")
+
+    def along(g, a, axis=-1):
+        pre, n, post = split(a.shape, axis % a.ndim)
+        return unsort(np.ascontiguousarray(g).reshape((pre, n, post)),
+                      np.ascontiguousarray(a).reshape((pre, n, post))).reshape(a.shape)
+    return along
+
+
+def _sort3(a3):
+    pre, n, post = a3.shape
+    out = np.empty((pre, n, post), dtype=a3.dtype)
+    for i in range(pre):
+        for j in range(post):
+            out[i, :, j] = np.sort(a3[i, :, j].copy())
+    return out
+
+
+def _sort_primal(t):
+    a, axis = t["a"], t["axis"]
+    if not twins.is_array(a):
+        return None
+    if not (twins.is_none(t["order"]) and twins.is_none(t["stable"])):
+        twins.unsupported("np.sort with order= or stable=")
+    sort3, split = twins.jitted(_sort3), twins.split_shape()
+    if twins.is_none(axis):
+        return lambda a, axis, kind, order, stable: np.sort(np.ascontiguousarray(a).ravel())
+    if not twins.is_int(axis):
+        twins.unsupported("np.sort with this axis")
+
+    def along(a, axis, kind, order, stable):
+        pre, n, post = split(a.shape, axis % a.ndim)
+        return sort3(np.ascontiguousarray(a).reshape((pre, n, post))).reshape(a.shape)
+    return along
+
+
+numba_twin(np.sort)(twins.signature_twin("a, axis=-1, kind=None, order=None, *, stable=None",
+                                         _sort_primal))
+
+
+def _flip3(g3):
+    return np.ascontiguousarray(g3[:, ::-1, :])
+
+
+def _flip_body(x, axis):
+    """A compiled ``f(x, axis)``: ``np.flip(x, axis)`` for no axis or one int axis."""
+    if twins.is_none(axis):
+        return twins.jitted(lambda x, axis: np.ascontiguousarray(
+            np.ascontiguousarray(x).ravel()[::-1]).reshape(x.shape))
+    if not twins.is_int(axis):
+        twins.unsupported("np.flip with a tuple of axes")
+    flip3, split = twins.jitted(_flip3), twins.split_shape()
+
+    def along(x, axis):
+        pre, n, post = split(x.shape, axis % x.ndim)
+        return flip3(np.ascontiguousarray(x).reshape((pre, n, post))).reshape(x.shape)
+    return twins.jitted(along)
+
+
+@numba_twin(flip_vjp)
+def _flip_vjp_numba(g, m, axis=None):
+    if not twins.is_array(g):
+        return None
+    body = _flip_body(g, axis)
+    return lambda g, m, axis=None: body(g, axis)
+
+
+@numba_twin(np.flip)
+def _flip_numba(m, axis=None):
+    # Numba's np.flip takes no axis.
+    if not twins.is_array(m):
+        return None
+    body = _flip_body(m, axis)
+    return lambda m, axis=None: body(m, axis)

@@ -1,0 +1,128 @@
+"""Derivatives of ``np.kron`` and ``np.cross``: products of two arrays whose
+result keeps the pairs of entries apart (kron's blocks, cross's components).
+
+Conventions are those of :mod:`pullback.rules.elementwise`.  ``cross`` takes
+3-vectors, and 2-vectors as NumPy (deprecated there) does: a 2-vector has
+z = 0, and the cross product of two 2-vectors is its z component.
+"""
+from __future__ import annotations
+
+import array_api_compat
+import numpy as np
+
+from . import results, twins
+from .elementwise import as_array, like_arg, namespace, shape_of, unbroadcast
+from .registry import defrule, numba_twin
+
+__all__ = ["kron_vjp_a", "kron_vjp_b", "cross_vjp_a", "cross_vjp_b"]
+
+
+def _kron_parts(g, a, b):
+    """``g`` laid out as (a0, b0, a1, b1, ...) and a and b shaped to broadcast against it."""
+    xp = namespace(g, a, b)
+    A, B, G = as_array(xp, a, g, b), as_array(xp, b, g, a), as_array(xp, g, a, b)
+    d = max(A.ndim, B.ndim)
+    sa = (1,) * (d - A.ndim) + tuple(A.shape)
+    sb = (1,) * (d - B.ndim) + tuple(B.shape)
+    G = xp.reshape(G, tuple(n for pair in zip(sa, sb) for n in pair))
+    A2 = xp.reshape(A, tuple(n for m in sa for n in (m, 1)))
+    B2 = xp.reshape(B, tuple(n for m in sb for n in (1, m)))
+    return xp, G, A2, B2, d
+
+
+def kron_vjp_a(g, a, b):
+    """Cotangent of ``a`` in ``np.kron(a, b)``: each block of ``g`` times ``b``, summed."""
+    xp, G, _, B2, d = _kron_parts(g, a, b)
+    return like_arg(xp.reshape(xp.sum(G * B2, axis=tuple(range(1, 2 * d, 2))), shape_of(a)), a)
+
+
+def kron_vjp_b(g, a, b):
+    """Cotangent of ``b`` in ``np.kron(a, b)``: the blocks of ``g`` weighted by ``a``, summed."""
+    xp, G, A2, _, d = _kron_parts(g, a, b)
+    return like_arg(xp.reshape(xp.sum(G * A2, axis=tuple(range(0, 2 * d, 2))), shape_of(b)), b)
+
+
+def _cross_parts(g, a, b, axisa, axisb, axisc, axis):
+    """a, b and g with the vector axis last and every vector of length 3 (a 2-vector
+    has z = 0; the result of two 2-vectors is the z component alone)."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    xp = namespace(g, a, b)
+    A, B, G = as_array(xp, a, g, b), as_array(xp, b, g, a), as_array(xp, g, a, b)
+    A, B = xp.moveaxis(A, axisa, -1), xp.moveaxis(B, axisb, -1)
+    na, nb = A.shape[-1], B.shape[-1]
+
+    def pad(v):
+        if v.shape[-1] == 3:
+            return v
+        return xp.concat([v, xp.zeros(tuple(v.shape[:-1]) + (1,), dtype=v.dtype,
+                                      device=array_api_compat.device(v))], axis=-1)
+    if na == 2 and nb == 2:
+        zero = xp.zeros_like(G)
+        G = xp.stack([zero, zero, G], axis=-1)
+    else:
+        G = xp.moveaxis(G, axisc, -1)
+    # Broadcast explicitly: torch's cross wants operands of one rank.
+    batch = np.broadcast_shapes(tuple(A.shape[:-1]), tuple(B.shape[:-1]), tuple(G.shape[:-1]))
+    A, B, G = (xp.broadcast_to(v, batch + (3,)) for v in (pad(A), pad(B), G))
+    return xp, A, B, G, na, nb, axisa, axisb
+
+
+def cross_vjp_a(g, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """Cotangent of ``a`` in ``np.cross(a, b, ...)``: ``b x g``."""
+    xp, A, B, G, na, _, axa, _ = _cross_parts(g, a, b, axisa, axisb, axisc, axis)
+    ct = xp.linalg.cross(B, G)[..., :na]
+    ct = unbroadcast(ct, xp.moveaxis(as_array(xp, a, g), axa, -1))
+    return xp.moveaxis(ct, -1, axa)
+
+
+def cross_vjp_b(g, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """Cotangent of ``b`` in ``np.cross(a, b, ...)``: ``g x a``."""
+    xp, A, B, G, _, nb, _, axb = _cross_parts(g, a, b, axisa, axisb, axisc, axis)
+    ct = xp.linalg.cross(G, A)[..., :nb]
+    ct = unbroadcast(ct, xp.moveaxis(as_array(xp, b, g), axb, -1))
+    return xp.moveaxis(ct, -1, axb)
+
+
+# ---------------------------------------------------------------------------
+# Registrations
+
+defrule(np.kron, "a, b", result=results.unknown, a="kron_vjp_a(g, a, b)", b="kron_vjp_b(g, a, b)")
+defrule(np.cross, "a, b, axisa=-1, axisb=-1, axisc=-1, axis=None", result=results.array,
+        a="cross_vjp_a(g, a, b, axisa, axisb, axisc, axis)",
+        b="cross_vjp_b(g, a, b, axisa, axisb, axisc, axis)")
+
+
+# ---------------------------------------------------------------------------
+# Numba twins: kron of vectors and of matrices, g seen as (p, r, q, s) blocks.
+
+def _kron_twin(which):
+    def twin(g, a, b):
+        ra, rb = twins.rank(a), twins.rank(b)
+        if ra != rb or ra not in (1, 2):
+            twins.unsupported("np.kron of these arguments")
+        if ra == 1:
+            if which == 0:
+                return lambda g, a, b: np.ascontiguousarray(g).reshape(
+                    (a.shape[0], b.shape[0])) @ b
+            return lambda g, a, b: a @ np.ascontiguousarray(g).reshape((a.shape[0], b.shape[0]))
+
+        def blocks(g, a, b):
+            p, q = a.shape
+            r, s = b.shape
+            G4 = np.ascontiguousarray(g).reshape((p, r, q, s))
+            out = np.zeros(a.shape if which == 0 else b.shape)
+            for i in range(p):
+                for j in range(q):
+                    block = G4[i, :, j, :]
+                    if which == 0:
+                        out[i, j] = np.sum(block * b)
+                    else:
+                        out += block * a[i, j]
+            return out
+        return blocks
+    return twin
+
+
+numba_twin(kron_vjp_a)(_kron_twin(0))
+numba_twin(kron_vjp_b)(_kron_twin(1))

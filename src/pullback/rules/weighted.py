@@ -1,0 +1,127 @@
+"""Derivatives of NumPy's reductions that weigh their entries: nansum and
+nanmean (a NaN entry weighs 0) and average (given weights).
+
+NaN entries get 0; a slice of NaNs only (whose ``nanmean`` is NaN) gets 0.
+``average(..., returned=True)`` raises NotImplementedError.  Conventions are
+those of :mod:`pullback.rules.reductions`.  (No Numba twins: under
+``jit=True`` these are refused.)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import results
+from .elementwise import as_array, expand_reduced, like_arg, namespace, normalize_axes, shape_of, unbroadcast
+from .reductions import mean_vjp, no_mask, safe_divisor, sum_keep
+from .registry import defrule
+
+__all__ = ["nansum_vjp", "nanmean_vjp", "average_vjp_a", "average_vjp_weights"]
+
+
+# ---------------------------------------------------------------------------
+# NaN-ignoring sums and means
+
+def _present(xp, a_arr, where):
+    """The entries a NaN-ignoring reduction uses: not NaN, and inside ``where``."""
+    keep = ~xp.isnan(a_arr)
+    if not no_mask(where):
+        keep = keep & xp.asarray(where)
+    return keep
+
+
+def nansum_vjp(g, a, axis=None, keepdims=False, where=True):
+    """Cotangent of ``a`` in ``np.nansum``: ``g`` at the entries that are not NaN."""
+    xp = namespace(g, a)
+    a_arr = as_array(xp, a, g)
+    shape = shape_of(a)
+    ct = expand_reduced(g, shape, normalize_axes(axis, len(shape)), keepdims, xp, a)
+    return like_arg(xp.where(_present(xp, a_arr, where), ct, xp.zeros_like(ct)), a)
+
+
+def nanmean_vjp(g, a, axis=None, keepdims=False, where=True):
+    """Cotangent of ``a`` in ``np.nanmean``: ``g`` shared by the entries that are not NaN."""
+    xp = namespace(g, a)
+    a_arr = as_array(xp, a, g)
+    shape = shape_of(a)
+    axes = normalize_axes(axis, len(shape))
+    keep = xp.broadcast_to(_present(xp, a_arr, where), shape)
+    ct = expand_reduced(g, shape, axes, keepdims, xp, a)
+    count = sum_keep(xp, xp.astype(keep, ct.dtype), axes)
+    return like_arg(xp.where(keep, ct / safe_divisor(xp, count), xp.zeros_like(ct)), a)
+
+
+# ---------------------------------------------------------------------------
+# weighted averages
+
+def _given_axes(axis, ndim):
+    """``axis`` as non-negative ints in the order given (NumPy pairs them with the
+    axes of the weights in that order)."""
+    if axis is None:
+        return list(range(ndim))
+    return [int(ax) % ndim for ax in (axis if isinstance(axis, (tuple, list)) else [axis])]
+
+
+def _weights_layout(a_shape, w_shape, axis):
+    """How weights of ``w_shape`` broadcast against ``a``: the permutation of their
+    axes and the shape they take (NumPy's rule for weights given along ``axis``)."""
+    if tuple(w_shape) == tuple(a_shape):
+        return None, tuple(a_shape)
+    given = _given_axes(axis, len(a_shape))
+    perm = tuple(int(i) for i in np.argsort(given))
+    laid = tuple(n if ax in given else 1 for ax, n in enumerate(a_shape))
+    return perm, laid
+
+
+def _average_parts(g, a, axis, weights, keepdims):
+    xp = namespace(g, a, weights)
+    a_arr = as_array(xp, a, g, weights)
+    shape = tuple(a_arr.shape)
+    axes = normalize_axes(axis, len(shape))
+    w = as_array(xp, weights, a_arr)
+    perm, laid = _weights_layout(shape, w.shape, axis)
+    if perm is not None:
+        w = xp.reshape(xp.permute_dims(w, perm), laid)
+    total = sum_keep(xp, xp.broadcast_to(w, shape), axes)
+    return xp, a_arr, w, total, expand_reduced(g, shape, axes, keepdims, xp, a_arr), axes
+
+
+def _not_returned(returned):
+    if returned:
+        raise NotImplementedError("the derivative of np.average(..., returned=True) is not "
+                                  "implemented; compute the sum of the weights separately")
+
+
+def average_vjp_a(g, a, axis=None, weights=None, returned=False, keepdims=False):
+    """Cotangent of ``a`` in ``np.average(a, axis, weights)``: ``g w / sum(w)``."""
+    _not_returned(returned)
+    if weights is None:
+        return mean_vjp(g, a, axis, keepdims)
+    xp, a_arr, w, total, ge, _ = _average_parts(g, a, axis, weights, keepdims)
+    return like_arg(ge * w / total, a)
+
+
+def average_vjp_weights(g, ans, a, axis=None, weights=None, returned=False, keepdims=False):
+    """Cotangent of ``weights`` in ``np.average``: ``g (a - average) / sum(w)``, summed
+    to the shape of the weights."""
+    _not_returned(returned)
+    xp, a_arr, w, total, ge, axes = _average_parts(g, a, axis, weights, keepdims)
+    avg = expand_reduced(ans, tuple(a_arr.shape), axes, keepdims, xp, a_arr)
+    ct = unbroadcast(ge * (a_arr - avg) / total, w)
+    perm, _ = _weights_layout(tuple(a_arr.shape), shape_of(weights), axis)
+    if perm is not None:
+        permuted = tuple(shape_of(weights)[i] for i in perm)
+        ct = xp.permute_dims(xp.reshape(ct, permuted), tuple(int(i) for i in np.argsort(perm)))
+    return like_arg(ct, weights)
+
+
+# ---------------------------------------------------------------------------
+# Registrations, with NumPy's parameter names.
+
+defrule(np.nansum, "a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True",
+        result=results.reduction, a="nansum_vjp(g, a, axis, keepdims, where)")
+defrule(np.nanmean, "a, axis=None, dtype=None, out=None, keepdims=False, *, where=True",
+        result=results.reduction, a="nanmean_vjp(g, a, axis, keepdims, where)")
+defrule(np.average, "a, axis=None, weights=None, returned=False, *, keepdims=False",
+        result=results.reduction,
+        a="average_vjp_a(g, a, axis, weights, returned, keepdims)",
+        weights="average_vjp_weights(g, ans, a, axis, weights, returned, keepdims)")
