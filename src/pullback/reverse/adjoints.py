@@ -298,6 +298,15 @@ def instantiate(tr, rule, template, bound, g, ans) -> ast.expr:
             if node.id in helper_names:
                 return ast.Name(helper_names[node.id], ast.Load())
             return node
+
+        def visit_Call(self, node):
+            # ``f(*operands)`` with the call's arguments spliced in, one by one: Numba
+            # types a constant among them (einsum's subscripts) as a literal then.
+            self.generic_visit(node)
+            node.args = [b for a in node.args
+                         for b in (a.value.elts if isinstance(a, ast.Starred)
+                                   and isinstance(a.value, ast.Tuple) else [a])]
+            return node
     out = Sub().visit(copy.deepcopy(template))
     tr.read(out)
     if ans.id in ir.atom_names(out):
