@@ -228,3 +228,67 @@ def _stacks(A, B):
 def test_stacks_of_matrices():
     A = RNG.normal(size=(2, 3, 3, 3)) + 4 * np.eye(3)
     check(_stacks, (A, RNG.normal(size=(2, 3, 3, 2))), (0, 1))
+
+
+# ----------------------------------------------------------------------- einsum
+def _einsums(A, B, C):
+    """A (n, m), B (m, p), C (p, n): products, transposes, sums, implicit output."""
+    return (np.sum(np.sin(np.einsum("ij,jk->ik", A, B)))
+            + np.sum(np.sin(np.einsum("ij->ji", A)) * np.arange(A.size).reshape(A.shape[::-1]))
+            + np.sum(np.einsum("ij,jk", A, B) ** 2)
+            + np.sum(np.cos(np.einsum("ij,jk,kl->il", A, B, C)))
+            + np.sum(np.einsum("ij->i", A) ** 3)
+            + np.einsum("ij,ij->", A, np.cos(A))
+            + np.sum(np.sin(np.einsum("i,j->ij", A[0], B[:, 0]))))
+
+
+@FEW
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 4))
+def test_einsum_products_transposes_sums(n, m, p):
+    check(_einsums, (RNG.normal(size=(n, m)), RNG.normal(size=(m, p)), RNG.normal(size=(p, n))),
+          (0, 1, 2))
+
+
+def _batched(X, Y):
+    return np.sum(np.sin(np.einsum("bij,bjk->bik", X, Y)))
+
+
+@FEW
+@given(st.integers(1, 3), st.integers(1, 4), st.integers(1, 4), st.integers(1, 4))
+def test_einsum_batch_matmul(b, n, m, p):
+    check(_batched, (RNG.normal(size=(b, n, m)), RNG.normal(size=(b, m, p))), (0, 1))
+
+
+def _diagonals(S, T, v, s):
+    """Repeated indices (a trace, a diagonal, a diagonal summed out), a number
+    operand, ``...`` and a size-1 axis broadcast against its index."""
+    return (np.sin(np.einsum("ii->", S)) + np.sum(np.einsum("ii->i", S) ** 2)
+            + np.sum(np.sin(np.einsum("iij->j", T))) + np.sum(np.einsum("i,->i", v, s) ** 2)
+            + np.sum(np.sin(np.einsum("...ij,...jk->...ik", T, S)))
+            + np.sum(np.sin(np.einsum("ij,ij->ij", v[None, :], S))))
+
+
+def test_einsum_repeated_indices_ellipsis_broadcasting():
+    check(_diagonals, (RNG.normal(size=(3, 3)), RNG.normal(size=(3, 3, 3)), RNG.normal(size=3),
+                       0.7), (0, 1, 2, 3))
+
+
+def _sublists(a, b, c, d, e):
+    return np.sum(np.sin(np.einsum(a, [0, 1], b, [1, 2], c, [2, 3], d, [3, 3], e, [3], [0, 3]))) \
+        + np.sum(np.einsum(a, [Ellipsis, 1], [Ellipsis]) ** 2)
+
+
+def test_einsum_sublist_form():
+    check(_sublists, tuple(RNG.normal(size=s) for s in [(2, 3), (3, 2), (2, 4), (4, 4), (4,)]),
+          (0, 1, 2, 3, 4))
+
+
+def _runtime_subscripts(x, flip):
+    s = "ij->ji" if flip else "ij->ij"
+    return np.sum(np.einsum(s, x) ** 2)
+
+
+def test_einsum_with_subscripts_known_only_at_run_time_is_refused():
+    with pytest.raises(pullback.NumbaCompileError, match="(?s)einsum with subscripts that are "
+                       "not a constant string.*jit=False"):
+        pullback.grad(_runtime_subscripts, jit=True)(np.ones((2, 3)), True)

@@ -367,15 +367,6 @@ def test_einsum_any_number_of_operands_through_grad():
         np.testing.assert_allclose(gk, fd_grad(_diagonal_string, args, k), rtol=1e-6, atol=1e-8)
 
 
-def test_einsum_under_numba_is_a_located_error():
-    args = [np.ones(s) for s in [(2, 3), (3, 2), (2, 4), (4, 4), (4,)]]
-    with pytest.raises(pullback.NumbaCompileError,
-                       match="(?s)numpy.einsum.*einsum_vjp.*no compiled.*test_linalg.py.*line"
-                             ".*np.einsum.*jit=False") as info:
-        pullback.grad(_chain, jit=True).compiled(*args)
-    assert "TypingError" not in str(info.value)
-
-
 # ---------------------------------------------------------------------------
 # The same helpers on torch tensors, against torch autograd (float64)
 
