@@ -44,6 +44,8 @@ FEATURES: dict[str, str] = {
     "element_write": "h[i] = e into a local array",
     "slice_write": "h[a:b] = p[c:d] * e into a local array",
     "slice_broadcast": "h[a:b] = e: a scalar broadcast into a slice of a local array",
+    "offset_slices": "h[1:-1] = h[1:-1] + e * (h[2:] - h[:-2]): slices of one array, bounds "
+                     "from either end, some of width 1 (broadcast)",
     "local_matrix": "np.zeros((m, n)) written by element and by h[i, :]",
     "row_write": "a row of a 2-D local array written or read as h[i]",
     "matvec": "h @ v and v @ h with a 2-D local array (with local_matrix)",

@@ -481,9 +481,27 @@ class Builder:
             a = self.choice(sorted(a for a, m in sc.arrays.items() if m >= width))
             c = self.integer(0, sc.arrays[a] - width)
             return f"{a}[{c}:{c + width}] * {self.expr(sc, 1)}"
-        value = self.pick([(None, from_array), ("slice_broadcast", lambda: self.expr(sc, 1))])
-        target = f"{h}[:]" if (lo, hi) == (0, n) and self.coin() else f"{h}[{lo}:{hi}]"
+
+        def stencil():
+            # Slices of h itself, of the target's width (or of width 1: broadcast),
+            # their bounds written from either end: h[1:-1] + e * (h[2:] - h[:-2]).
+            def part():
+                w = width if self.coin() else 1
+                c = self.integer(0, n - w)
+                return f"{h}[{self.bounds(c, c + w, n)}]"
+            return f"{part()} + {self.expr(sc, 1)} * ({part()} - {part()})"
+        value = self.pick([(None, from_array), ("slice_broadcast", lambda: self.expr(sc, 1)),
+                           ("offset_slices", stencil)])
+        target = f"{h}[:]" if (lo, hi) == (0, n) and self.coin() else \
+            f"{h}[{self.bounds(lo, hi, n) if self.on('offset_slices') else f'{lo}:{hi}'}]"
         self.emit(sc, f"{target} {op} {value}")
+
+    def bounds(self, lo: int, hi: int, n: int) -> str:
+        """``lo:hi`` of an array of length ``n``, each bound written from the start,
+        from the end (negative) or left out where that means the same."""
+        start = self.choice([str(lo), str(lo - n)] + ([""] if lo == 0 else []))
+        stop = self.choice([str(hi)] + ([str(hi - n)] if hi < n else [""]))
+        return f"{start}:{stop}"
 
     def array_aug(self, sc: Scope, arrays: list[str]) -> None:
         h = self.choice(arrays)

@@ -86,10 +86,14 @@ def _rk4_cases(quick, sizes):
 
 
 def _heat_cases(quick, sizes):
-    n = (sizes or [200 if quick else 1000])[0]
-    steps = n // 2
-    u0 = np.sin(np.linspace(0.0, np.pi, n)) + 0.1 * np.sin(np.linspace(0.0, 7 * np.pi, n))
-    return [Case(f"n={n},steps={steps}", n, (u0, 0.25, steps))]
+    """n = 200 with 200 steps (the size the targets name) and n = 1000 with 500."""
+    shapes = [(n, n // 2) for n in sizes] if sizes else \
+        [(200, 100)] if quick else [(200, 200), (1000, 500)]
+    cases = []
+    for n, steps in shapes:
+        u0 = np.sin(np.linspace(0.0, np.pi, n)) + 0.1 * np.sin(np.linspace(0.0, 7 * np.pi, n))
+        cases.append(Case(f"n={n},steps={steps}", n, (u0, 0.25, steps)))
+    return cases
 
 
 def _rnn_cases(quick, sizes):
