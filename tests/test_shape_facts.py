@@ -61,7 +61,15 @@ def used_in_a_branch(x, c):
     return s + np.sum(x * x)
 
 
+def transposes_broadcast(A, c):
+    # (3, 1) against (1, 3): every one of these permutes axes, none keeps the shape.
+    B, C, D, E = np.transpose(A), np.swapaxes(A, 0, 1), np.moveaxis(A, 0, 1), A.transpose()
+    F = A.transpose((1, 0))
+    return np.sum(np.sin(B * A) + C * A * c + D * A + (E * A) * (A.T * A) + F * A)
+
+
 CASES = [
+    (transposes_broadcast, lambda rng: (rng.standard_normal((1, 3)), 0.4)),
     (heat, lambda rng: (rng.standard_normal(9), 0.2)),
     (scalar_into_slice, lambda rng: (rng.standard_normal(6), 0.7)),
     (one_element_broadcast_into_slice, lambda rng: (rng.standard_normal(5), 1.3)),
@@ -80,3 +88,15 @@ def test_gradient_matches_finite_differences(f, make, jit):
     for k in range(2):
         assert_close(grads[k], fd_grad(f, args, k), rtol=1e-6, atol=1e-8)
         assert np.shape(grads[k]) == np.shape(args[k])
+
+
+def transpose_with_separate_axes(A):
+    return np.sum(A.transpose(1, 0) * A)
+
+
+def test_separate_transpose_axes_are_refused_under_numba_and_work_in_python():
+    A = np.random.default_rng(3).standard_normal((3, 3))
+    with pytest.raises(pullback.NumbaCompileError, match="as one tuple"):
+        pullback.grad(transpose_with_separate_axes, jit=True)(A)
+    g = pullback.grad(transpose_with_separate_axes)(A)
+    assert_close(g, fd_grad(transpose_with_separate_axes, (A,)))

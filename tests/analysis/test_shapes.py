@@ -64,6 +64,14 @@ def test_a_row_broadcast_over_a_matrix_is_not_claimed():
     assert not _claims_anything(f, A=MAT, b=VEC)
 
 
+def test_a_transpose_does_not_keep_its_argument_s_shape():
+    def f(A):
+        B = np.transpose(A)
+        C = np.swapaxes(A, 0, 1)
+        return np.sum(B * A + C * A + A.T * A)
+    assert not _claims_anything(f, A=MAT)
+
+
 def test_two_arguments_of_unknown_relation_are_not_claimed():
     def f(a, b):
         return np.sum(a * b)

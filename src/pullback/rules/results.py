@@ -83,6 +83,12 @@ def same_shape(fn, args, kws, call) -> Kind:
     return Kind(first.ndim, "f") if first.ndim is not None else Kind(-1, "f")
 
 
+def permuted(fn, args, kws, call) -> Kind:
+    """``transpose``, ``swapaxes``, ``moveaxis``: the first argument's axes in
+    another order (its rank, not its shape; never taken for elementwise)."""
+    return same_shape(fn, args, kws, call)
+
+
 def flat(fn, args, kws, call) -> Kind:
     """``ravel``, ``flatten``: one dimension, the first argument's dtype."""
     return Kind(1, _first(args).dtype)
@@ -250,5 +256,5 @@ def generic(fn, args, kws, call) -> Kind:
 
 
 #: The names ``defrule(..., result="...")`` accepts for the common cases.
-BY_NAME = {"like": like, "scalar": scalar, "array": array, "int": integer, "bool": boolean,
-           "any": unknown}
+BY_NAME = {"like": like, "permuted": permuted, "scalar": scalar, "array": array,
+           "int": integer, "bool": boolean, "any": unknown}

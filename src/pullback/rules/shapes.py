@@ -209,12 +209,14 @@ defrule(np.reshape, "a, /, shape=None, order='C', *, newshape=None, copy=None", 
 defrule(np.ravel, "a, order='C'", result=results.flat, view=True, methods=("ravel",),
         a="reshape_vjp(g, a, order)")
 defrule(flatten, "a, order='C'", result=results.flat, methods=("flatten",), a="reshape_vjp(g, a, order)")
-defrule(np.transpose, "a, axes=None", view=True, a="transpose_vjp(g, a, axes)")
+defrule(np.transpose, "a, axes=None", view=True, result=results.permuted,
+        a="transpose_vjp(g, a, axes)")
 if getattr(np, "permute_dims", np.transpose) is not np.transpose:   # an alias in NumPy >= 2.x
-    defrule(np.permute_dims, "a, /, axes=None", view=True, a="transpose_vjp(g, a, axes)")
-defrule(np.swapaxes, "a, axis1, axis2", view=True, methods=("swapaxes",),
+    defrule(np.permute_dims, "a, /, axes=None", view=True, result=results.permuted,
+            a="transpose_vjp(g, a, axes)")
+defrule(np.swapaxes, "a, axis1, axis2", view=True, methods=("swapaxes",), result=results.permuted,
         a="swapaxes_vjp(g, a, axis1, axis2)")
-defrule(np.moveaxis, "a, source, destination", view=True,
+defrule(np.moveaxis, "a, source, destination", view=True, result=results.permuted,
         a="moveaxis_vjp(g, a, source, destination)")
 defrule(np.squeeze, "a, axis=None", view=True, result=results.rank_unknown, methods=("squeeze",),
         a="squeeze_vjp(g, a)")
@@ -240,7 +242,7 @@ defrule(reshape_method,
         view=True, result=results.reshaped, methods=("reshape",), a="reshape_vjp(g, a, order)")
 _AXES = ", ".join(f"ax{i}" for i in range(8))
 defrule(transpose_method, "a, /, " + ", ".join(f"ax{i}=None" for i in range(8)),
-        view=True, methods=("transpose",),
+        view=True, methods=("transpose",), result=results.permuted,
         a=f"transpose_vjp(g, a, method_axes({_AXES}))")
 
 
@@ -276,6 +278,18 @@ def _squeeze_vjp_numba(g, a):
     if twins.is_array(g) and twins.is_array(a):
         return lambda g, a: np.ascontiguousarray(g).reshape(a.shape)
     return None
+
+
+@numba_twin(method_axes)
+def _method_axes_numba(*axes):
+    given = [k for k, t in enumerate(axes) if not twins.is_none(t)]
+    if not given:
+        return lambda *axes: None                       # x.transpose(): reversed
+    if len(given) == 1 and twins.is_tuple(axes[given[0]]):
+        k = given[0]
+        return lambda *axes: axes[k]                    # x.transpose((1, 0))
+    twins.unsupported("x.transpose(i, j, ...) with the axes as separate arguments "
+                      "(pass them as one tuple: x.transpose((i, j, ...)))")
 
 
 @numba_twin(transpose_vjp)
