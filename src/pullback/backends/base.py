@@ -31,9 +31,6 @@ class Backend:
     #: ``da[i:j] += g`` is written ``add_into(da[i:j], g)``: Numba's augmented
     #: assignment to a slice builds the sum and copies it back; NumPy's adds in place.
     add_into_views = False
-    #: Arithmetic temporaries read once go back into their reader (one expression,
-    #: which Numba compiles to one loop; see reverse/cleanup.fuse_elementwise).
-    fuse_elementwise = False
 
     def accumulate_into(self, helper):
         """A function ``f(out, *args)`` doing ``out += helper(*args)`` in place without

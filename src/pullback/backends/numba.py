@@ -32,7 +32,6 @@ class NumbaBackend(Backend):
     runtime_recursion = False
     loop_sums = False
     add_into_views = True
-    fuse_elementwise = True
 
     def accumulate_into(self, helper):
         return _ACCUMULATE_INTO.get(id(helper), (None, None))[1]

@@ -163,8 +163,9 @@ _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 def fuse_elementwise(blocks, also_read=()) -> None:
     """Put each arithmetic temporary read once back into its reader, in place:
     ``d_t4 = -d_t7; d_t3 = d_t4 * 2.0; add_into(du[1:-1], d_t3)`` becomes
-    ``add_into(du[1:-1], -d_t7 * 2.0)``, one expression that Numba compiles to
-    one loop with one result array instead of one per operation.
+    ``add_into(du[1:-1], d_t7 * -2.0)``: one expression, which Numba compiles
+    to one loop with one result array instead of one per operation (and which
+    reads as the source did); NumPy saves the negation's pass.
 
     ``blocks``: the function's statement lists (forward and reverse sweeps), so
     that a temporary read by the other sweep is never moved.  A temporary moves
@@ -287,9 +288,31 @@ def _reads_before_any_call(st, name) -> bool:
 
 
 def _substitute(st, name, expr):
+    """``st`` reading ``expr`` where it read ``name``; a negation multiplied or
+    divided by a number takes the number's sign instead (``-d * 2.0`` is
+    ``d * -2.0``, bit for bit: one array operation, not two)."""
     class S(ast.NodeTransformer):
         def visit_Name(_, node):
             if node.id == name and not isinstance(getattr(node, "ctx", None), ast.Store):
                 return copy.deepcopy(expr)
             return node
+
+        def visit_BinOp(self, node):
+            self.generic_visit(node)
+            if not isinstance(node.op, (ast.Mult, ast.Div)):
+                return node
+            left, right = node.left, node.right
+            if _negation(left) and _number(right):
+                return ast.BinOp(left.operand, node.op, ast.Constant(-right.value))
+            if isinstance(node.op, ast.Mult) and _number(left) and _negation(right):
+                return ast.BinOp(ast.Constant(-left.value), node.op, right.operand)
+            return node
     return S().visit(st)
+
+
+def _negation(e) -> bool:
+    return isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub)
+
+
+def _number(e) -> bool:
+    return isinstance(e, ast.Constant) and type(e.value) in (int, float)

@@ -149,8 +149,7 @@ class ReverseTransform:
             reverse.append(assign(dn, call(ast.Attribute(ast.Name(self.helper(np, "np")), "array",
                                                            ast.Load()), ast.Name(dn))))
         ret = body[-1]
-        if self.backend.fuse_elementwise:
-            cleanup.fuse_elementwise([forward, reverse], ir.atom_names(ret.value))
+        cleanup.fuse_elementwise([forward, reverse], ir.atom_names(ret.value))
         adjoint_names = {p: self.d(p) for p in self.wrt}
         return Generated(self.fn.name, self.fn.params, self.wrt, adjoint_names, forward,
                          reverse, ret.value, self.helpers, self.fn.copied_params,

@@ -256,5 +256,5 @@ def generic(fn, args, kws, call) -> Kind:
 
 
 #: The names ``defrule(..., result="...")`` accepts for the common cases.
-BY_NAME = {"like": like, "permuted": permuted, "scalar": scalar, "array": array,
-           "int": integer, "bool": boolean, "any": unknown}
+BY_NAME = {"like": like, "scalar": scalar, "array": array, "int": integer, "bool": boolean,
+           "any": unknown}

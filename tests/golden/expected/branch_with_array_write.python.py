@@ -57,8 +57,7 @@ def branch_with_array_write_grad(x, p, _seed=1.0):
             dout[i] = 0.0
             out[i] = _pop()
             dx = dx + d_t6 * _t5
-            d_t5 = d_t6 * x
-            dp[i] += d_t5
+            dp[i] += d_t6 * x
             _t5 = _fpop()
         else:
             # from: out[i] = math.sin(p[i])

@@ -42,8 +42,7 @@ def break_and_return_in_loop_grad(x, p, _seed=1.0):
             _t7 = s > 100.0
             if _t7:
                 # from: return s * s
-                _t8 = s * s
-                _result1 = _t8
+                _result1 = s * s
                 _returned1 = True
                 _skip1 = True
                 _leave1 = True

@@ -18,10 +18,8 @@ def helper_call_grad(x, p, _seed=1.0):
         _fpush(_scaled_square_c_1)
         _scaled_square_c_1 = x
         _t3 = _scaled_square_c_1 * _scaled_square_a_1
-        _t4 = _t3 * _scaled_square_a_1
-        _scaled_square_result1 = _t4
-        _t5 = s + _scaled_square_result1
-        s = _t5
+        _scaled_square_result1 = _t3 * _scaled_square_a_1
+        s = s + _scaled_square_result1
     _value = s
     # ---- reverse sweep
     _fpop = list(map(float, _fstack)).pop

@@ -9,8 +9,7 @@ def horner_grad(x, p, _seed=1.0):
     _t1 = N - 1
     ex = p[_t1]
     # from: for i in range(N - 2, -1, -1):
-    _t2 = N - 2
-    _start1 = _t2
+    _start1 = N - 2
     _n1 = trip_count(_start1, -1, -1)
     for i in range(_start1, -1, -1):
         # from: ex = x * ex + p[i]

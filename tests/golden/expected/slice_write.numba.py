@@ -37,7 +37,7 @@ def slice_write_grad(u, c, _seed=1.0):
         d_t7 = d_t9 * c
         _t7 = _tape_t7_1.pop()
         add_into(dv[:-2], d_t7)
-        add_into(dv[1:-1], -d_t7 * 2.0)
+        add_into(dv[1:-1], d_t7 * -2.0)
         add_into(dv[2:], d_t7)
         add_into(dv[1:-1], d_t9)
     # from: v = u.copy()

@@ -11,15 +11,11 @@ def slice_write_grad(u, c, _seed=1.0):
     for step in range(0, 3, 1):
         # from: v[1:-1] = v[1:-1] + c * (v[2:] - 2.0 * v[1:-1] + v[:-2])
         _t1 = v[1:-1]
-        _t2 = v[2:]
-        _t3 = v[1:-1]
-        _t4 = 2.0 * _t3
-        _t5 = _t2 - _t4
+        _t5 = v[2:] - 2.0 * v[1:-1]
         _t6 = v[:-2]
         _push(_t7)
         _t7 = _t5 + _t6
-        _t8 = c * _t7
-        _t9 = _t1 + _t8
+        _t9 = _t1 + c * _t7
         _push(v[1:-1].copy())
         v[1:-1] = _t9
     # from: return np.sum(v * v)
@@ -46,9 +42,7 @@ def slice_write_grad(u, c, _seed=1.0):
         d_t7 = d_t9 * c
         _t7 = _pop()
         dv[:-2] += d_t7
-        d_t4 = -d_t7
-        d_t3 = d_t4 * 2.0
-        dv[1:-1] += d_t3
+        dv[1:-1] += d_t7 * -2.0
         dv[2:] += d_t7
         dv[1:-1] += d_t9
     # from: v = u.copy()

@@ -28,8 +28,7 @@ def while_loop_grad(x, _seed=1.0):
         _fpush(y)
         y = _t4 + _t6
         # from: it += 1
-        _t7 = it + 1
-        it = _t7
+        it = it + 1
         # from: while y > 0.1 and it < 50:
         _t9 = y > 0.1
         _t8 = _t9
