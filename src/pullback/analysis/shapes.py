@@ -93,7 +93,7 @@ def _assign_shape(s, kind, shape_at):
     every array operand of the result's shape)."""
     e = s.expr
     if isinstance(e, ast.Name):
-        return shape_at(e.id, s.sid) if _is_array(kind(e)) else None, False
+        return shape_at(e.id, s.sid), False
     if isinstance(e, ast.Attribute) and e.attr == "T" and isinstance(e.value, ast.Name):
         base = shape_at(e.value.id, s.sid)
         return (tuple(reversed(base)) if base is not None else None), False
@@ -107,7 +107,7 @@ def _assign_shape(s, kind, shape_at):
         fn = registry.method(s.method) if s.method is not None else s.callee
         args = ([e.func.value] if s.method is not None else []) + list(e.args)
         if fn in _COPIES and len(args) == 1 and not e.keywords and isinstance(args[0], ast.Name):
-            return (shape_at(args[0].id, s.sid) if _is_array(kind(args[0])) else None), False
+            return shape_at(args[0].id, s.sid), False
         rule = registry.lookup(fn) if fn is not None else None
         if rule is not None and rule.result is results.like:
             return _broadcast(args + [k.value for k in e.keywords], kind, shape_at, s.sid)

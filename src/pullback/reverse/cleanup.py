@@ -213,7 +213,9 @@ def _fusable(st, loads, stores):
 
 
 def _pure(e, top=False) -> bool:
-    """Arithmetic on names, numbers and basic slices of names: no call, no write."""
+    """Arithmetic on names, numbers and basic slices of names: no call, no write.
+    ``top``: the whole value of a temporary, where a bare name or number (a copy,
+    which propagate_copies handles) does not count."""
     if isinstance(e, ast.BinOp):
         return isinstance(e.op, _ARITHMETIC) and _pure(e.left) and _pure(e.right)
     if isinstance(e, ast.UnaryOp):
@@ -261,7 +263,7 @@ def _harmless(st) -> bool:
         return False
     if value is None:
         return False
-    if _pure(value) or _pure(value, top=True):
+    if _pure(value):
         return True
     return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
         and value.func.attr in ("append", "pop") and isinstance(value.func.value, ast.Name) \
@@ -272,7 +274,7 @@ def _copy_or_pure(a) -> bool:
     if isinstance(a, ast.Call):
         return isinstance(a.func, ast.Attribute) and a.func.attr == "copy" and not a.args \
             and isinstance(a.func.value, ast.Subscript) and _view(a.func.value)
-    return _pure(a) or _pure(a, top=True)
+    return _pure(a)
 
 
 def _reads_before_any_call(st, name) -> bool:
