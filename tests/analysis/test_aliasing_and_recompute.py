@@ -72,3 +72,24 @@ def test_array_reads_are_recomputed_only_when_the_backend_asks():
     sites = {"_t2": 1, "y": 1, "a": 1}
     assert recompute.find_cheap(body, set(), sites, KINDS, array_reads=False) == {}
     assert set(recompute.find_cheap(body, set(), sites, KINDS, array_reads=True)) == {"_t2"}
+
+
+def test_a_chain_of_temporaries_is_recomputed_in_program_order():
+    # _t1 = a[k] is read only by _t2 = x - _t1, itself recomputed: both are,
+    # the first before the second.
+    body = [ir.Assign(1, "_t1", _e("a[k]")), ir.Assign(1, "_t2", _e("x - _t1")),
+            ir.Assign(1, "y", _e("_t2 * _t2")), ir.Return(2, _e("y"))]
+    sites = {"_t1": 1, "_t2": 1, "y": 1, "a": 1}
+    found = recompute.find_cheap(body, set(), sites, KINDS, array_reads=True)
+    assert list(found) == ["_t1", "_t2"]
+
+
+def test_a_chain_is_not_recomputed_when_an_operand_changes_before_its_last_reader():
+    # x changes between _t2 and its reader y: _t2 cannot be recomputed, so _t1,
+    # read by it, has a reader that is not recomputed either, and stays too.
+    body = [ir.Assign(1, "_t1", _e("a[k]")), ir.Assign(1, "_t2", _e("x - _t1")),
+            ir.Assign(2, "x", _e("x + 1.0")), ir.Assign(3, "y", _e("_t2 * _t2")),
+            ir.Return(4, _e("y"))]
+    sites = {"_t1": 1, "_t2": 1, "y": 1, "a": 1, "x": 2}
+    found = recompute.find_cheap(body, set(), sites, KINDS, array_reads=True)
+    assert "_t2" not in found

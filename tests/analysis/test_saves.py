@@ -50,3 +50,52 @@ def test_the_plan_is_frozen():
     body = [_assign(1, "y", "x * x"), ir.Return(2, ast.Name("y"))]
     plan = _plan(body, ["x"], lambda b: {b[0].sid: {"x"}})
     assert isinstance(plan.sites, frozenset) and isinstance(plan.undefined, frozenset)
+
+
+def _setitem(line, array, index, value):
+    return ir.SetItem(line, array, ast.parse(index, mode="eval").body,
+                      ast.parse(value, mode="eval").body)
+
+
+def test_an_in_place_write_saves_only_what_an_earlier_adjoint_read():
+    # u[0] = x  (nothing read u yet: no save);  y = u[1] * u[1];  u[1] = y
+    # (y's adjoint read u since: the write must save what it overwrites).
+    body = [_setitem(1, "u", "0", "x"), _assign(2, "y", "u[1] * u[1]"),
+            _setitem(3, "u", "1", "y"), ir.Return(4, ast.Name("y"))]
+    plan = _plan(body, ["x", "u"], lambda b: {b[0].sid: set(), b[1].sid: {"u"},
+                                              b[2].sid: set()})
+    assert plan.sites == {body[2].sid}
+
+
+def test_an_in_place_write_in_a_loop_saves_for_the_reads_of_the_previous_iteration():
+    # for i in range(n): u[0] = y;  y = u[0] * x  -- the next iteration's write
+    # destroys what this iteration's product read, over the back edge.
+    loop = ir.For(1, "i", ast.Constant(0), ast.Name("n"), ast.Constant(1),
+                  [_setitem(2, "u", "0", "y"), _assign(3, "y", "u[0] * x")])
+    body = [loop, ir.Return(4, ast.Name("y"))]
+    plan = _plan(body, ["x", "n", "u", "y"], lambda b: {loop.body[0].sid: set(),
+                                                        loop.body[1].sid: {"u", "x"}})
+    assert plan.sites == {loop.body[0].sid}
+
+
+def test_a_loop_invariant_local_is_not_saved():
+    # for i in range(n): c = h / 6.0;  s = s * c  -- c holds the same value on every
+    # iteration, so overwriting it destroys nothing; s is saved.
+    loop = ir.For(1, "i", ast.Constant(0), ast.Name("n"), ast.Constant(1),
+                  [_assign(2, "c", "h / 6.0"), _assign(3, "s", "s * c")])
+    body = [loop, ir.Return(4, ast.Name("s"))]
+    plan = _plan(body, ["h", "n", "s"], lambda b: {loop.body[0].sid: set(),
+                                                   loop.body[1].sid: {"s", "c"}})
+    assert plan.sites == {loop.body[1].sid}
+
+
+def test_a_local_computed_from_a_rebound_parameter_is_saved():
+    # h = h * 2.0 in the loop: c = h / 6.0 changes every iteration.
+    loop = ir.For(1, "i", ast.Constant(0), ast.Name("n"), ast.Constant(1),
+                  [_assign(2, "c", "h / 6.0"), _assign(3, "s", "s * c"),
+                   _assign(4, "h", "h * 2.0")])
+    body = [loop, ir.Return(5, ast.Name("s"))]
+    plan = _plan(body, ["h", "n", "s"], lambda b: {loop.body[0].sid: set(),
+                                                   loop.body[1].sid: {"s", "c"},
+                                                   loop.body[2].sid: {"h"}})
+    assert loop.body[0].sid in plan.sites

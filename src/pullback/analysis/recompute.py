@@ -9,7 +9,8 @@ from ..core.kinds import Kind, kind_of_value
 
 def find_cheap(stmts, control, sites, kinds, array_reads: bool,
                value_reads=None) -> dict:
-    """Temporaries to compute again in the reverse sweep: ``{name: expression}``.
+    """Temporaries to compute again in the reverse sweep: ``{name: expression}``,
+    in program order (one may read another: recompute them in this order).
 
     Float temporaries made by one arithmetic operation (``_t = a * x``) or,
     with ``array_reads`` (the backend's policy: Numba), read from an array that
@@ -46,30 +47,48 @@ def find_cheap(stmts, control, sites, kinds, array_reads: bool,
     found = {}
 
     def visit(block):
-        for k, st in enumerate(block):
+        for st in block:
             for sub in st.blocks():
                 visit(sub)
-            if not (isinstance(st, ir.Assign) and st.target.startswith("_t")
-                    and sites.get(st.target) == 1 and st.target not in control
-                    and cheap(st.target, st.expr)):
-                continue
-            operands = ir.atom_names(st.expr)
-            later = [j for j in range(k + 1, len(block))
-                     if st.target in ir.operands(block[j])]
-            if not later or len(later) != uses.get(st.target, 0):
-                continue
-            # The reverse sweep recomputes before a use's adjoint, when the use's
-            # own target still holds its new value: it must not be an operand.
-            if any(isinstance(block[j], ir.Assign) and block[j].target in operands
-                   for j in later):
-                continue
-            between = block[k + 1:later[-1]]
-            assigned = {t.target for t in ir.walk(between) if isinstance(t, ir.Assign)} | \
-                {t.var for t in ir.walk(between) if isinstance(t, ir.For)}
-            if not operands & assigned and not any(t.blocks() for t in between):
-                found[st.target] = st.expr
+        # Backwards, so that a temporary read by a recomputed one (``_t1 = A[k]``
+        # read by ``_t2 = x - _t1``) is judged at the readers of that one: it is
+        # recomputed there too, just before them.
+        readers = {}        # a chosen temporary's position -> its readers' positions
+        for k in range(len(block) - 1, -1, -1):
+            st = block[k]
+            if isinstance(st, ir.Assign) and st.target.startswith("_t") \
+                    and sites.get(st.target) == 1 and st.target not in control \
+                    and cheap(st.target, st.expr):
+                reached = _readers_if_unchanged(block, k, readers, uses.get(st.target, 0))
+                if reached:
+                    readers[k] = reached
+        for k in sorted(readers):        # program order: a chain is recomputed in this order
+            found[block[k].target] = block[k].expr
     visit(stmts)
     return found
+
+
+def _readers_if_unchanged(block, k, readers, uses) -> set:
+    """The positions in ``block`` whose adjoints need ``block[k]``'s temporary
+    (its readers, and theirs where those are recomputed too), or an empty set
+    when recomputing it there would not give the value they saw: a reader
+    outside the block, or an operand assigned on the way."""
+    st = block[k]
+    later = [j for j in range(k + 1, len(block)) if st.target in ir.operands(block[j])]
+    if not later or len(later) != uses:
+        return set()
+    reached = set(later).union(*(readers[j] for j in later if j in readers))
+    operands = ir.atom_names(st.expr)
+    # The reverse sweep recomputes before a reader's adjoint, when the reader's
+    # own target still holds its new value: it must not be an operand.
+    if any(isinstance(block[j], ir.Assign) and block[j].target in operands for j in reached):
+        return set()
+    between = block[k + 1:max(reached)]
+    assigned = {t.target for t in ir.walk(between) if isinstance(t, ir.Assign)} | \
+        {t.var for t in ir.walk(between) if isinstance(t, ir.For)}
+    if operands & assigned or any(t.blocks() for t in between):
+        return set()
+    return reached
 
 
 def _basic_view(kinds, target, e) -> bool:

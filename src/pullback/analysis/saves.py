@@ -16,6 +16,7 @@ the assignment that resets ``yi`` before the next inner loop saves one value.
 """
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 
 from ..core import ir
@@ -23,7 +24,7 @@ from ..core import ir
 
 @dataclass(frozen=True)
 class SavePlan:
-    sites: frozenset         # sids of the assignments (and For loops) that must save
+    sites: frozenset         # sids of the assignments, in-place writes and For loops that must save
     undefined: frozenset     # names saved where they may be unassigned
 
 
@@ -40,18 +41,53 @@ def plan(body, params, names, reads_at, loop_reads) -> SavePlan:
     """``reads_at[sid]``: names an Assign/SetItem's adjoint reads (its own
     target meaning its result); ``loop_reads[sid]``: names read at an
     If/For/While (condition, bounds, trip count).  ``names``: every local."""
-    planner = _Planner(reads_at, loop_reads)
+    planner = _Planner(reads_at, loop_reads, invariant(body, params))
     planner.block(body, _State(frozenset(), frozenset(set(names) - set(params))))
     return SavePlan(frozenset(planner.sites), frozenset(planner.undefined))
 
 
+def invariant(body, params) -> frozenset:
+    """Locals (not parameters) that hold one value for the whole call once
+    assigned: assigned at one site, by arithmetic on constants, on parameters
+    never rebound nor written in place, and on other such locals (``c = h / 6.0``
+    in a loop).  Assigning one again overwrites a value with itself: no save."""
+    sites, written = {}, set()
+    for s in ir.walk(body):
+        if isinstance(s, ir.SetItem):
+            written.add(s.array)
+        for n in s.writes():
+            sites[n] = sites.get(n, 0) + 1
+    fixed = {p for p in params if p not in sites and p not in written}
+
+    def arithmetic(e) -> bool:
+        if isinstance(e, ast.Constant):
+            return isinstance(e.value, (int, float))
+        if isinstance(e, ast.Name):
+            return e.id in fixed
+        if isinstance(e, ast.BinOp):
+            return arithmetic(e.left) and arithmetic(e.right)
+        return isinstance(e, ast.UnaryOp) and arithmetic(e.operand)
+
+    found, grew = set(), True
+    while grew:
+        grew = False
+        for s in ir.walk(body):
+            if isinstance(s, ir.Assign) and s.target not in fixed and s.target not in params \
+                    and sites[s.target] == 1 and s.target not in written \
+                    and arithmetic(s.expr):
+                fixed.add(s.target)
+                found.add(s.target)
+                grew = True
+    return frozenset(found)
+
+
 class _Planner:
-    def __init__(self, reads_at, loop_reads):
-        self.reads_at, self.loop_reads = reads_at, loop_reads
+    def __init__(self, reads_at, loop_reads, invariant):
+        self.reads_at, self.loop_reads, self.invariant = reads_at, loop_reads, invariant
         self.sites, self.undefined = set(), set()
 
     def assign(self, state, name, site):
-        if name in state.read:
+        if name in state.read and name not in self.invariant:
             self.sites.add(site)
             if name in state.unset:
                 self.undefined.add(name)
@@ -85,6 +121,10 @@ class _Planner:
         return self.read(state, reads & {s.target})
 
     def step_setitem(self, s, state):
+        # An in-place write destroys what an earlier adjoint reads, like an
+        # assignment; it leaves the rest of the array, so the array stays read.
+        if s.array in state.read:
+            self.sites.add(s.sid)
         return self.read(state, self.reads_at.get(s.sid, set()))
 
     def step_if(self, s, state):

@@ -99,7 +99,7 @@ def _fwd_assign(tr, s: ir.Assign) -> list:
 
 
 def _fwd_setitem(tr, s: ir.SetItem) -> list:
-    out = tr.tape.push_element(s.array, s.index) if s.array in tr.value_reads else []
+    out = tr.tape.push_element(s.array, s.index) if tr.saves_element(s) else []
     return out + [ast.Assign([ast.Subscript(ast.Name(s.array), copy.deepcopy(s.index),
                                             ast.Store())], copy.deepcopy(s.value))]
 
@@ -169,7 +169,7 @@ def _pushes_if(tr, s: ir.If) -> dict:
 _PUSHES = ir.table("pushes per iteration", {
     ir.Assign: lambda tr, s: {s.target: 1} if tr.needs_save(s.target, s) else {},
     ir.SetItem: lambda tr, s: {tr.tape.element_key(s.array, s.index): 1}
-    if s.array in tr.value_reads else {},
+    if tr.saves_element(s) else {},
     ir.For: lambda tr, s: {s.var: 1} if tr.needs_save(s.var, s) else {},
     ir.If: _pushes_if,
     ir.While: lambda tr, s: {},       # nested loops reserve for themselves
@@ -194,8 +194,8 @@ def _recomputed(tr, s) -> list:
     code = tr.adjoint_code[s.sid]
     if not code:
         return []
-    return [assign(t, copy.deepcopy(tr.recompute[t]))
-            for t in sorted(set(tr.recompute) & names_in(code))]
+    needed = tr.recomputed_for(names_in(code))
+    return [assign(t, copy.deepcopy(e)) for t, e in tr.recompute.items() if t in needed]
 
 
 def _rev_assign(tr, s: ir.Assign) -> list:
@@ -212,7 +212,7 @@ def _rev_assign(tr, s: ir.Assign) -> list:
 
 def _rev_setitem(tr, s: ir.SetItem) -> list:
     out = _recomputed(tr, s) + tr.adjoint_code[s.sid]
-    if s.array in tr.value_reads:
+    if tr.saves_element(s):
         out.append(Restore(s.array, s.index))
     return out
 

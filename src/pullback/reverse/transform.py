@@ -43,6 +43,7 @@ class ReverseTransform:
         self._helper_alias: dict[int, str] = {}
         self.adj: dict[str, str] = {}
         self.value_reads: set = set()           # ... whose contents (not just shape) it reads
+        self.read_through_views: set = set()   # ... of those, arrays read through a view
         self.contribs: dict[str, int] = {}      # adjoint contributions per variable
         self.element_contribs: dict[str, int] = {}   # ... of them, `dp[i] += g` with int i
         self.list_buffers: set = set()          # adjoints kept as Python lists (see run)
@@ -118,8 +119,9 @@ class ReverseTransform:
         self.shapes = shapes.find(body, self.fn.params, self.kinds, self.sites, self.in_loop)
         self.find_single_use(body)
         adjoints.gen_adjoints(self, body)
-        self.value_reads |= aliasing.read_through_views(body, self.kind, set(self.fn.params),
-                                                        self.value_reads)
+        self.read_through_views = aliasing.read_through_views(
+            body, self.kind, set(self.fn.params), self.value_reads)
+        self.value_reads |= self.read_through_views
         self.find_local_temps(body)
         self.find_recomputable(body)
         self.plan = saves.plan(body, self.fn.params, set(self.sites), self.stmt_reads,
@@ -261,6 +263,13 @@ class ReverseTransform:
     def needs_save(self, name, stmt) -> bool:
         return stmt.sid in self.plan.sites
 
+    def saves_element(self, s: ir.SetItem) -> bool:
+        """Whether an in-place write saves what it overwrites: the reverse sweep
+        reads the array's contents before it (the save plan), or through a view,
+        which the plan does not follow."""
+        return s.array in self.value_reads and (
+            s.sid in self.plan.sites or s.array in self.read_through_views)
+
     def stable(self, name) -> bool:
         """An array whose adjoint can be one buffer updated in place: defined once,
         at the top level (or a parameter), so it exists when the reverse sweep starts."""
@@ -295,10 +304,22 @@ class ReverseTransform:
                                               self.backend.recompute_array_reads,
                                               self.value_reads)
         self.recompute_reads = set().union(*map(ir.atom_names, self.recompute.values()))
-        for key, names in self.stmt_reads.items():
-            for t in names & set(self.recompute):
-                names.discard(t)
-                names |= ir.atom_names(self.recompute[t])
+        for names in self.stmt_reads.values():
+            reached = self.recomputed_for(names)
+            names.clear()
+            names |= reached - set(self.recompute)
+
+    def recomputed_for(self, names) -> set:
+        """``names`` and, through recomputed temporaries among them, what their
+        expressions read, transitively."""
+        out, todo = set(), list(names)
+        while todo:
+            n = todo.pop()
+            if n not in out:
+                out.add(n)
+                if n in self.recompute:
+                    todo += ir.atom_names(self.recompute[n])
+        return out
 
     def _adjoint_read_whole(self, name, body) -> bool:
         """Whether the reverse of ``name``'s definition passes its adjoint on as a

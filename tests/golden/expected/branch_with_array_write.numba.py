@@ -3,8 +3,6 @@ def branch_with_array_write_grad(x, p, _seed=1.0, _ws=()):
     # ---- forward sweep
     _tape_t4_1 = _ws[0]
     _k_t4_1 = 0
-    _tape_out_items_1 = _ws[1]
-    _k_out_items_1 = 0
     _t4 = False
     # from: out = np.zeros(len(p))
     _t1 = len(p)
@@ -13,7 +11,6 @@ def branch_with_array_write_grad(x, p, _seed=1.0, _ws=()):
     _t2 = len(p)
     _n1 = trip_count(0, _t2, 1)
     _tape_t4_1 = reserve(_tape_t4_1, _k_t4_1 + _n1)
-    _tape_out_items_1 = reserve(_tape_out_items_1, _k_out_items_1 + _n1 * 2)
     for i in range(0, _t2, 1):
         # from: if p[i] > 0.0:
         _t3 = p[i]
@@ -23,16 +20,11 @@ def branch_with_array_write_grad(x, p, _seed=1.0, _ws=()):
         if _t4:
             # from: out[i] = x * p[i]
             _t5 = p[i]
-            _t6 = x * _t5
-            _tape_out_items_1[_k_out_items_1] = out[i]
-            _k_out_items_1 += 1
-            out[i] = _t6
+            out[i] = x * _t5
         else:
             # from: out[i] = math.sin(p[i])
             _t7 = p[i]
             _t8 = math.sin(_t7)
-            _tape_out_items_1[_k_out_items_1] = out[i]
-            _k_out_items_1 += 1
             out[i] = _t8
     # from: return np.sum(out * out)
     _t9 = out * out
@@ -54,8 +46,6 @@ def branch_with_array_write_grad(x, p, _seed=1.0, _ws=()):
             # from: out[i] = x * p[i]
             d_t6 = dout[i]
             dout[i] = 0.0
-            _k_out_items_1 -= 1
-            out[i] = _tape_out_items_1[_k_out_items_1]
             _t5 = p[i]
             dx = dx + d_t6 * _t5
             dp[i] += d_t6 * x
@@ -63,12 +53,10 @@ def branch_with_array_write_grad(x, p, _seed=1.0, _ws=()):
             # from: out[i] = math.sin(p[i])
             d_t8 = dout[i]
             dout[i] = 0.0
-            _k_out_items_1 -= 1
-            out[i] = _tape_out_items_1[_k_out_items_1]
             _t7 = p[i]
             d_t7 = d_t8 * math.cos(_t7)
             dp[i] += d_t7
         _k_t4_1 -= 1
         _t4 = _tape_t4_1[_k_t4_1]
     # from: out = np.zeros(len(p))
-    return _value, (dx, dp), (_tape_t4_1, _tape_out_items_1)
+    return _value, (dx, dp), (_tape_t4_1,)

@@ -23,15 +23,12 @@ def branch_with_array_write_grad(x, p, _seed=1.0):
             # from: out[i] = x * p[i]
             _fpush(_t5)
             _t5 = p[i]
-            _t6 = x * _t5
-            _push(out[i])
-            out[i] = _t6
+            out[i] = x * _t5
         else:
             # from: out[i] = math.sin(p[i])
             _fpush(_t7)
             _t7 = p[i]
             _t8 = math.sin(_t7)
-            _push(out[i])
             out[i] = _t8
     # from: return np.sum(out * out)
     _t9 = out * out
@@ -55,7 +52,6 @@ def branch_with_array_write_grad(x, p, _seed=1.0):
             # from: out[i] = x * p[i]
             d_t6 = dout[i]
             dout[i] = 0.0
-            out[i] = _pop()
             dx = dx + d_t6 * _t5
             dp[i] += d_t6 * x
             _t5 = _fpop()
@@ -63,7 +59,6 @@ def branch_with_array_write_grad(x, p, _seed=1.0):
             # from: out[i] = math.sin(p[i])
             d_t8 = dout[i]
             dout[i] = 0.0
-            out[i] = _pop()
             d_t7 = d_t8 * math.cos(_t7)
             dp[i] += d_t7
             _t7 = _fpop()

@@ -3,25 +3,19 @@ def helper_call_grad(x, p, _seed=1.0, _ws=()):
     # ---- forward sweep
     _tape_scaled_square_a_1_1 = _ws[0]
     _k_scaled_square_a_1_1 = 0
-    _tape_scaled_square_c_1_1 = _ws[1]
-    _k_scaled_square_c_1_1 = 0
     _scaled_square_a_1 = 0.0
-    _scaled_square_c_1 = 0.0
     # from: s = 0.0
     s = 0.0
     # from: for i in range(len(p)):
     _t1 = len(p)
     _n1 = trip_count(0, _t1, 1)
     _tape_scaled_square_a_1_1 = reserve(_tape_scaled_square_a_1_1, _k_scaled_square_a_1_1 + _n1)
-    _tape_scaled_square_c_1_1 = reserve(_tape_scaled_square_c_1_1, _k_scaled_square_c_1_1 + _n1)
     for i in range(0, _t1, 1):
         # from: s += _scaled_square(p[i], x)
         _t2 = p[i]
         _tape_scaled_square_a_1_1[_k_scaled_square_a_1_1] = _scaled_square_a_1
         _k_scaled_square_a_1_1 += 1
         _scaled_square_a_1 = _t2
-        _tape_scaled_square_c_1_1[_k_scaled_square_c_1_1] = _scaled_square_c_1
-        _k_scaled_square_c_1_1 += 1
         _scaled_square_c_1 = x
         _t3 = _scaled_square_c_1 * _scaled_square_a_1
         _scaled_square_result1 = _t3 * _scaled_square_a_1
@@ -46,8 +40,6 @@ def helper_call_grad(x, p, _seed=1.0, _ws=()):
         d_scaled_square_c_1 = d_scaled_square_c_1 + d_t3 * _scaled_square_a_1
         d_scaled_square_a_1 = d_scaled_square_a_1 + d_t3 * _scaled_square_c_1
         dx = dx + d_scaled_square_c_1
-        _k_scaled_square_c_1_1 -= 1
-        _scaled_square_c_1 = _tape_scaled_square_c_1_1[_k_scaled_square_c_1_1]
         d_scaled_square_c_1 = 0.0
         d_t2 = d_scaled_square_a_1
         _k_scaled_square_a_1_1 -= 1
@@ -55,4 +47,4 @@ def helper_call_grad(x, p, _seed=1.0, _ws=()):
         d_scaled_square_a_1 = 0.0
         dp[i] += d_t2
     # from: s = 0.0
-    return _value, (dx, dp), (_tape_scaled_square_a_1_1, _tape_scaled_square_c_1_1)
+    return _value, (dx, dp), (_tape_scaled_square_a_1_1,)

@@ -4,7 +4,6 @@ def helper_call_grad(x, p, _seed=1.0):
     _fstack = []
     _fpush = _fstack.append
     _scaled_square_a_1 = 0.0
-    _scaled_square_c_1 = 0.0
     # from: s = 0.0
     s = 0.0
     # from: for i in range(len(p)):
@@ -15,7 +14,6 @@ def helper_call_grad(x, p, _seed=1.0):
         _t2 = p[i]
         _fpush(_scaled_square_a_1)
         _scaled_square_a_1 = _t2
-        _fpush(_scaled_square_c_1)
         _scaled_square_c_1 = x
         _t3 = _scaled_square_c_1 * _scaled_square_a_1
         _scaled_square_result1 = _t3 * _scaled_square_a_1
@@ -41,7 +39,6 @@ def helper_call_grad(x, p, _seed=1.0):
         d_scaled_square_c_1 = d_scaled_square_c_1 + d_t3 * _scaled_square_a_1
         d_scaled_square_a_1 = d_scaled_square_a_1 + d_t3 * _scaled_square_c_1
         dx = dx + d_scaled_square_c_1
-        _scaled_square_c_1 = _fpop()
         d_scaled_square_c_1 = 0.0
         d_t2 = d_scaled_square_a_1
         _scaled_square_a_1 = _fpop()

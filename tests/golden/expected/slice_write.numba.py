@@ -2,7 +2,6 @@ def slice_write_grad(u, c, _seed=1.0):
     """Value and reverse-mode gradient of slice_write with respect to u, c."""
     # ---- forward sweep
     _tape_t7_1 = []
-    _tape_v_rows_1 = []
     _t7 = np.zeros((0,))
     # from: v = u.copy()
     v = u.copy()
@@ -12,7 +11,6 @@ def slice_write_grad(u, c, _seed=1.0):
         # from: v[1:-1] = v[1:-1] + c * (v[2:] - 2.0 * v[1:-1] + v[:-2])
         _tape_t7_1.append(_t7)
         _t7 = v[2:] - 2.0 * v[1:-1] + v[:-2]
-        _tape_v_rows_1.append(v[1:-1].copy())
         v[1:-1] = v[1:-1] + c * _t7
     # from: return np.sum(v * v)
     _t10 = v * v
@@ -32,7 +30,6 @@ def slice_write_grad(u, c, _seed=1.0):
         # from: v[1:-1] = v[1:-1] + c * (v[2:] - 2.0 * v[1:-1] + v[:-2])
         d_t9 = dv[1:-1].copy()
         dv[1:-1] = 0.0
-        v[1:-1] = _tape_v_rows_1.pop()
         dc = dc + unbroadcast_product(d_t9, _t7, c)
         d_t7 = d_t9 * c
         _t7 = _tape_t7_1.pop()

@@ -15,9 +15,7 @@ def slice_write_grad(u, c, _seed=1.0):
         _t6 = v[:-2]
         _push(_t7)
         _t7 = _t5 + _t6
-        _t9 = _t1 + c * _t7
-        _push(v[1:-1].copy())
-        v[1:-1] = _t9
+        v[1:-1] = _t1 + c * _t7
     # from: return np.sum(v * v)
     _t10 = v * v
     _t11 = np.sum(_t10)
@@ -37,7 +35,6 @@ def slice_write_grad(u, c, _seed=1.0):
         # from: v[1:-1] = v[1:-1] + c * (v[2:] - 2.0 * v[1:-1] + v[:-2])
         d_t9 = dv[1:-1].copy()
         dv[1:-1] = 0.0
-        v[1:-1] = _pop()
         dc = dc + unbroadcast_product(d_t9, _t7, c)
         d_t7 = d_t9 * c
         _t7 = _pop()
