@@ -86,12 +86,12 @@ def _check_differentiable(args, nums, fname):
 
 def _to_user(grad, arg):
     """The gradient in the type and shape of its argument."""
-    if type(arg) is float:
+    t = type(arg)
+    if t is float:
         return grad if type(grad) is float else float(grad)
-    if isinstance(arg, np.ndarray):
+    if t is np.ndarray or isinstance(arg, np.ndarray):
         if type(grad) is np.ndarray and grad.dtype == arg.dtype and grad.shape == arg.shape:
-            flags = grad.flags
-            if flags.writeable and flags.c_contiguous and grad is not arg:
+            if grad.flags.c_contiguous and grad.flags.writeable and grad is not arg:
                 return grad
             return np.array(grad)    # never a read-only broadcast view, never the input
         g = np.asarray(grad, dtype=np.result_type(arg.dtype, np.float64) if arg.dtype.kind != "f"
@@ -151,7 +151,8 @@ class GradientFunction:
         if kwargs or len(args) != self._nparams:
             args = _full_args(self.f, args, kwargs)
         # Fast path: the same argument types as a previous call.
-        key = tuple(map(_type_key, args))
+        key = tuple([(np.ndarray, a.dtype.char, a.ndim) if type(a) is np.ndarray else type(a)
+                     for a in args])      # one comprehension: this runs on every call
         entry = self._fast.get(key)
         try:
             if entry is None or entry[0].stale or (entry[0].dependencies
@@ -168,7 +169,7 @@ class GradientFunction:
         if single:
             out = _to_user(grads[0], args[nums[0]])
         else:
-            out = tuple([_to_user(g, args[i]) for g, i in zip(grads, nums)])
+            out = tuple([_to_user(grads[k], args[i]) for k, i in enumerate(nums)])
         return (value, out) if self.with_value else out
 
     @property
@@ -239,13 +240,6 @@ def _full_args(f, args, kwargs):
         raise TypeError(f"{py.__qualname__}() got an unexpected keyword argument "
                         f"{next(iter(kwargs))!r}")
     return tuple(out)
-
-
-def _type_key(a):
-    t = type(a)
-    if t is np.ndarray:
-        return (t, a.dtype.char, a.ndim)
-    return t
 
 
 def _check_scalar(value, f):

@@ -99,3 +99,13 @@ def test_a_local_computed_from_a_rebound_parameter_is_saved():
                                                    loop.body[1].sid: {"s", "c"},
                                                    loop.body[2].sid: {"h"}})
     assert loop.body[0].sid in plan.sites
+
+
+def test_a_while_loops_trip_counter_is_not_taken_for_a_constant():
+    # n = 0 is its one assignment in the IR, but the forward sweep counts it up.
+    loop = ir.While(2, "go", [_assign(3, "go", "s > 1.0")], [_assign(3, "s", "s * x")],
+                    trips="n")
+    outer = ir.For(1, "i", ast.Constant(0), ast.Name("m"), ast.Constant(1),
+                   [_assign(1, "n", "0"), loop])
+    body = [outer, ir.Return(4, ast.Name("s"))]
+    assert "n" not in saves.invariant(body, ["x", "m", "s"])

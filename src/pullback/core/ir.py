@@ -117,6 +117,10 @@ class While(Stmt):
     def reads(self):
         return {self.test}
 
+    def writes(self):
+        # The forward sweep counts the iterations in ``trips``, rebinding it.
+        return {self.trips} if self.trips else set()
+
 
 @dataclass
 class Return(Stmt):
