@@ -151,8 +151,12 @@ class GradientFunction:
         if kwargs or len(args) != self._nparams:
             args = _full_args(self.f, args, kwargs)
         # Fast path: the same argument types as a previous call.
-        key = tuple([(np.ndarray, a.dtype.char, a.ndim) if type(a) is np.ndarray else type(a)
-                     for a in args])      # one comprehension: this runs on every call
+        # Fast path: the same argument kinds as a previous call.  (This runs on every
+        # call: a plain loop, and an array's dtype object, cost least.)
+        key = []
+        for a in args:
+            key.append((a.dtype, a.ndim) if type(a) is np.ndarray else type(a))
+        key = tuple(key)
         entry = self._fast.get(key)
         try:
             if entry is None or entry[0].stale or (entry[0].dependencies
@@ -160,10 +164,10 @@ class GradientFunction:
                 entry = self._fast[key] = self.compiled(*args)
             c, nums, single = entry
             value, grads = c.fn(*args, 1.0)
+            if type(c.fn) is not types.FunctionType and getattr(c.fn, "ok", False):
+                c.fn = c.fn.dispatcher
         except PullbackError as exc:
             raise for_user(exc) from None
-        if type(c.fn) is not types.FunctionType and getattr(c.fn, "ok", False):
-            c.fn = c.fn.dispatcher
         if not self.with_value and type(value) is not float and type(value) is not np.float64:
             _check_scalar(value, self.f)
         if single:

@@ -13,6 +13,11 @@ by an adjoint since last assigned" (on any path), and marks the assignments
 that find it set.  So the accumulator of an inner loop (``yi += A[i, j] *
 x[j]``) saves nothing, although the statement after the loop reads ``yi``;
 the assignment that resets ``yi`` before the next inner loop saves one value.
+
+An in-place write (``u[1:-1] = ...``) is judged the same way against reads of
+its array: a heat step, linear in ``u``, saves no rows.  A local that holds one
+value for the whole call (:func:`invariant`, ``c = h / 6.0`` in a loop) is never
+saved: assigning it again rewrites the value it already holds.
 """
 from __future__ import annotations
 
