@@ -173,6 +173,41 @@ def _add_into(out, g):
     return impl
 
 
+def _scaled_into(out, v, s):
+    """``out += v * s`` for vectors ``out``, ``v`` and a number ``s``, one loop."""
+    if v.shape != out.shape or may_share(out, v):
+        out += v * s
+        return
+    for i in range(out.shape[0]):
+        out[i] += v[i] * s
+
+
+def _products_into(out, a, b):
+    """``out += a * b`` for vectors of one length, one loop."""
+    if a.shape != out.shape or b.shape != out.shape or may_share(out, a) or may_share(out, b):
+        out += a * b
+        return
+    for i in range(out.shape[0]):
+        out[i] += a[i] * b[i]
+
+
+@registry.numba_twin(runtime.add_product_into)
+def _add_product_into(out, a, b):
+    if not is_array(out):
+        return None
+    scaled, products = jitted(_scaled_into), jitted(_products_into)
+    if is_array(out, 1) and is_array(a, 1) and is_number(b):
+        return lambda out, a, b: scaled(out, a, b)
+    if is_array(out, 1) and is_number(a) and is_array(b, 1):
+        return lambda out, a, b: scaled(out, b, a)      # a * b == b * a exactly
+    if is_array(out, 1) and is_array(a, 1) and is_array(b, 1):
+        return lambda out, a, b: products(out, a, b)
+
+    def whole(out, a, b):       # the product is a new array: no overlap with out
+        out += a * b
+    return whole
+
+
 @registry.numba_twin(in_place.add_matmul_vjp_a)
 def _add_matmul_vjp_a(out, g, a, b):
     vjp = linalg.matmul_vjp_a

@@ -46,6 +46,11 @@ def add_into(out, g):
     out += g
 
 
+def add_product_into(out, a, b):
+    """``add_into(out, a * b)``; under Numba without the array of products."""
+    out += a * b
+
+
 def with_shape(value, shape):
     """``value`` itself when it has ``shape``, else a new array of that shape.  For
     a variable the reverse sweep reads only the shape of (``unbroadcast``), whose

@@ -318,3 +318,130 @@ def _negation(e) -> bool:
 
 def _number(e) -> bool:
     return isinstance(e, ast.Constant) and type(e.value) in (int, float)
+
+
+def products_into(blocks, add_into: str, product_helper) -> None:
+    """``add_into(v, a * b)`` becomes ``add_product_into(v, a, b)``, in place:
+    Numba adds the products element by element instead of making the array of
+    products first (the heat step's ``add_into(du[1:-1], d_t7 * -2.0)``, which
+    :func:`fuse_elementwise` makes).  ``product_helper()``: the name of
+    ``add_product_into`` in the generated code (asked only when it is used)."""
+    for block in blocks:
+        for st in ast.walk(ast.Module(body=list(block), type_ignores=[])):
+            if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) \
+                    and isinstance(st.value.func, ast.Name) and st.value.func.id == add_into \
+                    and len(st.value.args) == 2 and isinstance(st.value.args[1], ast.BinOp) \
+                    and isinstance(st.value.args[1].op, ast.Mult):
+                view, product = st.value.args
+                st.value = ast.Call(ast.Name(product_helper(), ast.Load()),
+                                    [view, product.left, product.right], [])
+
+
+def keep_slice_adjoints(blocks, updates=()) -> None:
+    """``g = dv[s].copy(); dv[s] = 0.0; ...; dv[s] += g`` (or ``add_into(dv[s],
+    g)``): the slice ends as it started plus what was added in between, so drop
+    the zeroing and the re-adding (two passes over the slice), in place.  In
+    between, ``dv`` may only be added into (``dv[...] += ...`` or a call of one
+    of ``updates``, the helpers that add into a view), ``g`` not rebound, and
+    ``g`` is read nowhere after.  (The sum is the same; its rounding order differs.)"""
+    loads = {}
+    for block in blocks:
+        for st in block:
+            for n in ast.walk(st):
+                if isinstance(n, ast.Name) and not isinstance(getattr(n, "ctx", None), ast.Store):
+                    loads[n.id] = loads.get(n.id, 0) + 1
+    for block in blocks:
+        _keep_slices(block, loads, set(updates))
+
+
+def _keep_slices(block, loads, updates) -> None:
+    for st in block:
+        for sub in bodies(st):
+            _keep_slices(sub, loads, updates)
+    k = 0
+    while k + 1 < len(block):
+        found = _slice_round_trip(block, k, loads, updates)
+        if found is None:
+            k += 1
+            continue
+        if _read_before_updates(block[k + 2:found], block[k].targets[0].id, updates):
+            block[k].value = block[k].value.func.value      # the slice itself, no copy
+        del block[found]
+        del block[k + 1]
+
+
+def _slice_round_trip(block, k, loads, updates):
+    """The position of the ``dv[s] += g`` that undoes ``block[k]``'s copy and
+    ``block[k + 1]``'s zeroing with nothing in between but additions, or None."""
+    take, zero = block[k], block[k + 1]
+    if not (isinstance(take, ast.Assign) and isinstance(take.targets[0], ast.Name)
+            and isinstance(take.value, ast.Call) and not take.value.args
+            and isinstance(take.value.func, ast.Attribute) and take.value.func.attr == "copy"
+            and _buffer_slice(take.value.func.value)):
+        return None
+    g, view = take.targets[0].id, take.value.func.value
+    text, buffer = ast.unparse(view), view.value.id
+    if not (isinstance(zero, ast.Assign) and ast.unparse(zero.targets[0]) == text
+            and isinstance(zero.value, ast.Constant) and zero.value.value == 0.0):
+        return None
+    index_names, reads = ir.atom_names(view.slice), 0
+    for m in range(k + 2, len(block)):
+        st = block[m]
+        target = _added_into(st, updates)
+        if target is not None and ast.unparse(target) == text and ast.unparse(_added(st)) == g:
+            return m if reads + 1 == loads.get(g, 0) else None
+        if bodies(st) or (index_names | {g, buffer}) & names_written(st):
+            return None
+        if buffer in names_read(st) and (target is None or buffer in _reads_besides(st, target)):
+            return None
+        reads += sum(isinstance(n, ast.Name) and n.id == g for n in ast.walk(st))
+    return None
+
+
+def _buffer_slice(e) -> bool:
+    return isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name) \
+        and any(isinstance(n, ast.Slice) for n in ast.walk(e.slice))
+
+
+def _added_into(st, updates):
+    """The view ``st`` adds into (``v += x`` or ``update(v, ...)``), else None."""
+    if isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add) \
+            and isinstance(st.target, ast.Subscript):
+        return st.target
+    if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) \
+            and isinstance(st.value.func, ast.Name) and st.value.func.id in updates \
+            and st.value.args and isinstance(st.value.args[0], ast.Subscript):
+        return st.value.args[0]
+    return None
+
+
+def _added(st):
+    """What ``v += x`` / ``add_into(v, x)`` adds (the whole call for other updates)."""
+    if isinstance(st, ast.AugAssign):
+        return st.value
+    args = st.value.args
+    return args[1] if len(args) == 2 else st.value
+
+
+def _reads_besides(st, target) -> set:
+    """Names ``st`` reads other than the buffer of the view it adds into."""
+    rest = [_added(st)] if isinstance(st, ast.AugAssign) else \
+        [a for a in st.value.args if a is not target]
+    return {n.id for e in rest for n in ast.walk(e) if isinstance(n, ast.Name)} | \
+        ir.atom_names(target.slice)
+
+
+def _read_before_updates(between, g, updates) -> bool:
+    """Whether ``g`` (a copy of a slice of an adjoint buffer) may be the slice
+    itself: read only before the first addition into the buffer, each time by
+    arithmetic whose result is a new value (``d_t7 = g * c``), so that nothing
+    keeps the view past the additions."""
+    updated = False
+    for st in between:
+        uses = sum(isinstance(n, ast.Name) and n.id == g for n in ast.walk(st))
+        updated = updated or _added_into(st, updates) is not None
+        if uses and (updated or not (isinstance(st, ast.Assign)
+                                     and isinstance(st.targets[0], ast.Name)
+                                     and isinstance(st.value, (ast.BinOp, ast.UnaryOp)))):
+            return False
+    return True

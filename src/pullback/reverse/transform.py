@@ -22,7 +22,7 @@ from ..core import ir
 from ..core.errors import UnsupportedSyntaxError
 from ..core.kinds import Kind, kind_of_value
 from ..core.names import Names
-from ..core.runtime import trip_count
+from ..core.runtime import add_into, add_product_into, trip_count
 from ..rules import registry
 from . import adjoints, cleanup, lower, sweeps
 from .ops import Generated, Reset, assign, call
@@ -152,6 +152,12 @@ class ReverseTransform:
                                                            ast.Load()), ast.Name(dn))))
         ret = body[-1]
         cleanup.fuse_elementwise([forward, reverse], ir.atom_names(ret.value))
+        # The name the generated code calls add_into by, when it calls it.
+        updates = [self._helper_alias[id(add_into)]] if id(add_into) in self._helper_alias else []
+        cleanup.keep_slice_adjoints([forward, reverse], updates)
+        if updates:
+            cleanup.products_into([forward, reverse], updates[0],
+                                  lambda: self.helper(add_product_into, "add_product_into"))
         adjoint_names = {p: self.d(p) for p in self.wrt}
         return Generated(self.fn.name, self.fn.params, self.wrt, adjoint_names, forward,
                          reverse, ret.value, self.helpers, self.fn.copied_params,

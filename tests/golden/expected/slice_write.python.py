@@ -33,15 +33,13 @@ def slice_write_grad(u, c, _seed=1.0):
     # from: for step in range(3):
     for _ in range(_n1):
         # from: v[1:-1] = v[1:-1] + c * (v[2:] - 2.0 * v[1:-1] + v[:-2])
-        d_t9 = dv[1:-1].copy()
-        dv[1:-1] = 0.0
+        d_t9 = dv[1:-1]
         dc = dc + unbroadcast_product(d_t9, _t7, c)
         d_t7 = d_t9 * c
         _t7 = _pop()
         dv[:-2] += d_t7
         dv[1:-1] += d_t7 * -2.0
         dv[2:] += d_t7
-        dv[1:-1] += d_t9
     # from: v = u.copy()
     du = du + array_vjp(dv, u)
     return _value, (du, dc)
