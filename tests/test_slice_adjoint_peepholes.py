@@ -15,7 +15,7 @@ import pytest
 import pullback
 from helpers import assert_close, fd_grad
 from pullback.core.runtime import add_into, add_product_into
-from pullback.reverse.cleanup import keep_slice_adjoints, products_into
+from pullback.reverse.cleanup import add_in_place, keep_slice_adjoints, products_into
 
 
 def _kept(src: str, updates=("add_into",)) -> str:
@@ -67,6 +67,26 @@ def test_a_product_added_into_a_view_becomes_one_call():
         "add_product_into(du[1:-1], d_t7, -2.0)", "add_into(du[2:], d_t7)"]
 
 
+def _in_place(src, floats=("u",), helper=None):
+    block = ast.parse(src).body
+    add_in_place([block], set(floats), helper)
+    return ast.unparse(ast.Module(block, []))
+
+
+def test_a_slice_plus_something_written_back_becomes_an_addition_in_place():
+    src = "u[1:-1] = u[1:-1] + c * t\nfor k in range(3):\n    u[k] = u[k] + 1.0"
+    assert _in_place(src).splitlines() == ["u[1:-1] += c * t", "for k in range(3):",
+                                           "    u[k] += 1.0"]
+    assert _in_place(src, helper="add_into").splitlines()[0] == "add_into(u[1:-1], c * t)"
+
+
+def test_not_for_an_integer_array_nor_another_slice():
+    # ``=`` truncates a float sum into an integer array where ``+=`` refuses it.
+    assert _in_place("n[1:] = n[1:] + 0.5", floats=()) == "n[1:] = n[1:] + 0.5"
+    assert _in_place("u[1:] = u[:-1] + 0.5") == "u[1:] = u[:-1] + 0.5"
+    assert _in_place("u[1:] = 0.5 + u[1:]") == "u[1:] = 0.5 + u[1:]"
+
+
 def _run_twin(out, a, b):
     import numba
 
@@ -109,7 +129,8 @@ def weighted_smoothing(u0, w, c):
     u = u0.copy()
     for _ in range(4):
         u[1:-1] = u[1:-1] * w + c * (u[2:] - u[:-2])
-        u[2:] = u[2:] + 0.5 * u[:-2]
+        u[2:] = u[2:] + 0.5 * u[:-2]          # reads what it overlaps: added in place
+        u[:-1] = u[:-1] + c * u[:-1] * u[1:]
     return np.sum(np.sin(u))
 
 

@@ -445,3 +445,29 @@ def _read_before_updates(between, g, updates) -> bool:
                                      and isinstance(st.value, (ast.BinOp, ast.UnaryOp)))):
             return False
     return True
+
+
+def add_in_place(blocks, float_arrays, add_into=None) -> None:
+    """``v[s] = v[s] + e`` becomes ``v[s] += e`` (``add_into(v[s], e)`` when
+    ``add_into`` names that helper: Numba's augmented assignment to a slice
+    does not compile), in place: no array for the sum, no copy into ``v``.
+    Only for ``v`` in ``float_arrays`` (for an integer array the two differ:
+    ``=`` truncates the float sum, ``+=`` refuses it).  ``e`` is evaluated before
+    any element changes, as before."""
+    for block in blocks:
+        for k, st in enumerate(block):
+            for sub in bodies(st):
+                add_in_place([sub], float_arrays, add_into)
+            if not (isinstance(st, ast.Assign) and len(st.targets) == 1
+                    and isinstance(st.targets[0], ast.Subscript)
+                    and isinstance(st.targets[0].value, ast.Name)
+                    and st.targets[0].value.id in float_arrays
+                    and isinstance(st.value, ast.BinOp) and isinstance(st.value.op, ast.Add)
+                    and ast.unparse(st.value.left) == ast.unparse(st.targets[0])):
+                continue
+            view = ast.Subscript(st.targets[0].value, st.targets[0].slice, ast.Load())
+            if add_into is None:
+                block[k] = ast.AugAssign(st.targets[0], ast.Add(), st.value.right)
+            else:
+                block[k] = ast.Expr(ast.Call(ast.Name(add_into, ast.Load()),
+                                             [view, st.value.right], []))

@@ -11,7 +11,7 @@ def slice_write_grad(u, c, _seed=1.0):
         # from: v[1:-1] = v[1:-1] + c * (v[2:] - 2.0 * v[1:-1] + v[:-2])
         _tape_t7_1.append(_t7)
         _t7 = v[2:] - 2.0 * v[1:-1] + v[:-2]
-        v[1:-1] = v[1:-1] + c * _t7
+        add_product_into(v[1:-1], c, _t7)
     # from: return np.sum(v * v)
     _t10 = v * v
     _t11 = np.sum(_t10)
