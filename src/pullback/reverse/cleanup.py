@@ -1,7 +1,9 @@
-"""Peepholes on the generated reverse sweep (Python AST in, Python AST out).
+"""Peepholes on the generated sweeps (Python AST in, Python AST out).
 
-Each removes code that provably changes nothing: a reset nobody reads, a copy
-of an adjoint that could be read in place, an element zeroed and re-added.
+Each removes work that provably changes no result: a reset nobody reads, a
+copy of an adjoint that could be read in place, an element or a slice zeroed
+and re-added, a temporary array for an expression that can be one expression
+(fusion) or an addition made in place (``v[s] = v[s] + e``, ``add_into(v, a * b)``).
 """
 from __future__ import annotations
 
