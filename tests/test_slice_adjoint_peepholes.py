@@ -67,9 +67,9 @@ def test_a_product_added_into_a_view_becomes_one_call():
         "add_product_into(du[1:-1], d_t7, -2.0)", "add_into(du[2:], d_t7)"]
 
 
-def _in_place(src, floats=("u",), helper=None):
+def _in_place(src, floats=(("u", 1), ("A", 2)), helper=None):
     block = ast.parse(src).body
-    add_in_place([block], set(floats), helper)
+    add_in_place([block], dict(floats), {"i", "k"}, helper)
     return ast.unparse(ast.Module(block, []))
 
 
@@ -77,7 +77,11 @@ def test_a_slice_plus_something_written_back_becomes_an_addition_in_place():
     src = "u[1:-1] = u[1:-1] + c * t\nfor k in range(3):\n    u[k] = u[k] + 1.0"
     assert _in_place(src).splitlines() == ["u[1:-1] += c * t", "for k in range(3):",
                                            "    u[k] += 1.0"]
-    assert _in_place(src, helper="add_into").splitlines()[0] == "add_into(u[1:-1], c * t)"
+    # Numba: a slice or a row through add_into, an element by augmented assignment.
+    assert _in_place(src, helper="add_into").splitlines() == [
+        "add_into(u[1:-1], c * t)", "for k in range(3):", "    u[k] += 1.0"]
+    assert _in_place("A[i] = A[i] + r\nA[i, k] = A[i, k] + 1.0", helper="add_into") \
+        .splitlines() == ["add_into(A[i], r)", "A[i, k] += 1.0"]
 
 
 def test_not_for_an_integer_array_nor_another_slice():
@@ -85,6 +89,8 @@ def test_not_for_an_integer_array_nor_another_slice():
     assert _in_place("n[1:] = n[1:] + 0.5", floats=()) == "n[1:] = n[1:] + 0.5"
     assert _in_place("u[1:] = u[:-1] + 0.5") == "u[1:] = u[:-1] + 0.5"
     assert _in_place("u[1:] = 0.5 + u[1:]") == "u[1:] = 0.5 + u[1:]"
+    # An index array (a copy under Numba's add_into) or a float index: unchanged.
+    assert _in_place("u[idx] = u[idx] + 1.0") == "u[idx] = u[idx] + 1.0"
 
 
 def _run_twin(out, a, b):

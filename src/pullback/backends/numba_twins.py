@@ -165,6 +165,10 @@ def _may_share(a, b):
 def _add_into(out, g):
     if not is_array(out):
         return None
+    if not is_array(g):
+        def number(out, g):
+            out += g
+        return number
 
     def impl(out, g):
         if may_share(out, g):

@@ -449,27 +449,49 @@ def _read_before_updates(between, g, updates) -> bool:
     return True
 
 
-def add_in_place(blocks, float_arrays, add_into=None) -> None:
-    """``v[s] = v[s] + e`` becomes ``v[s] += e`` (``add_into(v[s], e)`` when
-    ``add_into`` names that helper: Numba's augmented assignment to a slice
-    does not compile), in place: no array for the sum, no copy into ``v``.
-    Only for ``v`` in ``float_arrays`` (for an integer array the two differ:
-    ``=`` truncates the float sum, ``+=`` refuses it).  ``e`` is evaluated before
-    any element changes, as before."""
+def add_in_place(blocks, float_arrays, ints, add_into=None) -> None:
+    """``v[s] = v[s] + e`` becomes ``v[s] += e``, in place: no array for the sum,
+    no copy back.  Only for ``v`` in ``float_arrays`` (name -> ndim; into an
+    integer array ``=`` truncates the float sum where ``+=`` refuses it) and
+    basic indexing (slices, integer constants, names in ``ints``).  With
+    ``add_into`` (the helper's name: Numba's augmented assignment to a slice does
+    not compile), a row or slice is ``add_into(v[s], e)``.  ``e`` is evaluated
+    before any element changes, as before."""
     for block in blocks:
         for k, st in enumerate(block):
             for sub in bodies(st):
-                add_in_place([sub], float_arrays, add_into)
-            if not (isinstance(st, ast.Assign) and len(st.targets) == 1
-                    and isinstance(st.targets[0], ast.Subscript)
-                    and isinstance(st.targets[0].value, ast.Name)
-                    and st.targets[0].value.id in float_arrays
-                    and isinstance(st.value, ast.BinOp) and isinstance(st.value.op, ast.Add)
-                    and ast.unparse(st.value.left) == ast.unparse(st.targets[0])):
+                add_in_place([sub], float_arrays, ints, add_into)
+            parts = _basic_index(st, float_arrays, ints)
+            if parts is None:
                 continue
-            view = ast.Subscript(st.targets[0].value, st.targets[0].slice, ast.Load())
-            if add_into is None:
-                block[k] = ast.AugAssign(st.targets[0], ast.Add(), st.value.right)
+            target = st.targets[0]
+            if add_into is None or (len(parts) == float_arrays[target.value.id]
+                                    and not any(isinstance(p, ast.Slice) for p in parts)):
+                block[k] = ast.AugAssign(target, ast.Add(), st.value.right)
             else:
+                view = ast.Subscript(target.value, target.slice, ast.Load())
                 block[k] = ast.Expr(ast.Call(ast.Name(add_into, ast.Load()),
                                              [view, st.value.right], []))
+
+
+def _basic_index(st, float_arrays, ints):
+    """The index parts of ``v[s] = v[s] + e`` with a float array ``v`` and basic
+    indexing, else None."""
+    if not (isinstance(st, ast.Assign) and len(st.targets) == 1
+            and isinstance(st.targets[0], ast.Subscript)
+            and isinstance(st.targets[0].value, ast.Name)
+            and st.targets[0].value.id in float_arrays
+            and isinstance(st.value, ast.BinOp) and isinstance(st.value.op, ast.Add)
+            and ast.unparse(st.value.left) == ast.unparse(st.targets[0])):
+        return None
+    index = st.targets[0].slice
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+
+    def basic(e) -> bool:
+        if isinstance(e, ast.Slice):
+            return all(b is None or basic(b) for b in (e.lower, e.upper, e.step))
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+            return basic(e.operand)
+        return (isinstance(e, ast.Constant) and type(e.value) is int) or \
+            (isinstance(e, ast.Name) and e.id in ints)
+    return parts if all(basic(p) for p in parts) else None
