@@ -292,3 +292,36 @@ def test_einsum_with_subscripts_known_only_at_run_time_is_refused():
     with pytest.raises(pullback.NumbaCompileError, match="(?s)einsum with subscripts that are "
                        "not a constant string.*jit=False"):
         pullback.grad(_runtime_subscripts, jit=True)(np.ones((2, 3)), True)
+
+
+# ------------------------------------------------------------------------- tile
+def _tiles(x, v, s):
+    return (np.sum(np.sin(np.tile(x, (2, 3))) * np.arange(6.0 * x.size).reshape(
+                2 * x.shape[0], 3 * x.shape[1]))
+            + np.sum(np.tile(x, 2) ** 2) + np.sum(np.tile(x, [1, 2]) * 0.5)
+            + np.sum(np.sin(np.tile(x, (1, 1))))
+            + np.sum(np.cos(np.tile(x, (2, 1, 1)))) + np.sum(np.sin(np.tile(v, (3, 1, 2))))
+            + np.sum(np.tile(v, 1) * v) + np.sum(np.sin(np.tile(s, 3)))
+            + np.sum(np.tile(s * v[0], (2, 2)) ** 2))
+
+
+@FEW
+@given(st.integers(1, 4), st.integers(1, 4))
+def test_tile_with_int_and_tuple_reps(n, m):
+    check(_tiles, (RNG.normal(size=(n, m)), RNG.normal(size=n), 0.4), (0, 1, 2))
+
+
+def test_tile_with_reps_of_zero():
+    check(lambda x: np.sum(np.tile(x, (0, 2))) + np.sum(np.sin(x)), (RNG.normal(size=(2, 3)),))
+
+
+def _tile_by_array(x, r):
+    return np.sum(np.sin(np.tile(x, r)))
+
+
+def test_tile_with_reps_an_array_is_refused_naming_the_line():
+    # (A list literal of reps is passed as a tuple; an array's length is not known
+    # when compiling.)
+    with pytest.raises(pullback.NumbaCompileError, match=r"(?s)np\.tile\(x, r\).*np\.tile with "
+                       r"reps of type array.*not supported under jit=True"):
+        pullback.grad(_tile_by_array, jit=True)(np.ones((2, 3)), np.array([2, 3]))

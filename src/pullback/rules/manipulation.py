@@ -243,3 +243,73 @@ def _repeated_shape(nd):
     ns: dict = {}
     exec(f"def f(shape, ax, r):\n    return ({items})\n", ns)
     return twins.jitted(ns["f"])
+
+
+# tile with an int or a tuple of ints as reps: A broadcast into (r0, s0, r1, s1, ...) and
+# flattened, and back (the r axes summed).  A list's length is not known when compiling.
+def _tile_rank(A, reps):
+    """The static lengths (rank of A, length of reps), or a refusal."""
+    if twins.is_int(reps):
+        nr = 1
+    elif twins.is_tuple(reps) and all(twins.is_int(t) for t in reps):
+        nr = len(reps)
+    else:
+        twins.unsupported(f"np.tile with reps of type {reps} (pass an int or a tuple of ints)")
+    nd = twins.rank(A)
+    if nd is None or max(nd, nr) == 0:
+        twins.unsupported(f"np.tile of {A} with reps {reps}")
+    return nd, nr
+
+
+_TILE_SHAPES: dict = {}
+
+
+def _tile_shapes(nd, nr):
+    """A compiled ``f(shape, reps)``: A's shape spread as (1, s0, 1, s1, ...), the
+    interleaved shape (r0, s0, r1, s1, ...) and the result's, for static lengths."""
+    if (nd, nr) not in _TILE_SHAPES:
+        d = max(nd, nr)
+        s = [f"shape[{i - d + nd}]" if i >= d - nd else "1" for i in range(d)]
+        r = [f"reps[{i - d + nr}]" if i >= d - nr else "1" for i in range(d)]
+        spread = "".join(f"1, {s[i]}, " for i in range(d))
+        inter = "".join(f"{r[i]}, {s[i]}, " for i in range(d))
+        tiled = "".join(f"{r[i]} * {s[i]}, " for i in range(d))
+        ns: dict = {}
+        exec(f"def f(shape, reps):\n    return ({spread}), ({inter}), ({tiled})\n", ns)
+        _TILE_SHAPES[nd, nr] = twins.jitted(ns["f"])
+    return _TILE_SHAPES[nd, nr]
+
+
+def _as_reps(reps):
+    return twins.jitted(lambda reps: (reps,)) if twins.is_int(reps) else \
+        twins.jitted(lambda reps: reps)
+
+
+@numba_twin(np.tile)
+def _tile_numba(A, reps):
+    nd, nr = _tile_rank(A, reps)
+    shapes, as_reps = _tile_shapes(nd, nr), _as_reps(reps)
+    if nd == 0:
+        return lambda A, reps: np.full(shapes((), as_reps(reps))[2], A)
+
+    def impl(A, reps):
+        spread, inter, tiled = shapes(A.shape, as_reps(reps))
+        A2 = np.ascontiguousarray(A).reshape(spread)
+        return np.broadcast_to(A2, inter).copy().reshape(tiled)
+    return impl
+
+
+@numba_twin(tile_vjp)
+def _tile_vjp_numba(g, A, reps):
+    nd, nr = _tile_rank(A, reps)
+    if nd == 0:
+        return lambda g, A, reps: np.sum(g)
+    shapes, as_reps = _tile_shapes(nd, nr), _as_reps(reps)
+    summed = "G"
+    for k in range(max(nd, nr)):        # each r axis in turn: after k sums it is axis k
+        summed = f"np.sum({summed}, axis={k})"
+    ns: dict = {"np": np, "shapes": shapes, "as_reps": as_reps}
+    exec("def impl(g, A, reps):\n"
+         "    G = np.ascontiguousarray(g).reshape(shapes(A.shape, as_reps(reps))[1])\n"
+         f"    return np.ascontiguousarray({summed}).reshape(A.shape)\n", ns)
+    return ns["impl"]
