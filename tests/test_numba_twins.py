@@ -325,3 +325,38 @@ def test_tile_with_reps_an_array_is_refused_naming_the_line():
     with pytest.raises(pullback.NumbaCompileError, match=r"(?s)np\.tile\(x, r\).*np\.tile with "
                        r"reps of type array.*not supported under jit=True"):
         pullback.grad(_tile_by_array, jit=True)(np.ones((2, 3)), np.array([2, 3]))
+
+
+# ------------------------------------------------------------------------- diff
+def _diffs(x, v):
+    w = np.arange(1.0, 1.0 + x.size).reshape(x.shape)
+    return (np.sum(np.sin(np.diff(x))) + np.sum(np.diff(x, 2) ** 2)
+            + np.sum(np.sin(np.diff(x, axis=0)) * np.diff(w, axis=0))
+            + np.sum(np.diff(x, n=2, axis=0) ** 2) + np.sum(np.cos(np.diff(x, 1, -1)))
+            + np.sum(np.diff(x * w, 0) ** 2) + np.sum(np.sin(np.diff(v, 3)))
+            + np.sum(np.diff(v, n=5) ** 2))         # n past the length: empty
+
+
+@FEW
+@given(st.integers(1, 5), st.integers(1, 5))
+def test_diff_orders_and_axes(n, m):
+    check(_diffs, (RNG.normal(size=(n, m)), RNG.normal(size=4)), (0, 1))
+
+
+def _diff3(T, k):
+    return np.sum(np.sin(np.diff(T, axis=1))) + np.sum(np.diff(T, k, axis=-1) ** 2)
+
+
+def test_diff_of_a_3d_array_with_a_runtime_order():
+    check(_diff3, (RNG.normal(size=(2, 4, 3)), 2))
+
+
+def _diff_prepend(x):
+    return np.sum(np.sin(np.diff(x, prepend=0.0)))
+
+
+def test_diff_with_prepend_is_refused_naming_the_line():
+    with pytest.raises(pullback.NumbaCompileError, match=r"(?s)np\.diff\(x, prepend=0\.0\).*"
+                       r"np\.diff with prepend or append.*not supported under jit=True"):
+        pullback.grad(_diff_prepend, jit=True)(np.ones(4))
+

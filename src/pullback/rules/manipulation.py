@@ -313,3 +313,65 @@ def _tile_vjp_numba(g, A, reps):
          "    G = np.ascontiguousarray(g).reshape(shapes(A.shape, as_reps(reps))[1])\n"
          f"    return np.ascontiguousarray({summed}).reshape(A.shape)\n", ns)
     return ns["impl"]
+
+
+# diff along any axis (Numba's np.diff takes the last axis only), as differences
+# along the middle axis of a (pre, n, post) view; its VJP pads g back n times.
+def _diff_args(a, prepend, append):
+    if not twins.is_array(a):
+        twins.unsupported(f"np.diff of {a}")
+    if not (twins.is_none(prepend) and twins.is_none(append)):
+        twins.unsupported("np.diff with prepend or append")
+
+
+def _diff3(a3, n):
+    if n < 0:
+        raise ValueError("order must be non-negative")
+    out = a3
+    for _ in range(n):
+        out = out[:, 1:, :] - out[:, :-1, :]
+    return out
+
+
+def _undiff3(g3, n, m):
+    G = np.ascontiguousarray(g3)
+    for _ in range(n):
+        pre, k, post = G.shape
+        out = np.zeros((pre, k + 1, post), dtype=G.dtype)
+        out[:, 1:, :] += G
+        out[:, :-1, :] -= G
+        G = out
+    return np.ascontiguousarray(G[:, :m, :])   # n past the length: g was empty, so zeros
+
+
+def _resized_shape(nd):
+    """A compiled ``f(shape, ax, k)``: ``shape`` with axis ``ax`` of length ``k``."""
+    items = "".join(f"(k if ax == {i} else shape[{i}]), " for i in range(nd))
+    ns: dict = {}
+    exec(f"def f(shape, ax, k):\n    return ({items})\n", ns)
+    return twins.jitted(ns["f"])
+
+
+@numba_twin(np.diff)
+def _diff_numba(a, n=1, axis=-1, prepend=None, append=None):
+    _diff_args(a, prepend, append)
+    dif, split, resized = twins.jitted(_diff3), twins.split_shape(), _resized_shape(a.ndim)
+
+    def impl(a, n=1, axis=-1, prepend=None, append=None):
+        ax = axis % a.ndim
+        out = dif(np.ascontiguousarray(a).reshape(split(a.shape, ax)), n)
+        return out.reshape(resized(a.shape, ax, out.shape[1]))
+    return impl
+
+
+@numba_twin(diff_vjp)
+def _diff_vjp_numba(g, a, n=1, axis=-1, prepend=None, append=None):
+    _diff_args(a, prepend, append)
+    undif, split = twins.jitted(_undiff3), twins.split_shape()
+
+    def impl(g, a, n=1, axis=-1, prepend=None, append=None):
+        ax = axis % a.ndim
+        pre, m, post = split(a.shape, ax)
+        g3 = np.ascontiguousarray(g).reshape((pre, g.shape[ax], post))
+        return undif(g3, n, m).reshape(a.shape)
+    return impl
