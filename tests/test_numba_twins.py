@@ -360,3 +360,37 @@ def test_diff_with_prepend_is_refused_naming_the_line():
                        r"np\.diff with prepend or append.*not supported under jit=True"):
         pullback.grad(_diff_prepend, jit=True)(np.ones(4))
 
+
+# ------------------------------------------------------------------------ cross
+def _crosses(u, v, P, Q):
+    return (np.sum(np.sin(np.cross(u, v))) + np.sum(np.cross(P, Q) ** 2)
+            + np.sum(np.sin(np.cross(P, v)))                    # a vector against a stack
+            + np.sum(np.cos(np.cross(u[:2], Q)))                # a 2-vector against 3-vectors
+            + np.sum(np.sin(np.cross(P.T, Q.T, axisa=0, axisb=0, axisc=0)))
+            + np.sum(np.cross(P, Q.T, axisb=0) * P)
+            + np.sum(np.sin(np.cross(P.T, Q.T, axis=0))))
+
+
+@pytest.mark.filterwarnings("ignore:Arrays of 2-dimensional vectors:DeprecationWarning")
+def test_cross_of_vectors_stacks_and_axes():
+    check(_crosses, (RNG.normal(size=3), RNG.normal(size=3), RNG.normal(size=(4, 3)),
+                     RNG.normal(size=(4, 3))), (0, 1, 2, 3))
+
+
+def _cross_batch(S, T):
+    return np.sum(np.sin(np.cross(S, T)))
+
+
+def test_cross_broadcasts_stacks():
+    check(_cross_batch, (RNG.normal(size=(2, 1, 3)), RNG.normal(size=(4, 3))), (0, 1))
+
+
+def _cross2(u, v):
+    return np.sin(np.cross(u, v))
+
+
+def test_cross_of_two_2_vectors_is_refused_at_run_time():
+    # Its result drops the vector axis: a rank Numba would need before it runs.
+    with pytest.raises(NotImplementedError, match=r"np\.cross of two 2-vectors.*jit=False"):
+        pullback.grad(_cross2, jit=True)(np.ones(2), np.arange(2.0))
+
