@@ -394,3 +394,36 @@ def test_cross_of_two_2_vectors_is_refused_at_run_time():
     with pytest.raises(NotImplementedError, match=r"np\.cross of two 2-vectors.*jit=False"):
         pullback.grad(_cross2, jit=True)(np.ones(2), np.arange(2.0))
 
+
+# -------------------------------------------------------------------- tensordot
+def _tensordots(A, B, T, U, v):
+    return (np.sum(np.sin(np.tensordot(A, B, 1))) + np.sum(np.tensordot(T, U, axes=2) ** 2)
+            + np.sum(np.sin(np.tensordot(T, U, axes=([1, 2], [0, 1]))))
+            + np.sum(np.cos(np.tensordot(T, A, axes=((2,), (-1,)))))
+            + np.sum(np.tensordot(T, B, axes=(-1, 0)) ** 2)
+            + np.sum(np.sin(np.tensordot(A, v, 0)))                 # an outer product
+            + np.tensordot(A, B.T, 2) + np.sum(np.tensordot(v, v, axes=1) * A))
+
+
+def test_tensordot_int_and_pair_axes():
+    A, B = RNG.normal(size=(2, 3)), RNG.normal(size=(3, 2))
+    T, U = RNG.normal(size=(2, 2, 3)), RNG.normal(size=(2, 3, 4))
+    check(_tensordots, (A, B, T, U, RNG.normal(size=3)), (0, 1, 2, 3, 4))
+
+
+def _tensordot_full(x):
+    return np.sum(np.tensordot(x * np.ones((2, 2)), x * np.ones((2, 2)), 2))
+
+
+def test_tensordot_to_a_number():
+    check(_tensordot_full, (0.7,))
+
+
+def _tensordot_runtime_axes(A, B, k):
+    return np.sum(np.sin(np.tensordot(A, B, k)))
+
+
+def test_tensordot_with_axes_known_only_at_run_time_is_refused():
+    with pytest.raises(pullback.NumbaCompileError, match=r"(?s)np\.tensordot\(A, B, k\).*"
+                       r"np\.tensordot with an int axes not known when compiling"):
+        pullback.grad(_tensordot_runtime_axes, jit=True)(np.ones((2, 3)), np.ones((3, 2)), 1)
