@@ -292,3 +292,138 @@ def test_einsum_with_subscripts_known_only_at_run_time_is_refused():
     with pytest.raises(pullback.NumbaCompileError, match="(?s)einsum with subscripts that are "
                        "not a constant string.*jit=False"):
         pullback.grad(_runtime_subscripts, jit=True)(np.ones((2, 3)), True)
+
+
+# ------------------------------------------------------------------------- tile
+def _tiles(x, v, s):
+    return (np.sum(np.sin(np.tile(x, (2, 3))) * np.arange(6.0 * x.size).reshape(
+                2 * x.shape[0], 3 * x.shape[1]))
+            + np.sum(np.tile(x, 2) ** 2) + np.sum(np.tile(x, [1, 2]) * 0.5)
+            + np.sum(np.sin(np.tile(x, (1, 1))))
+            + np.sum(np.cos(np.tile(x, (2, 1, 1)))) + np.sum(np.sin(np.tile(v, (3, 1, 2))))
+            + np.sum(np.tile(v, 1) * v) + np.sum(np.sin(np.tile(s, 3)))
+            + np.sum(np.tile(s * v[0], (2, 2)) ** 2))
+
+
+@FEW
+@given(st.integers(1, 4), st.integers(1, 4))
+def test_tile_with_int_and_tuple_reps(n, m):
+    check(_tiles, (RNG.normal(size=(n, m)), RNG.normal(size=n), 0.4), (0, 1, 2))
+
+
+def test_tile_with_reps_of_zero():
+    check(lambda x: np.sum(np.tile(x, (0, 2))) + np.sum(np.sin(x)), (RNG.normal(size=(2, 3)),))
+
+
+def _tile_by_array(x, r):
+    return np.sum(np.sin(np.tile(x, r)))
+
+
+def test_tile_with_reps_an_array_is_refused_naming_the_line():
+    # (A list literal of reps is passed as a tuple; an array's length is not known
+    # when compiling.)
+    with pytest.raises(pullback.NumbaCompileError, match=r"(?s)np\.tile\(x, r\).*np\.tile with "
+                       r"reps of type array.*not supported under jit=True"):
+        pullback.grad(_tile_by_array, jit=True)(np.ones((2, 3)), np.array([2, 3]))
+
+
+# ------------------------------------------------------------------------- diff
+def _diffs(x, v):
+    w = np.arange(1.0, 1.0 + x.size).reshape(x.shape)
+    return (np.sum(np.sin(np.diff(x))) + np.sum(np.diff(x, 2) ** 2)
+            + np.sum(np.sin(np.diff(x, axis=0)) * np.diff(w, axis=0))
+            + np.sum(np.diff(x, n=2, axis=0) ** 2) + np.sum(np.cos(np.diff(x, 1, -1)))
+            + np.sum(np.diff(x * w, 0) ** 2) + np.sum(np.sin(np.diff(v, 3)))
+            + np.sum(np.diff(v, n=5) ** 2))         # n past the length: empty
+
+
+@FEW
+@given(st.integers(1, 5), st.integers(1, 5))
+def test_diff_orders_and_axes(n, m):
+    check(_diffs, (RNG.normal(size=(n, m)), RNG.normal(size=4)), (0, 1))
+
+
+def _diff3(T, k):
+    return np.sum(np.sin(np.diff(T, axis=1))) + np.sum(np.diff(T, k, axis=-1) ** 2)
+
+
+def test_diff_of_a_3d_array_with_a_runtime_order():
+    check(_diff3, (RNG.normal(size=(2, 4, 3)), 2))
+
+
+def _diff_prepend(x):
+    return np.sum(np.sin(np.diff(x, prepend=0.0)))
+
+
+def test_diff_with_prepend_is_refused_naming_the_line():
+    with pytest.raises(pullback.NumbaCompileError, match=r"(?s)np\.diff\(x, prepend=0\.0\).*"
+                       r"np\.diff with prepend or append.*not supported under jit=True"):
+        pullback.grad(_diff_prepend, jit=True)(np.ones(4))
+
+
+# ------------------------------------------------------------------------ cross
+def _crosses(u, v, P, Q):
+    return (np.sum(np.sin(np.cross(u, v))) + np.sum(np.cross(P, Q) ** 2)
+            + np.sum(np.sin(np.cross(P, v)))                    # a vector against a stack
+            + np.sum(np.cos(np.cross(u[:2], Q)))                # a 2-vector against 3-vectors
+            + np.sum(np.sin(np.cross(P.T, Q.T, axisa=0, axisb=0, axisc=0)))
+            + np.sum(np.cross(P, Q.T, axisb=0) * P)
+            + np.sum(np.sin(np.cross(P.T, Q.T, axis=0))))
+
+
+@pytest.mark.filterwarnings("ignore:Arrays of 2-dimensional vectors:DeprecationWarning")
+def test_cross_of_vectors_stacks_and_axes():
+    check(_crosses, (RNG.normal(size=3), RNG.normal(size=3), RNG.normal(size=(4, 3)),
+                     RNG.normal(size=(4, 3))), (0, 1, 2, 3))
+
+
+def _cross_batch(S, T):
+    return np.sum(np.sin(np.cross(S, T)))
+
+
+def test_cross_broadcasts_stacks():
+    check(_cross_batch, (RNG.normal(size=(2, 1, 3)), RNG.normal(size=(4, 3))), (0, 1))
+
+
+def _cross2(u, v):
+    return np.sin(np.cross(u, v))
+
+
+def test_cross_of_two_2_vectors_is_refused_at_run_time():
+    # Its result drops the vector axis: a rank Numba would need before it runs.
+    with pytest.raises(NotImplementedError, match=r"np\.cross of two 2-vectors.*jit=False"):
+        pullback.grad(_cross2, jit=True)(np.ones(2), np.arange(2.0))
+
+
+# -------------------------------------------------------------------- tensordot
+def _tensordots(A, B, T, U, v):
+    return (np.sum(np.sin(np.tensordot(A, B, 1))) + np.sum(np.tensordot(T, U, axes=2) ** 2)
+            + np.sum(np.sin(np.tensordot(T, U, axes=([1, 2], [0, 1]))))
+            + np.sum(np.cos(np.tensordot(T, A, axes=((2,), (-1,)))))
+            + np.sum(np.tensordot(T, B, axes=(-1, 0)) ** 2)
+            + np.sum(np.sin(np.tensordot(A, v, 0)))                 # an outer product
+            + np.tensordot(A, B.T, 2) + np.sum(np.tensordot(v, v, axes=1) * A))
+
+
+def test_tensordot_int_and_pair_axes():
+    A, B = RNG.normal(size=(2, 3)), RNG.normal(size=(3, 2))
+    T, U = RNG.normal(size=(2, 2, 3)), RNG.normal(size=(2, 3, 4))
+    check(_tensordots, (A, B, T, U, RNG.normal(size=3)), (0, 1, 2, 3, 4))
+
+
+def _tensordot_full(x):
+    return np.sum(np.tensordot(x * np.ones((2, 2)), x * np.ones((2, 2)), 2))
+
+
+def test_tensordot_to_a_number():
+    check(_tensordot_full, (0.7,))
+
+
+def _tensordot_runtime_axes(A, B, k):
+    return np.sum(np.sin(np.tensordot(A, B, k)))
+
+
+def test_tensordot_with_axes_known_only_at_run_time_is_refused():
+    with pytest.raises(pullback.NumbaCompileError, match=r"(?s)np\.tensordot\(A, B, k\).*"
+                       r"np\.tensordot with an int axes not known when compiling"):
+        pullback.grad(_tensordot_runtime_axes, jit=True)(np.ones((2, 3)), np.ones((3, 2)), 1)

@@ -243,3 +243,135 @@ def _repeated_shape(nd):
     ns: dict = {}
     exec(f"def f(shape, ax, r):\n    return ({items})\n", ns)
     return twins.jitted(ns["f"])
+
+
+# tile with an int or a tuple of ints as reps: A broadcast into (r0, s0, r1, s1, ...) and
+# flattened, and back (the r axes summed).  A list's length is not known when compiling.
+def _tile_rank(A, reps):
+    """The static lengths (rank of A, length of reps), or a refusal."""
+    if twins.is_int(reps):
+        nr = 1
+    elif twins.is_tuple(reps) and all(twins.is_int(t) for t in reps):
+        nr = len(reps)
+    else:
+        twins.unsupported(f"np.tile with reps of type {reps} (pass an int or a tuple of ints)")
+    nd = twins.rank(A)
+    if nd is None or max(nd, nr) == 0:
+        twins.unsupported(f"np.tile of {A} with reps {reps}")
+    return nd, nr
+
+
+_TILE_SHAPES: dict = {}
+
+
+def _tile_shapes(nd, nr):
+    """A compiled ``f(shape, reps)``: A's shape spread as (1, s0, 1, s1, ...), the
+    interleaved shape (r0, s0, r1, s1, ...) and the result's, for static lengths."""
+    if (nd, nr) not in _TILE_SHAPES:
+        d = max(nd, nr)
+        s = [f"shape[{i - d + nd}]" if i >= d - nd else "1" for i in range(d)]
+        r = [f"reps[{i - d + nr}]" if i >= d - nr else "1" for i in range(d)]
+        spread = "".join(f"1, {s[i]}, " for i in range(d))
+        inter = "".join(f"{r[i]}, {s[i]}, " for i in range(d))
+        tiled = "".join(f"{r[i]} * {s[i]}, " for i in range(d))
+        ns: dict = {}
+        exec(f"def f(shape, reps):\n    return ({spread}), ({inter}), ({tiled})\n", ns)
+        _TILE_SHAPES[nd, nr] = twins.jitted(ns["f"])
+    return _TILE_SHAPES[nd, nr]
+
+
+def _as_reps(reps):
+    return twins.jitted(lambda reps: (reps,)) if twins.is_int(reps) else \
+        twins.jitted(lambda reps: reps)
+
+
+@numba_twin(np.tile)
+def _tile_numba(A, reps):
+    nd, nr = _tile_rank(A, reps)
+    shapes, as_reps = _tile_shapes(nd, nr), _as_reps(reps)
+    if nd == 0:
+        return lambda A, reps: np.full(shapes((), as_reps(reps))[2], A)
+
+    def impl(A, reps):
+        spread, inter, tiled = shapes(A.shape, as_reps(reps))
+        A2 = np.ascontiguousarray(A).reshape(spread)
+        return np.broadcast_to(A2, inter).copy().reshape(tiled)
+    return impl
+
+
+@numba_twin(tile_vjp)
+def _tile_vjp_numba(g, A, reps):
+    nd, nr = _tile_rank(A, reps)
+    if nd == 0:
+        return lambda g, A, reps: np.sum(g)
+    shapes, as_reps = _tile_shapes(nd, nr), _as_reps(reps)
+    summed = "G"
+    for k in range(max(nd, nr)):        # each r axis in turn: after k sums it is axis k
+        summed = f"np.sum({summed}, axis={k})"
+    ns: dict = {"np": np, "shapes": shapes, "as_reps": as_reps}
+    exec("def impl(g, A, reps):\n"
+         "    G = np.ascontiguousarray(g).reshape(shapes(A.shape, as_reps(reps))[1])\n"
+         f"    return np.ascontiguousarray({summed}).reshape(A.shape)\n", ns)
+    return ns["impl"]
+
+
+# diff along any axis (Numba's np.diff takes the last axis only), as differences
+# along the middle axis of a (pre, n, post) view; its VJP pads g back n times.
+def _diff_args(a, prepend, append):
+    if not twins.is_array(a):
+        twins.unsupported(f"np.diff of {a}")
+    if not (twins.is_none(prepend) and twins.is_none(append)):
+        twins.unsupported("np.diff with prepend or append")
+
+
+def _diff3(a3, n):
+    if n < 0:
+        raise ValueError("order must be non-negative")
+    out = a3
+    for _ in range(n):
+        out = out[:, 1:, :] - out[:, :-1, :]
+    return out
+
+
+def _undiff3(g3, n, m):
+    G = np.ascontiguousarray(g3)
+    for _ in range(n):
+        pre, k, post = G.shape
+        out = np.zeros((pre, k + 1, post), dtype=G.dtype)
+        out[:, 1:, :] += G
+        out[:, :-1, :] -= G
+        G = out
+    return np.ascontiguousarray(G[:, :m, :])   # n past the length: g was empty, so zeros
+
+
+def _resized_shape(nd):
+    """A compiled ``f(shape, ax, k)``: ``shape`` with axis ``ax`` of length ``k``."""
+    items = "".join(f"(k if ax == {i} else shape[{i}]), " for i in range(nd))
+    ns: dict = {}
+    exec(f"def f(shape, ax, k):\n    return ({items})\n", ns)
+    return twins.jitted(ns["f"])
+
+
+@numba_twin(np.diff)
+def _diff_numba(a, n=1, axis=-1, prepend=None, append=None):
+    _diff_args(a, prepend, append)
+    dif, split, resized = twins.jitted(_diff3), twins.split_shape(), _resized_shape(a.ndim)
+
+    def impl(a, n=1, axis=-1, prepend=None, append=None):
+        ax = axis % a.ndim
+        out = dif(np.ascontiguousarray(a).reshape(split(a.shape, ax)), n)
+        return out.reshape(resized(a.shape, ax, out.shape[1]))
+    return impl
+
+
+@numba_twin(diff_vjp)
+def _diff_vjp_numba(g, a, n=1, axis=-1, prepend=None, append=None):
+    _diff_args(a, prepend, append)
+    undif, split = twins.jitted(_undiff3), twins.split_shape()
+
+    def impl(g, a, n=1, axis=-1, prepend=None, append=None):
+        ax = axis % a.ndim
+        pre, m, post = split(a.shape, ax)
+        g3 = np.ascontiguousarray(g).reshape((pre, g.shape[ax], post))
+        return undif(g3, n, m).reshape(a.shape)
+    return impl

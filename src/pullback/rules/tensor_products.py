@@ -126,3 +126,62 @@ def _kron_twin(which):
 
 numba_twin(kron_vjp_a)(_kron_twin(0))
 numba_twin(kron_vjp_b)(_kron_twin(1))
+
+
+# cross: Numba's np.cross takes the vectors on the last axis (3-vectors, or a 2-vector
+# against a 3-vector); the axes are moved there and back.  Two 2-vectors give a result
+# without the vector axis, a rank Numba would need before the shapes are known.
+def _cross_args(a, b, axis):
+    if not (twins.is_array(a) and twins.is_array(b)):
+        twins.unsupported(f"np.cross of {a} and {b}")
+    return not twins.is_none(axis)
+
+
+def _both_planar(A, B):
+    if A.shape[-1] == 2 and B.shape[-1] == 2:
+        raise NotImplementedError("np.cross of two 2-vectors (a result without the vector "
+                                  "axis) under jit=True: use jit=False")
+
+
+def _pad3(v):
+    if v.shape[-1] == 3:
+        return np.ascontiguousarray(v)
+    out = np.zeros(v.shape[:-1] + (3,), dtype=v.dtype)
+    out[..., :v.shape[-1]] = v
+    return out
+
+
+@numba_twin(np.cross)
+def _cross_numba(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    one_axis, planar = _cross_args(a, b, axis), twins.jitted(_both_planar)
+
+    def impl(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+        if one_axis:
+            axisa = axisb = axisc = axis
+        A, B = np.moveaxis(a, axisa, -1), np.moveaxis(b, axisb, -1)
+        planar(A, B)
+        return np.moveaxis(np.cross(A, B), -1, axisc)
+    return impl
+
+
+def _cross_vjp_twin(which):
+    """The cotangent of a (``b x g``) or of b (``g x a``), summed onto its shape."""
+    def twin(g, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+        one_axis, pad = _cross_args(a, b, axis), twins.jitted(_pad3)
+
+        def impl(g, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+            if one_axis:
+                axisa = axisb = axisc = axis
+            A, B = np.moveaxis(a, axisa, -1), np.moveaxis(b, axisb, -1)
+            G = np.moveaxis(g, axisc, -1)
+            if which == 0:
+                ct = unbroadcast(np.cross(pad(B), G)[..., :A.shape[-1]], A)
+                return np.moveaxis(ct, -1, axisa)
+            ct = unbroadcast(np.cross(G, pad(A))[..., :B.shape[-1]], B)
+            return np.moveaxis(ct, -1, axisb)
+        return impl
+    return twin
+
+
+numba_twin(cross_vjp_a)(_cross_vjp_twin(0))
+numba_twin(cross_vjp_b)(_cross_vjp_twin(1))
