@@ -3,6 +3,8 @@ with ``jit=True`` against ``jit=False`` and central finite differences, on rando
 shapes where that is cheap (each new shape rank is one more Numba compile)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -10,6 +12,7 @@ from hypothesis import strategies as st
 from test_numba_arrays import check
 
 import pullback
+from helpers import assert_close, fd_grad
 
 RNG = np.random.default_rng(21)
 FEW = settings(max_examples=4, deadline=None)
@@ -427,3 +430,19 @@ def test_tensordot_with_axes_known_only_at_run_time_is_refused():
     with pytest.raises(pullback.NumbaCompileError, match=r"(?s)np\.tensordot\(A, B, k\).*"
                        r"np\.tensordot with an int axes not known when compiling"):
         pullback.grad(_tensordot_runtime_axes, jit=True)(np.ones((2, 3)), np.ones((3, 2)), 1)
+
+
+def bool_casts(x, p):
+    return x * float(p[0] > 0.5) + math.cos(float(x > 1.0)) * p[1] + int(p[1] > 0.0) * x * x
+
+
+def test_float_and_int_of_a_comparison_compile():
+    # Numba types neither float(bool) nor int(bool); Python gives 1.0/0.0 and 1/0.
+    for p in (np.array([0.7, -0.2]), np.array([0.2, 0.4])):
+        for x in (0.3, 1.7):
+            got = pullback.grad(bool_casts, argnums=(0, 1), jit=True)(x, p)
+            want = pullback.grad(bool_casts, argnums=(0, 1), jit=False)(x, p)
+            for k in range(2):
+                assert_close(np.asarray(got[k]), np.asarray(want[k]), rtol=1e-12, atol=0)
+                assert_close(np.asarray(got[k]), fd_grad(bool_casts, (x, p), k),
+                             rtol=1e-6, atol=1e-8)

@@ -10,6 +10,8 @@ runtime helpers the transform itself calls (``core.runtime``) are here.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numba.extending import overload
 
@@ -24,11 +26,32 @@ _INSTALLED: set = set()
 def install() -> None:
     """Overload every registered twin not installed yet (a primal itself is never
     overloaded: the forward sweep calls its stub, see ``backends.numba``)."""
+    _install_bool_casts()
     for target, twin in registry.all_twins():
         if twin is registry.PLAIN or id(target) in _INSTALLED or registry.lookup(target):
             continue
         overload(target, prefer_literal=True)(twin)
         _INSTALLED.add(id(target))
+
+
+@functools.cache
+def _install_bool_casts() -> None:
+    """``float(x > 0)`` and ``int(x > 0)``: Python takes a bool to 1.0 or 0.0, Numba
+    does not type these casts at all (the commonest refusal in random programs).
+    Installed once; only adds the bool case, which Numba otherwise refuses."""
+    from numba import types
+
+    @overload(float)
+    def _float_of_bool(x):
+        if isinstance(x, types.Boolean):
+            return lambda x: 1.0 if x else 0.0
+        return None
+
+    @overload(int)
+    def _int_of_bool(x):
+        if isinstance(x, types.Boolean):
+            return lambda x: 1 if x else 0
+        return None
 
 
 def _is_list_of_arrays(t) -> bool:
