@@ -243,17 +243,17 @@ def test_the_key_follows_globals_and_code():
     assert cachekeys.digest(object()) is None                  # unknown objects: not cached
 
 
-def _scaled_by_a_flag(x):
-    # float() of a bool: Numba cannot compile it (a failure inside Numba, not a
-    # refusal of the transform).
-    return np.sum(x * float(x[0] > 0.5))
+def _scaled_by_a_count(x):
+    # np.unique with return_counts: Numba cannot compile it (a failure inside
+    # Numba, not a refusal of the transform).
+    return np.sum(x * len(np.unique(x, return_counts=True)[1]))
 
 
 def test_numba_errors_name_the_line_from_any_directory(tmp_path, monkeypatch):
     """Numba names the cache file relative to the working directory."""
     monkeypatch.chdir(tmp_path)
     with pytest.raises(pullback.NumbaCompileError, match="generated for `return np.sum"):
-        pullback.grad(_scaled_by_a_flag, jit=True)(np.ones(3))
+        pullback.grad(_scaled_by_a_count, jit=True)(np.ones(3))
 
 
 # ---------------------------------------------------------------- a bounded directory
