@@ -69,7 +69,7 @@ def test_a_product_added_into_a_view_becomes_one_call():
 
 def _in_place(src, floats=(("u", 1), ("A", 2)), helper=None):
     block = ast.parse(src).body
-    add_in_place([block], dict(floats), {"i", "k"}, helper)
+    add_in_place([block], dict(floats), {"i", "k"}, helper and (lambda: helper))
     return ast.unparse(ast.Module(block, []))
 
 

@@ -150,7 +150,6 @@ class GradientFunction:
             args = self._bound + args
         if kwargs or len(args) != self._nparams:
             args = _full_args(self.f, args, kwargs)
-        # Fast path: the same argument types as a previous call.
         # Fast path: the same argument kinds as a previous call.  (This runs on every
         # call: a plain loop, and an array's dtype object, cost least.)
         key = []

@@ -173,6 +173,15 @@ def fuse_elementwise(blocks, also_read=()) -> None:
     that a temporary read by the other sweep is never moved.  A temporary moves
     only to a later statement of its own block, across statements that write
     no memory and none of the names it reads, so it computes the same values."""
+    loads, stores = _name_counts(blocks)
+    for name in also_read:
+        loads[name] = loads.get(name, 0) + 1
+    for block in blocks:
+        _fuse_block(block, loads, stores)
+
+
+def _name_counts(blocks) -> tuple[dict, dict]:
+    """How often each name is read and how often bound in ``blocks``."""
     loads, stores = {}, {}
     for block in blocks:
         for st in block:
@@ -180,10 +189,12 @@ def fuse_elementwise(blocks, also_read=()) -> None:
                 if isinstance(n, ast.Name):
                     counts = stores if isinstance(getattr(n, "ctx", None), ast.Store) else loads
                     counts[n.id] = counts.get(n.id, 0) + 1
-    for name in also_read:
-        loads[name] = loads.get(name, 0) + 1
-    for block in blocks:
-        _fuse_block(block, loads, stores)
+    return loads, stores
+
+
+def _reads_of(st, name) -> int:
+    """How often ``st`` reads ``name``."""
+    return sum(isinstance(n, ast.Name) and n.id == name for n in ast.walk(st))
 
 
 def _fuse_block(block, loads, stores) -> None:
@@ -346,12 +357,7 @@ def keep_slice_adjoints(blocks, updates=()) -> None:
     between, ``dv`` may only be added into (``dv[...] += ...`` or a call of one
     of ``updates``, the helpers that add into a view), ``g`` not rebound, and
     ``g`` is read nowhere after.  (The sum is the same; its rounding order differs.)"""
-    loads = {}
-    for block in blocks:
-        for st in block:
-            for n in ast.walk(st):
-                if isinstance(n, ast.Name) and not isinstance(getattr(n, "ctx", None), ast.Store):
-                    loads[n.id] = loads.get(n.id, 0) + 1
+    loads, _ = _name_counts(blocks)
     for block in blocks:
         _keep_slices(block, loads, set(updates))
 
@@ -396,7 +402,7 @@ def _slice_round_trip(block, k, loads, updates):
             return None
         if buffer in names_read(st) and (target is None or buffer in _reads_besides(st, target)):
             return None
-        reads += sum(isinstance(n, ast.Name) and n.id == g for n in ast.walk(st))
+        reads += _reads_of(st, g)
     return None
 
 
@@ -440,7 +446,7 @@ def _read_before_updates(between, g, updates) -> bool:
     keeps the view past the additions."""
     updated = False
     for st in between:
-        uses = sum(isinstance(n, ast.Name) and n.id == g for n in ast.walk(st))
+        uses = _reads_of(st, g)
         updated = updated or _added_into(st, updates) is not None
         if uses and (updated or not (isinstance(st, ast.Assign)
                                      and isinstance(st.targets[0], ast.Name)
@@ -454,9 +460,9 @@ def add_in_place(blocks, float_arrays, ints, add_into=None) -> None:
     no copy back.  Only for ``v`` in ``float_arrays`` (name -> ndim; into an
     integer array ``=`` truncates the float sum where ``+=`` refuses it) and
     basic indexing (slices, integer constants, names in ``ints``).  With
-    ``add_into`` (the helper's name: Numba's augmented assignment to a slice does
-    not compile), a row or slice is ``add_into(v[s], e)``.  ``e`` is evaluated
-    before any element changes, as before."""
+    ``add_into()`` (giving the helper's name, asked only when it is used: Numba's
+    augmented assignment to a slice does not compile), a row or slice is
+    ``add_into(v[s], e)``.  ``e`` is evaluated before any element changes, as before."""
     for block in blocks:
         for k, st in enumerate(block):
             for sub in bodies(st):
@@ -470,7 +476,7 @@ def add_in_place(blocks, float_arrays, ints, add_into=None) -> None:
                 block[k] = ast.AugAssign(target, ast.Add(), st.value.right)
             else:
                 view = ast.Subscript(target.value, target.slice, ast.Load())
-                block[k] = ast.Expr(ast.Call(ast.Name(add_into, ast.Load()),
+                block[k] = ast.Expr(ast.Call(ast.Name(add_into(), ast.Load()),
                                              [view, st.value.right], []))
 
 

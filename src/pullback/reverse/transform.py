@@ -154,7 +154,7 @@ class ReverseTransform:
         cleanup.fuse_elementwise([forward, reverse], ir.atom_names(ret.value))
         floats = {n: k.ndim for n, k in self.kinds.items() if k.ndim and k.dtype == "f"}
         ints = {n for n, k in self.kinds.items() if k.ndim == 0 and k.dtype == "i"}
-        cleanup.add_in_place([forward], floats, ints, self.helper(add_into, "add_into")
+        cleanup.add_in_place([forward], floats, ints, (lambda: self.helper(add_into, "add_into"))
                              if self.backend.add_into_views else None)
         # The name the generated code calls add_into by, when it calls it.
         updates = [self._helper_alias[id(add_into)]] if id(add_into) in self._helper_alias else []
