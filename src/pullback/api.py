@@ -88,22 +88,40 @@ def _to_user(grad, arg):
     """The gradient in the type and shape of its argument."""
     t = type(arg)
     if t is float:
-        return grad if type(grad) is float else float(grad)
+        return _float_grad(grad, arg)
     if t is np.ndarray or isinstance(arg, np.ndarray):
-        if type(grad) is np.ndarray and grad.dtype == arg.dtype and grad.shape == arg.shape:
-            if grad.flags.c_contiguous and grad.flags.writeable and grad is not arg:
-                return grad
-            return np.array(grad)    # never a read-only broadcast view, never the input
-        g = np.asarray(grad, dtype=np.result_type(arg.dtype, np.float64) if arg.dtype.kind != "f"
-                       else arg.dtype)
-        if g.shape != arg.shape:
-            g = np.broadcast_to(g, arg.shape).copy()
-        return g
+        return _array_grad(grad, arg)
     if isinstance(arg, (float, np.floating)) and not isinstance(arg, np.ndarray):
         return type(arg)(grad) if isinstance(arg, np.floating) else float(grad)
     if isinstance(arg, complex):
         return complex(grad)
     return grad
+
+
+def _float_grad(grad, arg):
+    """The gradient of a Python float argument: a Python float."""
+    return grad if type(grad) is float else float(grad)
+
+
+def _array_grad(grad, arg):
+    """The gradient of an array argument: a fresh, writeable, C-contiguous array of
+    its dtype (a float dtype for an integer array) and shape."""
+    if type(grad) is np.ndarray and grad.dtype == arg.dtype and grad.shape == arg.shape:
+        if grad.flags.carray and grad is not arg:     # C-contiguous, aligned, writeable
+            return grad
+        return np.array(grad)    # never a read-only broadcast view, never the input
+    g = np.asarray(grad, dtype=np.result_type(arg.dtype, np.float64) if arg.dtype.kind != "f"
+                   else arg.dtype)
+    if g.shape != arg.shape:
+        g = np.broadcast_to(g, arg.shape).copy()
+    return g
+
+
+def _converter(arg):
+    """The function that gives the user the gradient of an argument like ``arg``
+    (chosen once per argument kinds, so a call skips the type tests)."""
+    t = type(arg)
+    return _float_grad if t is float else _array_grad if t is np.ndarray else _to_user
 
 
 def _name(f):
@@ -151,28 +169,33 @@ class GradientFunction:
         if kwargs or len(args) != self._nparams:
             args = _full_args(self.f, args, kwargs)
         # Fast path: the same argument kinds as a previous call.  (This runs on every
-        # call: a plain loop, and an array's dtype object, cost least.)
-        key = []
-        for a in args:
-            key.append((a.dtype, a.ndim) if type(a) is np.ndarray else type(a))
-        key = tuple(key)
+        # call: a list comprehension over the arrays' dtype objects costs least.)
+        key = tuple([(a.dtype, a.ndim) if type(a) is np.ndarray else type(a) for a in args])
         entry = self._fast.get(key)
         try:
             if entry is None or entry[0].stale or (entry[0].dependencies
                                                    and not still_valid(entry[0])):
-                entry = self._fast[key] = self.compiled(*args)
-            c, nums, single = entry
-            value, grads = c.fn(*args, 1.0)
-            if type(c.fn) is not types.FunctionType and getattr(c.fn, "ok", False):
-                c.fn = c.fn.dispatcher
+                c, nums, single = self.compiled(*args)
+                # (index in the gradients, index in args, converter) per gradient
+                plan = tuple([(k, i, _converter(args[i])) for k, i in enumerate(nums)])
+                entry = self._fast[key] = (c, plan, single)
+            c, plan, single = entry
+            fn = c.fn
+            value, grads = fn(*args, 1.0)
+            if type(fn) is not types.FunctionType and getattr(fn, "ok", False):
+                c.fn = fn.dispatcher
         except PullbackError as exc:
             raise for_user(exc) from None
         if not self.with_value and type(value) is not float and type(value) is not np.float64:
             _check_scalar(value, self.f)
         if single:
-            out = _to_user(grads[0], args[nums[0]])
-        else:
-            out = tuple([_to_user(grads[k], args[i]) for k, i in enumerate(nums)])
+            _, i, convert = plan[0]
+            out = convert(grads[0], args[i])
+        else:   # (a plain loop: a comprehension costs a function call in Python 3.11)
+            out = []
+            for k, i, convert in plan:
+                out.append(convert(grads[k], args[i]))
+            out = tuple(out)
         return (value, out) if self.with_value else out
 
     @property

@@ -325,14 +325,19 @@ def _with_workspace(jitted, default, nargs):
     keeping the one it returns for the thread's next call; it returns the value and
     the gradients, as a derivative without workspace does.  A call that raises keeps
     the older workspace (its arrays are only ever written before they are read)."""
-    local = threading.local()
+    class Workspace(threading.local):
+        def __init__(self):         # runs once in each thread that uses it
+            self.ws = default
 
-    def call(*args):
-        if len(args) == nargs:
-            args += (1.0,)          # the seed
-        ws = getattr(local, "ws", None)
-        value, grads, local.ws = jitted(*args, default if ws is None else ws)
-        return value, grads
+    # Written out for this number of arguments: a call through ``*args`` and a
+    # length test cost as much as a small gradient's own loop (Horner, N = 1000).
+    params = "".join(f"a{k}, " for k in range(nargs))
+    source = (f"def call({params}seed=1.0):\n"
+              f"    value, grads, local.ws = jitted({params}seed, local.ws)\n"
+              f"    return value, grads\n")
+    namespace = {"jitted": jitted, "local": Workspace()}
+    exec(source, namespace)
+    call = namespace["call"]
     call.dispatcher = jitted
     return call
 
