@@ -29,3 +29,59 @@ def pytest_addoption(parser):
     add_options(parser)
     parser.addoption("--update-golden", action="store_true", default=False,
                      help="rewrite tests/golden/expected from the current generated source")
+    parser.addoption("--torch-device", default="cpu", metavar="DEVICE",
+                     help="device of the tensors of the torch rule tests (tests asking for the "
+                          "torch_device fixture): cpu (default) or cuda, cuda:1, ...; on CUDA "
+                          "the pullback helpers they call run under a host-synchronisation guard "
+                          "(tests/device_guard.py)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "device: runs pullback's array helpers on device arrays (torch on "
+        "--torch-device, JAX, CuPy); selected by benchmarks/device_check.sh with -m device")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "torch_device" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.device)
+
+
+@pytest.fixture
+def torch_device(request):
+    """The device of --torch-device, for a test of pullback helpers on torch tensors.
+
+    Skips without torch.  On cpu it changes nothing.  Otherwise the test body runs
+    with that device as torch's default device (its tensors are created there),
+    and the pullback helpers it calls run under tests/device_guard.py's guard: a
+    host synchronisation inside a helper fails the test at teardown, naming the
+    helper and the line.
+    """
+    torch = pytest.importorskip("torch")
+    name = request.config.getoption("--torch-device")
+    if name == "cpu":
+        yield name
+        return
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        pytest.skip(f"--torch-device={name} but torch sees no CUDA device")
+    from device_guard import guarded_helpers, summary_lines
+    with torch.device(name), guarded_helpers(request.module, name, request.node.nodeid) as log:
+        yield name
+    syncs = [r for r in log if r.kind != "error"]
+    if syncs:
+        pytest.fail("host synchronisation inside pullback helpers on " + name + ":\n  "
+                    + "\n  ".join(summary_lines(syncs)), pytrace=False)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if config.getoption("--torch-device", "cpu") == "cpu" or "device_guard" not in sys.modules:
+        return
+    from device_guard import RECORDS, summary_lines
+    tr = terminalreporter
+    for kinds, title in ((("sync", "sync in linalg"), "host synchronisation inside pullback helpers"),
+                         (("error",), "exceptions raised inside pullback helpers on the device")):
+        lines = summary_lines([r for r in RECORDS if r.kind in kinds])
+        tr.write_sep("=", f"{title}: {len(lines)}")
+        for line in lines:
+            tr.write_line(line)

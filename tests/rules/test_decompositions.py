@@ -162,7 +162,7 @@ def test_pinv(batch, m, n, seed):
 # ---------------------------------------------------------------------------
 # torch
 
-def test_torch_against_autograd():
+def test_torch_against_autograd(torch_device):
     torch = pytest.importorskip("torch")
     from pullback.rules.decompositions import pinv_vjp
 

@@ -379,7 +379,7 @@ def test_scalar_templates_compile_with_numba():
 # ---------------------------------------------------------------------------
 # The same helpers on torch tensors
 
-def test_torch_unbroadcast_clip_polyval():
+def test_torch_unbroadcast_clip_polyval(torch_device):
     torch = pytest.importorskip("torch")
     g = torch.arange(6.0, dtype=torch.float64).reshape(2, 3)
     assert tuple(unbroadcast(g, torch.ones(1, 3, dtype=torch.float64)).shape) == (1, 3)

@@ -97,7 +97,7 @@ def test_setitem(index, vshape):
 # ---------------------------------------------------------------------------
 # torch: scatter-add through index_add_, against autograd
 
-def test_torch_against_autograd():
+def test_torch_against_autograd(torch_device):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(3)
     indices = [

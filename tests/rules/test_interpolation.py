@@ -77,7 +77,7 @@ def test_interp_at_knots_and_outside():
 # ---------------------------------------------------------------------------
 # torch
 
-def test_torch_against_autograd():
+def test_torch_against_autograd(torch_device):
     torch = pytest.importorskip("torch")
     from pullback.rules.interpolation import linspace_vjp
 

@@ -112,7 +112,7 @@ def test_append(shape, data, seed):
 # ---------------------------------------------------------------------------
 # torch
 
-def test_torch_against_autograd():
+def test_torch_against_autograd(torch_device):
     torch = pytest.importorskip("torch")
     from pullback.rules import joining
 

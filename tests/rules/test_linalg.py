@@ -370,7 +370,7 @@ def test_einsum_any_number_of_operands_through_grad():
 # ---------------------------------------------------------------------------
 # The same helpers on torch tensors, against torch autograd (float64)
 
-def test_torch_against_autograd():
+def test_torch_against_autograd(torch_device):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(1)
     t = lambda *s: torch.tensor(rng.standard_normal(s), requires_grad=True)   # noqa: E731

@@ -172,7 +172,7 @@ def test_sort_with_ties():
 # ---------------------------------------------------------------------------
 # torch
 
-def test_torch_against_autograd():
+def test_torch_against_autograd(torch_device):
     torch = pytest.importorskip("torch")
     from pullback.rules import diagonals as d
     from pullback.rules import manipulation as m

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pullback.examples import seed_matrices
@@ -27,6 +27,8 @@ from pullback.rules.registry import lookup
 from .checks import axes_for, check_vjp, rule_vjp
 
 SETTINGS = settings(max_examples=40, deadline=None)
+# The torch_device fixture is set up once for all the examples of a test, as meant.
+TORCH_SETTINGS = settings(SETTINGS, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 # ---------------------------------------------------------------------------
@@ -167,7 +169,7 @@ def test_seed_matrices_axis0(name, exact):
 
 @pytest.mark.parametrize("name", ["M", "Z", "MM", "ZZ"])
 @pytest.mark.parametrize("axis", [None, 0, 1, -1, (0, 1)])
-def test_seed_matrices_all_axes_on_every_backend(name, axis):
+def test_seed_matrices_all_axes_on_every_backend(name, axis, torch_device):
     torch = pytest.importorskip("torch")
     A = SEED[name]
     g = np.random.default_rng(0).standard_normal(np.shape(np.prod(A, axis=axis)))
@@ -177,13 +179,13 @@ def test_seed_matrices_all_axes_on_every_backend(name, axis):
     for d in sorted(_axes(axis, A.ndim), reverse=True):
         y = y.prod(dim=d)
     (want,) = torch.autograd.grad(y, t, torch.as_tensor(g))
-    want = want.numpy()
+    want = want.cpu().numpy()
     got_np = prod_vjp(g, np.prod(A, axis=axis), A, axis)
     got_exact = prod_vjp(g, np.prod(A, axis=axis), A, axis, exact=True)
     got_torch = prod_vjp(torch.as_tensor(g), y.detach(), torch.tensor(A), axis)
     got_device = prod_vjp(no_scalar(g), no_scalar(np.prod(A, axis=axis)), no_scalar(A), axis)
     assert isinstance(got_torch, torch.Tensor)
-    for got in (got_np, got_exact, got_torch.numpy(), np.asarray(got_device)):
+    for got in (got_np, got_exact, got_torch.cpu().numpy(), np.asarray(got_device)):
         assert np.isfinite(got).all()
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
 
@@ -229,9 +231,9 @@ def test_prod_vjp_matches_brute_force(case):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
-@SETTINGS
+@TORCH_SETTINGS
 @given(prod_cases())
-def test_prod_vjp_torch_against_autograd(case):
+def test_prod_vjp_torch_against_autograd(torch_device, case):
     torch = pytest.importorskip("torch")
     x, axis, keepdims, g = case
     t = torch.tensor(x, requires_grad=True)
@@ -261,6 +263,7 @@ def test_torch_meta_tensors_need_no_data():
     assert cumprod_vjp(torch.empty_like(x), None, x, 1).shape == x.shape
 
 
+@pytest.mark.device
 def test_cuda_without_host_synchronisation():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
@@ -279,6 +282,7 @@ def test_cuda_without_host_synchronisation():
                                cumprod_vjp(np.ones((10, 1000)), None, SEED["ZZ"], 0), rtol=1e-12)
 
 
+@pytest.mark.device
 def test_jax_arrays_under_jit():
     """A device namespace: always the branch-free path, so it traces under jax.jit."""
     jax = pytest.importorskip("jax")
@@ -469,9 +473,9 @@ def test_cumprod_vjp_matches_brute_force(case):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
-@SETTINGS
+@TORCH_SETTINGS
 @given(cumprod_cases())
-def test_cumprod_vjp_torch_against_autograd(case):
+def test_cumprod_vjp_torch_against_autograd(torch_device, case):
     torch = pytest.importorskip("torch")
     x, axis, g = case
     t = torch.tensor(x, requires_grad=True)
@@ -511,7 +515,7 @@ def brute_cumprod_grad_fast(g, x):
 # second derivatives: the exact path differentiated again by torch
 
 @pytest.mark.parametrize("axis", [0, 1, None, (0, 1)])
-def test_exact_prod_path_is_twice_differentiable(axis):
+def test_exact_prod_path_is_twice_differentiable(axis, torch_device):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(11)
     x = rng.uniform(0.5, 1.5, (4, 3))
@@ -526,7 +530,7 @@ def test_exact_prod_path_is_twice_differentiable(axis):
     gt = torch.as_tensor(g)
     ct = prod_vjp(gt, None, t, axis, exact=True)
     (ours,) = torch.autograd.grad(ct, t, torch.as_tensor(v))
-    np.testing.assert_allclose(ours.numpy(), want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(ours.cpu().numpy(), want, rtol=1e-12, atol=1e-12)
 
     # torch's own double backward agrees
     y = t
@@ -534,7 +538,7 @@ def test_exact_prod_path_is_twice_differentiable(axis):
         y = y.prod(dim=d)
     (gx,) = torch.autograd.grad(y, t, gt, create_graph=True)
     (theirs,) = torch.autograd.grad(gx, t, torch.as_tensor(v))
-    np.testing.assert_allclose(theirs.numpy(), want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(theirs.cpu().numpy(), want, rtol=1e-12, atol=1e-12)
 
     # the two zeros of column 0: the gradient is 0 there, the mixed second
     # derivative is the product of the rest
@@ -545,7 +549,7 @@ def test_exact_prod_path_is_twice_differentiable(axis):
         assert col[1, 0].item() == pytest.approx(g[0] * x[0, 0] * x[2, 0], rel=1e-14)
 
 
-def test_exact_cumprod_path_is_twice_differentiable():
+def test_exact_cumprod_path_is_twice_differentiable(torch_device):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(12)
     x = rng.uniform(0.5, 1.5, 9)
@@ -555,10 +559,10 @@ def test_exact_cumprod_path_is_twice_differentiable():
     t = torch.tensor(x, requires_grad=True)
     ct = cumprod_vjp(torch.as_tensor(g), None, t, exact=True)
     (ours,) = torch.autograd.grad(ct, t, torch.as_tensor(v))
-    np.testing.assert_allclose(ours.numpy(), brute_cumprod_hvp(g, x, v), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(ours.cpu().numpy(), brute_cumprod_hvp(g, x, v), rtol=1e-12, atol=1e-12)
 
 
-def test_fast_path_on_torch_is_differentiable_without_zeros():
+def test_fast_path_on_torch_is_differentiable_without_zeros(torch_device):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(13)
     x = rng.uniform(0.5, 1.5, (3, 4))
@@ -567,4 +571,4 @@ def test_fast_path_on_torch_is_differentiable_without_zeros():
     ans = torch.prod(t, 0)                        # ans carries its own graph
     ct = prod_vjp(torch.as_tensor(g), ans, t, 0)  # auto: the fast path, g * ans / x
     (ours,) = torch.autograd.grad(ct, t, torch.as_tensor(v))
-    np.testing.assert_allclose(ours.numpy(), brute_prod_hvp(g, x, v, 0), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(ours.cpu().numpy(), brute_prod_hvp(g, x, v, 0), rtol=1e-12, atol=1e-12)

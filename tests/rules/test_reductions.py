@@ -191,7 +191,7 @@ def test_methods_call_like_the_ndarray_methods():
 # ---------------------------------------------------------------------------
 # The same helpers on torch tensors, against torch autograd (float64)
 
-def test_torch_against_autograd():
+def test_torch_against_autograd(torch_device):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(0)
     cases = [
@@ -221,7 +221,7 @@ def test_torch_against_autograd():
         torch.testing.assert_close(ct, a.grad, rtol=1e-10, atol=1e-10)
 
 
-def test_torch_python_float_cotangent_keeps_precision_and_dtype():
+def test_torch_python_float_cotangent_keeps_precision_and_dtype(torch_device):
     torch = pytest.importorskip("torch")
     a = torch.zeros(2, 3, dtype=torch.float64)
     g = 0.1234567890123456

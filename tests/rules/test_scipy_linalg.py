@@ -42,7 +42,7 @@ def test_cho_solve(n, k, lower, seed):
     assert r_c(np.ones(b.shape), f(c, b), (c, lower), b)[1] is None
 
 
-def test_torch_against_autograd():
+def test_torch_against_autograd(torch_device):
     torch = pytest.importorskip("torch")
     from pullback.rules.scipy_linalg import solve_triangular_vjp_a, solve_triangular_vjp_b
 

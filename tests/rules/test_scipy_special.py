@@ -75,7 +75,7 @@ def test_softmax(fn, shape, data, seed):
     check_vjp(lambda x: fn(x, axis=axis), _kw(fn, "x", axis=axis), [values(seed, shape)], 0)
 
 
-def test_torch_against_autograd():
+def test_torch_against_autograd(torch_device):
     torch = pytest.importorskip("torch")
     from pullback.rules.scipy_special import log_softmax_vjp, logsumexp_vjp, softmax_vjp
 
