@@ -38,12 +38,30 @@ _state = threading.local()
 # Everything recorded in this process, for the summary at the end of the run.
 RECORDS: list = []
 
+# Synchronisations a GPU array library cannot avoid, by where they happen: torch's
+# linalg functions read their error status (info) back to the host, and indexing
+# with an index array held on the host copies it to the device, or with a boolean
+# mask reads back how many entries it selects (the result's size).  These are
+# recorded as "inherent sync" and do not fail a test; any other sync does.
+INHERENT = {
+    "linalg": "the array library's linalg call reads its error status back",
+    "pullback/rules/indexing.py": "a host-held index array is copied to the device, or a "
+                                  "boolean mask's count is read back (the result's size)",
+}
+
+
+def inherent(where: str, in_linalg: bool) -> str:
+    """Why a synchronisation at ``where`` cannot be avoided, or "" for a defect."""
+    if in_linalg:
+        return INHERENT["linalg"]
+    return next((why for place, why in INHERENT.items() if where.startswith(place)), "")
+
 
 @dataclass(frozen=True)
 class Record:
     test: str
     helper: str
-    kind: str         # "sync", "sync in linalg" or "error"
+    kind: str         # "sync" (a defect), "inherent sync" (see INHERENT) or "error"
     where: str        # file:line of the innermost pullback frame
     code: str         # that line's source
     detail: str = ""
@@ -101,7 +119,8 @@ def guard(fn, name: str, device: str, log: list, test: str = "", enter=None):
                 if not is_sync_error(e):
                     raise
                 where, code, in_linalg = locate(e)
-                log.append(Record(test, name, "sync in linalg" if in_linalg else "sync", where, code))
+                why = inherent(where, in_linalg)
+                log.append(Record(test, name, "inherent sync" if why else "sync", where, code, why))
             with default_device_cpu():       # once more, unguarded, so the values are checked
                 return fn(*args, **kwargs)
         except Exception as e:

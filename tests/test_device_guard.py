@@ -66,10 +66,11 @@ def test_a_sync_inside_a_linalg_call_is_told_apart():
         got = solve.solve_vjp_b(g, torch.linalg.solve(a, b), a, b)   # the module attribute
     torch.testing.assert_close(got, want)
     (rec,) = log
-    assert rec.helper == "solve.solve_vjp_b" and rec.kind == "sync in linalg"
+    assert rec.helper == "solve.solve_vjp_b" and rec.kind == "inherent sync"
+    assert "error status" in rec.detail
     assert "linalg.solve" in rec.code
     lines = device_guard.summary_lines(log + log)
-    assert len(lines) == 1 and "sync in linalg" in lines[0] and "(1 test: t)" in lines[0]
+    assert len(lines) == 1 and "inherent sync" in lines[0] and "(1 test: t)" in lines[0]
 
 
 def test_other_errors_propagate_with_a_note_naming_the_helper():

@@ -108,7 +108,8 @@ def as_array(xp, x, *like):
     A Python number or list takes the device of the first array in ``like``; a
     Python float also its floating dtype (float64 when there is none), so that a
     cotangent given as a Python float keeps its precision on torch (whose
-    default dtype is float32).
+    default dtype is float32).  A number is filled in on the device (``full``),
+    not copied from the host: on a GPU such a copy waits for the device.
     """
     if hasattr(x, "shape"):
         return x
@@ -118,7 +119,15 @@ def as_array(xp, x, *like):
         kwargs["device"] = array_api_compat.device(refs[0])
     if isinstance(x, float):
         kwargs["dtype"] = float_dtype(xp, *refs)
+    if isinstance(x, (bool, int, float)) and refs:
+        return xp.full((), x, **kwargs)
     return xp.asarray(x, **kwargs)
+
+
+def mask_on(xp, where, ref):
+    """A ``where=`` mask as an array of ``xp`` on the device of ``ref`` (a mask given
+    as a NumPy array or a list is copied there)."""
+    return xp.asarray(where, device=array_api_compat.device(ref))
 
 
 def float_dtype(xp, *xs):

@@ -9,7 +9,16 @@ from __future__ import annotations
 import numpy as np
 
 from . import results
-from .elementwise import as_array, expand_reduced, float_dtype, like_arg, namespace, normalize_axes, shape_of
+from .elementwise import (
+    as_array,
+    expand_reduced,
+    float_dtype,
+    like_arg,
+    mask_on,
+    namespace,
+    normalize_axes,
+    shape_of,
+)
 from .reductions import check_axis, no_mask, reduction_twin, slice_sums, spreader, sum_keep, takes_all
 from .registry import defrule, numba_twin
 
@@ -27,7 +36,7 @@ def max_vjp(g, ans, a, axis=None, keepdims=False, where=True):
     axes = normalize_axes(axis, len(shape))
     hit = a_arr == expand_reduced(ans, shape, axes, keepdims, xp, a)
     if not no_mask(where):
-        hit = hit & xp.asarray(where)
+        hit = hit & mask_on(xp, where, hit)
     dtype = float_dtype(xp, g, a)
     hit = xp.astype(hit, dtype)
     count = sum_keep(xp, hit, axes)

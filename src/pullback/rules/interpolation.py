@@ -70,7 +70,10 @@ def _interp_parts(g, x, xp, fp, period):
         j = ns.zeros(tuple(X.shape), dtype=ns.int64, device=array_api_compat.device(X))
         return ns, G, X, j, ns.zeros_like(G), below, above, inside, XP, FP
     j = ns.searchsorted(XP, ns.reshape(X, (-1,)), side="right") - 1
-    j = ns.reshape(ns.clip(j, 0, n - 2), tuple(X.shape))
+    # searchsorted gives -1 below the knots and n - 1 above: into [0, n - 2] by
+    # maximum/minimum (array_api_compat's clip masks, which reads back from a GPU).
+    j = ns.minimum(ns.maximum(j, ns.zeros_like(j)), ns.full_like(j, n - 2))
+    j = ns.reshape(j, tuple(X.shape))
     x0, x1 = ns.take(XP, ns.reshape(j, (-1,))), ns.take(XP, ns.reshape(j + 1, (-1,)))
     x0, x1 = ns.reshape(x0, tuple(X.shape)), ns.reshape(x1, tuple(X.shape))
     t = (X - x0) / (x1 - x0)

@@ -59,7 +59,7 @@ import numpy as np
 
 from ..core import numbacache
 from . import results, twins
-from .elementwise import as_array, is_scalar, like_arg, namespace, normalize_axes
+from .elementwise import as_array, is_scalar, like_arg, mask_on, namespace, normalize_axes
 from .reductions import reduction_twin
 from .registry import defrule, numba_twin
 
@@ -165,7 +165,7 @@ def prod_vjp(g, ans, x, axis=None, keepdims=False, *, initial=None, where=True, 
     if where is not None and where is not True:
         xp = namespace(g, x)
         xa = as_array(xp, x, g)
-        mask = xp.asarray(where, device=array_api_compat.device(xa))
+        mask = mask_on(xp, where, xa)
         # Masked-out entries act as 1 in the product, so the rule for the
         # filled array holds; they then get no cotangent.
         filled = xp.where(mask, xa, xp.ones_like(xa))

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import results, twins
-from .elementwise import as_array, expand_reduced, like_arg, namespace, normalize_axes, shape_of
+from .elementwise import as_array, expand_reduced, like_arg, mask_on, namespace, normalize_axes, shape_of
 from .registry import defrule, numba_twin
 
 __all__ = ["sum_vjp", "mean_vjp", "var_vjp", "var_vjp_mean", "std_vjp", "std_vjp_mean",
@@ -81,7 +81,7 @@ def sum_vjp(g, a, axis=None, keepdims=False, where=True):
     axes = normalize_axes(axis, len(shape))
     ct = expand_reduced(g, shape, axes, keepdims, xp, a)
     if not no_mask(where):
-        ct = xp.where(xp.asarray(where), ct, xp.zeros_like(ct))
+        ct = xp.where(mask_on(xp, where, ct), ct, xp.zeros_like(ct))
     return like_arg(ct, a)
 
 
@@ -96,7 +96,7 @@ def mean_vjp(g, a, axis=None, keepdims=False, where=True):
     ct = expand_reduced(g, shape, axes, keepdims, xp, a)
     if no_mask(where):
         return like_arg(ct / _count(shape, axes), a)
-    mask = xp.broadcast_to(xp.asarray(where), shape)
+    mask = xp.broadcast_to(mask_on(xp, where, ct), shape)
     count = sum_keep(xp, xp.astype(mask, ct.dtype), axes)
     return like_arg(xp.where(mask, ct / count, xp.zeros_like(ct)), a)
 

@@ -11,7 +11,16 @@ from __future__ import annotations
 import numpy as np
 
 from . import results
-from .elementwise import as_array, expand_reduced, like_arg, namespace, normalize_axes, shape_of, unbroadcast
+from .elementwise import (
+    as_array,
+    expand_reduced,
+    like_arg,
+    mask_on,
+    namespace,
+    normalize_axes,
+    shape_of,
+    unbroadcast,
+)
 from .reductions import mean_vjp, no_mask, safe_divisor, sum_keep
 from .registry import defrule
 
@@ -25,7 +34,7 @@ def _present(xp, a_arr, where):
     """The entries a NaN-ignoring reduction uses: not NaN, and inside ``where``."""
     keep = ~xp.isnan(a_arr)
     if not no_mask(where):
-        keep = keep & xp.asarray(where)
+        keep = keep & mask_on(xp, where, keep)
     return keep
 
 
