@@ -358,3 +358,24 @@ def test_helper_on_device_arrays(case, backend):
 def test_table_covers_distinct_cases():
     labels = [c.label for c in CASES]
     assert len(labels) == len(set(labels)), "two cases share a label (pytest ids must differ)"
+
+
+def test_gradient_of_numpy_code_on_cupy_arrays():
+    """The whole gradient of a function written with NumPy, called with CuPy arrays
+    (NumPy hands the calls to CuPy), against the analytic gradient."""
+    _cupy_backend()                             # skips without CuPy or a CUDA device
+    import cupy as cp
+
+    import pullback
+
+    def f(x, w):
+        h = np.tanh(x * w)
+        return np.sum(h * h) + np.sum(np.exp(-x) * w)
+
+    x, w = np.linspace(0.1, 1.0, 5), np.linspace(1.0, 2.0, 5)
+    h = np.tanh(x * w)
+    want = (2 * h * (1 - h * h) * w - np.exp(-x) * w, 2 * h * (1 - h * h) * x + np.exp(-x))
+    got = pullback.grad(f, argnums=(0, 1))(cp.asarray(x), cp.asarray(w))
+    for g, expected in zip(got, want):
+        assert isinstance(g, cp.ndarray)
+        np.testing.assert_allclose(g.get(), expected, rtol=1e-12)
