@@ -446,3 +446,121 @@ def test_float_and_int_of_a_comparison_compile():
                 assert_close(np.asarray(got[k]), np.asarray(want[k]), rtol=1e-12, atol=0)
                 assert_close(np.asarray(got[k]), fd_grad(bool_casts, (x, p), k),
                              rtol=1e-6, atol=1e-8)
+
+
+# ---------------------------------------------------------------------- polyval
+def _polyvals(p, x, v, s):
+    return (np.sum(np.sin(np.polyval(p, x))) + np.sum(np.polyval(p, v) * v)
+            + np.cos(np.polyval(p, s)) + np.polyval(p, 0.5) * s
+            + np.sum(np.polyval(p[:1], x) ** 2))          # a constant polynomial
+
+
+@FEW
+@given(st.integers(1, 5), st.integers(1, 4))
+def test_polyval_in_coefficients_and_points(n, m):
+    check(_polyvals, (RNG.normal(size=n), RNG.normal(size=(m, 2)), RNG.normal(size=m), 0.7),
+          (0, 1, 2, 3))
+
+
+def _polyval_list(a, b, x):
+    return np.sum(np.sin(np.polyval([a, b, 2.0], x))) + np.polyval((b, a), a)
+
+
+def test_polyval_of_a_list_of_coefficients():
+    check(_polyval_list, (0.3, -0.8, RNG.normal(size=3)), (0, 1, 2))
+
+
+# ------------------------------------------------------------------------ rot90
+def _weights(a):
+    return np.arange(1.0, 1.0 + a.size).reshape(a.shape)
+
+
+def _rot90s(M, T, k):
+    return (np.sum(np.sin(np.rot90(M)) * _weights(np.rot90(M))) + np.sum(np.rot90(M, 2) ** 3)
+            + np.sum(np.cos(np.rot90(M, -1)) * _weights(np.rot90(M, 3)))
+            + np.sum(np.rot90(M, 4) * M)
+            + np.sum(np.sin(np.rot90(T, 1, (1, 2))) * _weights(np.rot90(T, 1, (1, 2))))
+            + np.sum(np.rot90(T, k, axes=(2, 0)) * _weights(np.rot90(T, k, axes=(2, 0))))
+            + np.sum(np.cos(np.rot90(T, 3, (-1, -3)))))
+
+
+@FEW
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(-5, 5))
+def test_rot90_of_matrices_and_3d_arrays(n, m, k):
+    check(_rot90s, (RNG.normal(size=(n, m)), RNG.normal(size=(2, n, m)), k), (0, 1))
+
+
+def _rot90_runtime_axes(T, k, axes):
+    return np.sum(np.sin(np.rot90(T, k, axes)) * _weights(np.rot90(T, k, axes)))
+
+
+def test_rot90_with_k_and_axes_known_only_at_run_time():
+    for k, axes in ((1, (2, 1)), (-2, (0, 2)), (3, (1, -3))):
+        check(_rot90_runtime_axes, (RNG.normal(size=(2, 3, 4)), k, axes))
+
+
+def _rot90_float_k(m, k):
+    return np.sum(np.sin(np.rot90(m, k)))
+
+
+def test_rot90_with_a_k_not_an_int_is_refused_naming_the_line():
+    with pytest.raises(pullback.NumbaCompileError, match=r"(?s)np\.rot90\(m, k\).*"
+                       r"np\.rot90 with k of type float64.*not supported under jit=True"):
+        pullback.grad(_rot90_float_k, jit=True)(np.ones((2, 3)), 1.0)
+
+
+def _rot90_array_axes(m, axes):
+    return np.sum(np.sin(np.rot90(m, 1, axes)))
+
+
+def test_rot90_with_axes_an_array_is_refused_naming_the_line():
+    with pytest.raises(pullback.NumbaCompileError, match=r"(?s)np\.rot90\(m, 1, axes\).*"
+                       r"np\.rot90 with axes of type array.*not supported under jit=True"):
+        pullback.grad(_rot90_array_axes, jit=True)(np.ones((2, 3)), np.array([0, 1]))
+
+
+# ----------------------------------------------------------------------- interp
+KNOTS = np.array([0.0, 0.5, 1.3, 2.0, 3.1])
+# Inside, outside and repeated values, none on a knot (the derivative jumps there).
+POINTS = np.array([-0.5, 0.1, 0.7, 0.7, 1.9, 2.5, 3.5, 4.0])
+
+
+def _interps(x, fp, s):
+    return (np.sum(np.sin(np.interp(x, KNOTS, fp)) * _weights(x))
+            + np.sin(np.interp(s, KNOTS, fp)) + np.interp(2.2, KNOTS, fp * fp)
+            + np.sum(np.interp(x[::-1] * s, KNOTS, np.cos(fp)) ** 2))
+
+
+def test_interp_in_points_and_values():
+    for s in (-0.3, 0.3, 1.5, 3.4):
+        check(_interps, (POINTS, RNG.normal(size=5), s), (0, 1, 2))
+    check(_interps, (POINTS.reshape(2, 4), RNG.normal(size=5), 0.9), (0, 1, 2))
+
+
+def _interp_bounds(x, fp, lo, hi):
+    return (np.sum(np.sin(np.interp(x, KNOTS, fp, lo, hi)))
+            + np.sum(np.interp(x, KNOTS, fp, left=lo) ** 2)
+            + np.sum(np.interp(x, KNOTS, fp, right=hi) ** 3)
+            + np.interp(x[0], KNOTS, fp, lo, right=2.0) * hi)
+
+
+def test_interp_with_left_and_right():
+    check(_interp_bounds, (POINTS, RNG.normal(size=5), 0.3, -0.4), (0, 1, 2, 3))
+
+
+def _interp_one_knot(x, fp):
+    return np.sum(np.sin(np.interp(x, KNOTS[:1], fp[:1]))) + np.sum(np.interp(x, KNOTS[:2], fp[:2]))
+
+
+def test_interp_on_one_and_two_knots():
+    check(_interp_one_knot, (POINTS, RNG.normal(size=5)), (0, 1))
+
+
+def _interp_period(x, fp):
+    return np.sum(np.interp(x, KNOTS, fp, period=4.0))
+
+
+def test_interp_with_period_is_refused_naming_the_line():
+    with pytest.raises(pullback.NumbaCompileError, match=r"(?s)np\.interp\(x, KNOTS, fp, "
+                       r"period=4\.0\).*np\.interp with period=.*not supported under jit=True"):
+        pullback.grad(_interp_period, jit=True)(POINTS, np.ones(5))

@@ -18,6 +18,8 @@ Conventions are those of :mod:`pullback.rules.elementwise`.
 """
 from __future__ import annotations
 
+import functools
+
 import array_api_compat
 import numpy as np
 
@@ -161,3 +163,157 @@ def _linspace_vjp_numba(g, start, stop, num=50, endpoint=True, retstep=False, ax
             t = t * 0.0
         return np.sum(g * (1.0 - t)) if first else np.sum(g * t)
     return body
+
+
+
+# Numba twins of interp: the same steps as the rules above on the flattened values (a
+# number is one value), for knots and values in real vectors.  Numba's np.interp
+# takes no left=, right= or period=: the forward sweep's twin puts left and right in.
+
+def _real_vector(t) -> bool:
+    from numba import types
+    return twins.is_array(t, 1) and isinstance(t.dtype, (types.Integer, types.Float))
+
+
+def _real_number(t) -> bool:
+    from numba import types
+    return isinstance(t, (types.Integer, types.Float, types.Boolean))
+
+
+def _interp_check(x, xp, fp, left, right, period):
+    if not twins.is_none(period):
+        twins.unsupported("np.interp with period=")
+    if not (_real_vector(xp) and _real_vector(fp)
+            and (_real_number(x) or (twins.is_array(x) and _real_number(x.dtype)))):
+        twins.unsupported(f"np.interp of x of type {x} on knots of type {xp} with values "
+                          f"of type {fp}")
+    for bound in (left, right):
+        if not (twins.is_none(bound) or _real_number(bound)):
+            twins.unsupported(f"np.interp with a bound of type {bound}")
+
+
+def _segments(X, XP):
+    """(j, t): the segment each value of the vector ``X`` is in and its place there."""
+    n = XP.shape[0]
+    if n == 1:
+        return np.zeros(X.shape[0], dtype=np.int64), np.zeros(X.shape[0])
+    j = np.searchsorted(XP, X, side="right") - 1
+    j = np.minimum(np.maximum(j, 0), n - 2)
+    x0, x1 = XP[j], XP[j + 1]
+    return j, (X - x0) / (x1 - x0)         # array division: inf or nan, as NumPy's
+
+
+def _sides(X, XP):
+    """(below, above, inside) for the vector ``X``."""
+    below, above = X < XP[0], X > XP[XP.shape[0] - 1]
+    return below, above, ~(below | above)
+
+
+def _scatter(w, j, n):
+    """A vector of length ``n`` with ``w[i]`` added at ``j[i]``."""
+    out = np.zeros(n)
+    for i in range(w.shape[0]):
+        out[j[i]] += w[i]
+    return out
+
+
+@functools.cache
+def _interp_cores():
+    """The compiled cotangents of x, fp, left and right as ``f(G, X, XP, FP, left, right)``
+    on vectors, ``left``/``right`` saying whether the bound was given."""
+    segments, sides, scatter = (twins.jitted(f) for f in (_segments, _sides, _scatter))
+
+    def dx(G, X, XP, FP, left, right):
+        if XP.shape[0] == 1:
+            return np.zeros(X.shape[0])
+        j, _ = segments(X, XP)
+        _, _, inside = sides(X, XP)
+        slope = (FP[j + 1] - FP[j]) / (XP[j + 1] - XP[j])
+        return np.where(inside, G * slope, 0.0)
+
+    def dfp(G, X, XP, FP, left, right):
+        n = XP.shape[0]
+        j, t = segments(X, XP)
+        below, above, inside = sides(X, XP)
+        w0 = np.where(inside, G * (1.0 - t), 0.0)
+        w1 = np.where(inside, G * t, 0.0)
+        if not left:
+            w0 = w0 + np.where(below, G, 0.0)       # j is 0 there: fp[0]
+        if not right:
+            w1 = w1 + np.where(above, G, 0.0)       # j + 1 is n - 1 there: fp[-1]
+        ct = scatter(w0, j, n)
+        if n > 1:
+            return ct + scatter(w1, j + 1, n)
+        return ct + np.sum(w1)
+
+    def dleft(G, X, XP, FP, left, right):
+        below, _, _ = sides(X, XP)
+        return np.sum(np.where(below, G, 0.0))
+
+    def dright(G, X, XP, FP, left, right):
+        _, above, _ = sides(X, XP)
+        return np.sum(np.where(above, G, 0.0))
+    return {k: twins.jitted(f) for k, f in
+            {"x": dx, "fp": dfp, "left": dleft, "right": dright}.items()}
+
+
+def _interp_vjp_twin(which):
+    """The twin of the interp VJP of ``which``: its core on the flattened values, the
+    cotangent of x put back in the shape of x."""
+    def twin(g, x, xp, fp, left=None, right=None, period=None):
+        _interp_check(x, xp, fp, left, right, period)
+        lo, hi = not twins.is_none(left), not twins.is_none(right)
+        core, shaped = _interp_cores()[which], which == "x"
+        if twins.is_number(x):
+            def number(g, x, xp, fp, left=None, right=None, period=None):
+                out = core(np.full(1, g), np.full(1, x), xp * 1.0, fp, lo, hi)
+                return out[0] if shaped else out
+            return number
+
+        def array(g, x, xp, fp, left=None, right=None, period=None):
+            G = (np.zeros(x.shape) + g).ravel()
+            out = core(G, np.ascontiguousarray(x).ravel(), xp * 1.0, fp, lo, hi)
+            return out.reshape(x.shape) if shaped else out
+        return array
+    return twin
+
+
+numba_twin(interp_vjp_x)(_interp_vjp_twin("x"))
+numba_twin(interp_vjp_fp)(_interp_vjp_twin("fp"))
+numba_twin(interp_vjp_left)(_interp_vjp_twin("left"))
+numba_twin(interp_vjp_right)(_interp_vjp_twin("right"))
+
+
+def _bounded(x, xp, fp, left, right):
+    """``np.interp(x, xp, fp, left, right)`` for a vector ``x``."""
+    y = np.interp(x, xp, fp)
+    n = xp.shape[0]
+    for i in range(x.shape[0]):
+        if x[i] < xp[0]:
+            y[i] = left
+        elif x[i] > xp[n - 1]:
+            y[i] = right
+    return y
+
+
+@numba_twin(np.interp)
+def _interp_numba(x, xp, fp, left=None, right=None, period=None):
+    _interp_check(x, xp, fp, left, right, period)
+    lo, hi = not twins.is_none(left), not twins.is_none(right)
+    if not (lo or hi):
+        return lambda x, xp, fp, left=None, right=None, period=None: np.interp(x, xp, fp)
+    bounded = twins.jitted(_bounded)
+    if twins.is_number(x):
+        vector = twins.jitted(lambda x, xp, fp, lo, hi: bounded(np.full(1, x), xp, fp, lo, hi)[0])
+    else:
+        vector = twins.jitted(lambda x, xp, fp, lo, hi: bounded(
+            np.ascontiguousarray(x).ravel(), xp, fp, lo, hi).reshape(x.shape))
+    # A bound not given is NumPy's: fp[0] below, fp[-1] above.
+    if lo and hi:
+        return lambda x, xp, fp, left=None, right=None, period=None: vector(
+            x, xp, fp, left, right)
+    if lo:
+        return lambda x, xp, fp, left=None, right=None, period=None: vector(
+            x, xp, fp, left, fp[fp.shape[0] - 1])
+    return lambda x, xp, fp, left=None, right=None, period=None: vector(
+        x, xp, fp, fp[0], right)

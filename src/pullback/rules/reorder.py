@@ -263,3 +263,61 @@ def _flip_numba(m, axis=None):
         return None
     body = _flip_body(m, axis)
     return lambda m, axis=None: body(m, axis)
+
+
+# rot90 (Numba's np.rot90 takes no axes): flips and a swap of the two axes, as NumPy
+# builds it, for an int k and a pair of int axes known only at run time too.
+
+def _int_pair(t) -> bool:
+    """Whether ``t`` (a Numba type, or an omitted argument's default) is a pair of ints."""
+    from numba import types
+    if isinstance(t, types.Omitted):
+        t = t.value
+    if isinstance(t, tuple):
+        return len(t) == 2 and all(isinstance(v, int) for v in t)
+    return twins.is_tuple(t) and len(t.types) == 2 and all(twins.is_int(e) for e in t.types)
+
+
+def _rot90_body(m, k, axes):
+    """A compiled ``f(m, k, a0, a1)``: ``np.rot90(m, k, (a0, a1))``, a C-contiguous copy."""
+    if not twins.is_array(m) or twins.rank(m) < 2:
+        twins.unsupported(f"np.rot90 of {m}")
+    if not (twins.is_int(k) or isinstance(twins.literal(k), int)):
+        twins.unsupported(f"np.rot90 with k of type {k}")
+    if not _int_pair(axes):
+        twins.unsupported(f"np.rot90 with axes of type {axes}")
+    flip3, split = twins.jitted(_flip3), twins.split_shape()
+
+    def flip(x, axis):
+        pre, n, post = split(x.shape, axis)
+        return flip3(np.ascontiguousarray(x).reshape((pre, n, post))).reshape(x.shape)
+    flip = twins.jitted(flip)
+
+    def rot(m, k, a0, a1):
+        nd = m.ndim
+        if a0 == a1 or abs(a0 - a1) == nd:
+            raise ValueError("np.rot90: axes must be different")
+        if a0 >= nd or a0 < -nd or a1 >= nd or a1 < -nd:
+            raise ValueError("np.rot90: axes out of range")
+        a0, a1 = a0 % nd, a1 % nd
+        k = k % 4
+        if k == 0:
+            return m.copy()
+        if k == 2:
+            return flip(flip(m, a0), a1)
+        if k == 1:
+            return np.ascontiguousarray(np.swapaxes(flip(m, a1), a0, a1))
+        return flip(np.ascontiguousarray(np.swapaxes(m, a0, a1)), a1)
+    return twins.jitted(rot)
+
+
+@numba_twin(rot90_vjp)
+def _rot90_vjp_numba(g, m, k=1, axes=(0, 1)):
+    rot = _rot90_body(g, k, axes)
+    return lambda g, m, k=1, axes=(0, 1): rot(g, -k, axes[0], axes[1])
+
+
+@numba_twin(np.rot90)
+def _rot90_numba(m, k=1, axes=(0, 1)):
+    rot = _rot90_body(m, k, axes)
+    return lambda m, k=1, axes=(0, 1): rot(m, k, axes[0], axes[1])
