@@ -44,6 +44,9 @@ USER = textwrap.dedent("""
 
     def prod_of_columns(a):
         return np.sum(np.prod(a, axis=0))
+
+    def tanh_exp(x):    # large arrays: NumPy's loops, from an object-mode block
+        return np.sum(np.tanh(x) * np.exp(x))
 """)
 
 HELPERS = "def scale(x):\n    return 3.0 * x\n"
@@ -75,6 +78,9 @@ RUN = textwrap.dedent("""
         record(name, g)
     a = np.array([[1.0, 0.0, 2.0], [3.0, 4.0, 0.0], [0.5, 2.0, 0.0]])   # zeros: the compiled kernel
     out["prod"] = pullback.grad(userfuncs.prod_of_columns)(a).tolist()
+    g = pullback.grad(userfuncs.tanh_exp, jit=True)
+    out["tanh_exp"] = g(np.linspace(-1.0, 1.0, 4096)).tolist()
+    record("tanh_exp", g)
     k = pullback.rules.prod._KERNEL
     stats["prod kernel"] = [sum(k._cache_hits.values()), sum(k._cache_misses.values())]
     out["stats"] = stats
@@ -119,6 +125,8 @@ def _check_values(r, scale=3.0, k=2.0):
     a = np.array([[1.0, 0.0, 2.0], [3.0, 4.0, 0.0], [0.5, 2.0, 0.0]])
     others = [[np.prod(np.delete(a[:, j], i)) for j in range(3)] for i in range(3)]
     assert np.array(r["prod"]) == pytest.approx(np.array(others))
+    x = np.linspace(-1.0, 1.0, 4096)
+    assert np.array(r["tanh_exp"]) == pytest.approx((1.0 - np.tanh(x) ** 2 + np.tanh(x)) * np.exp(x))
 
 
 @pytest.fixture(scope="module")

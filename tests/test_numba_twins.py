@@ -3,16 +3,19 @@ with ``jit=True`` against ``jit=False`` and central finite differences, on rando
 shapes where that is cheap (each new shape rank is one more Numba compile)."""
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numba import njit
 from test_numba_arrays import check
 
 import pullback
 from helpers import assert_close, fd_grad
+from pullback.rules.elementwise import SIMD_MIN_SIZE, SIMD_UFUNCS, _sum_onto, unbroadcast
 
 RNG = np.random.default_rng(21)
 FEW = settings(max_examples=4, deadline=None)
@@ -564,3 +567,134 @@ def test_interp_with_period_is_refused_naming_the_line():
     with pytest.raises(pullback.NumbaCompileError, match=r"(?s)np\.interp\(x, KNOTS, fp, "
                        r"period=4\.0\).*np\.interp with period=.*not supported under jit=True"):
         pullback.grad(_interp_period, jit=True)(POINTS, np.ones(5))
+
+
+# ------------------------------------- transcendental ufuncs of large float64 arrays
+# From SIMD_MIN_SIZE entries the twin has NumPy compute them (SIMD loops, several
+# times as fast as Numba's libm call per entry): NumPy's numbers, bit for bit.
+
+
+def _transcendental(x, u):
+    # x: any reals; u: in (0.1, 0.9) (the inverse trigonometric and hyperbolic ones).
+    return (np.sum(np.exp(0.5 * x) * u) + np.sum(np.log(u + 1.0)) + np.sum(np.tanh(x.T))
+            + np.sum(np.tan(0.3 * u)) + np.sum(np.expm1(0.2 * x[:, ::2]))
+            + np.sum(np.log1p(u) * u) + np.sum(np.arctan(x)) + np.sum(np.sinh(0.3 * x))
+            + np.sum(np.cosh(0.3 * x) * u) + np.sum(np.arcsin(u)) + np.sum(np.arccos(u) * x)
+            + np.sum(np.arctanh(u)) + np.sum(np.arcsinh(x)) + np.sum(np.arccosh(u + 1.5))
+            + np.sum(np.exp2(0.3 * x)) + np.sum(np.log2(u) * x)
+            + np.sum(np.log10(u + x * x)))
+
+
+def test_transcendental_ufuncs_of_large_and_strided_arrays():
+    assert len(SIMD_UFUNCS) == 17
+    # Small: Numba's loops, against jit=False and finite differences.
+    check(_transcendental, (RNG.normal(size=(8, 6)), RNG.uniform(0.1, 0.9, size=(8, 6))),
+          (0, 1), rtol=1e-6, atol=1e-8)
+    # Large (x.T and x[:, ::2] strided, both above SIMD_MIN_SIZE): NumPy's loops,
+    # against jit=False (finite differences over 8704 entries would take minutes).
+    x = RNG.normal(size=(32, 136))
+    u = RNG.uniform(0.1, 0.9, size=(32, 136))
+    assert x[:, ::2].size >= SIMD_MIN_SIZE
+    want = pullback.grad(_transcendental, (0, 1), jit=False)(x, u)
+    got = pullback.grad(_transcendental, (0, 1), jit=True)(x, u)
+    for a, b in zip(got, want):
+        assert_close(a, b, rtol=1e-12, atol=1e-14)
+
+
+def _tanh_of(x, w):
+    return np.sum(np.tanh(x) * w)
+
+
+@pytest.mark.parametrize("n", [SIMD_MIN_SIZE - 1, SIMD_MIN_SIZE])
+def test_tanh_at_the_size_where_numpy_takes_over(n):
+    x = np.linspace(-3.0, 3.0, n)
+    w = np.cos(np.arange(n))
+    value, dx = pullback.value_and_grad(_tanh_of, jit=True)(x, w)
+    assert_close(value, _tanh_of(x, w), rtol=1e-13, atol=0)
+    assert_close(dx, w * (1.0 - np.tanh(x) ** 2), rtol=1e-12, atol=1e-15)
+    if n >= SIMD_MIN_SIZE:      # NumPy's tanh, bit for bit (ans in g * (1 - ans * ans))
+        t = np.tanh(x)
+        assert np.array_equal(dx, w * (1.0 - t * t))
+
+
+def _float32_and_numbers(x32, p):
+    s = 0.0
+    for i in range(len(p)):
+        s += np.exp(p[i]) * np.tanh(p[i])      # numbers: Numba's own np.exp
+    return s + float(np.sum(np.exp(x32))) + np.sum(np.log(p * p + 1.0))
+
+
+def test_transcendental_twin_is_only_called_for_arrays():
+    x32 = np.linspace(-1.0, 1.0, 3000, dtype=np.float32)    # float32: Numba's loop
+    p = RNG.normal(size=2500)
+    check(_float32_and_numbers, (x32, p), 1, rtol=1e-5, atol=1e-6)
+    g = pullback.grad(_float32_and_numbers, argnums=1, jit=True)
+    g(x32, p)
+    src = g.source
+    assert "np.exp(" in src and "np.tanh(" in src        # of the numbers p[i]
+    assert "log_numba(" in src and "exp_numba(x32)" in src
+
+
+# ------------------------- unbroadcast onto size-1 and missing axes; max along an axis
+def _broadcast_sums(A, r, c, v, B):
+    # r (n, 1), c (1, m), v (m,), B (k, 1, m): cotangents summed over size-1 axes,
+    # leading axes and both, from C-ordered and transposed (strided) cotangents.
+    return (np.sum(np.sin(A + r) * c) + np.sum((A.T * r.T) ** 2) + np.sum(np.cos(A * v))
+            + np.sum(np.sin(A * B)) + np.sum(np.exp(c.T * r.T) * A.T))
+
+
+@FEW
+@given(st.integers(1, 4), st.integers(1, 5), st.integers(1, 3))
+def test_unbroadcast_onto_size_one_and_missing_axes(n, m, k):
+    check(_broadcast_sums, (RNG.normal(size=(n, m)), RNG.normal(size=(n, 1)),
+                            RNG.normal(size=(1, m)), RNG.normal(size=m),
+                            RNG.normal(size=(k, 1, m))), (0, 1, 2, 3, 4))
+
+
+def _sum_onto_by_division(g, x):
+    """The twin's sum before it carried the index: each entry's index by division."""
+    gc = np.ascontiguousarray(g).ravel()
+    out = np.zeros(x.size)
+    off = g.ndim - x.ndim
+    for i in range(gc.size):
+        rem, at, stride = i, 0, 1
+        for d in range(g.ndim - 1, off - 1, -1):
+            k = rem % g.shape[d]
+            rem //= g.shape[d]
+            if x.shape[d - off] != 1:
+                at += k * stride
+            stride *= x.shape[d - off]
+        out[at] += gc[i]
+    return out.reshape(x.shape)
+
+
+def test_unbroadcast_sums_in_the_same_order_as_before():
+    # Bit for bit: each entry's terms added in g's C order, as the division form did.
+    fast, slow = njit(_sum_onto), njit(_sum_onto_by_division)
+    for gshape in [(7,), (0,), (3, 4), (3, 0), (5, 1), (2, 3, 4), (3, 1, 5), (2, 2, 3, 4)]:
+        g = RNG.normal(size=gshape) * 10.0 ** RNG.integers(-8, 8, size=gshape)
+        for r in range(len(gshape) + 1):
+            for xshape in itertools.product(*[(1, n) for n in gshape[len(gshape) - r:]]):
+                x = np.zeros(xshape)
+                for gg in (g, np.asfortranarray(g), g[..., ::-1]):
+                    want = slow(gg, x)
+                    assert np.array_equal(fast(gg, x), want), (gshape, xshape)
+                    if xshape:
+                        assert_close(want, unbroadcast(gg, x), rtol=1e-12, atol=1e-300)
+
+
+def _max_along(A, T):
+    return (np.sum(np.max(A, axis=1, keepdims=True) * A) + np.sum(np.max(A, axis=0) ** 2)
+            + np.sum(np.min(T, axis=1) * 1.5) + np.sum(np.max(T, axis=-1, keepdims=True) ** 2)
+            + np.sum(np.min(T.T, axis=1) * T[:, 0].T) + np.sum(np.amax(A[:, ::2], axis=0)))
+
+
+def test_max_and_min_along_an_axis():
+    A, T = RNG.normal(size=(5, 6)), RNG.normal(size=(3, 4, 5))
+    check(_max_along, (A, T), (0, 1))
+    # Ties share g equally: against jit=False only (no derivative there).
+    A, T = RNG.integers(0, 3, size=(5, 6)) * 1.0, RNG.integers(0, 2, size=(3, 4, 5)) * 1.0
+    want = pullback.grad(_max_along, (0, 1), jit=False)(A, T)
+    got = pullback.grad(_max_along, (0, 1), jit=True)(A, T)
+    for a, b in zip(got, want):
+        assert_close(a, b, rtol=1e-13, atol=1e-15)

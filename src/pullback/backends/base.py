@@ -45,10 +45,10 @@ class Backend:
         """The object the generated code should call for helper ``obj``."""
         return obj
 
-    def primal_twin(self, callee, method, call):
+    def primal_twin(self, callee, method, call, kind=None):
         """A callable for the forward sweep to call instead of the primal ``callee``
         (or of the ndarray method ``method``, receiver first) in ``call``, or None:
-        call it as written."""
+        call it as written.  ``kind(atom)`` is the kind of an argument."""
         return None
 
     def check_rule(self, tr, s, rule, bound) -> None:

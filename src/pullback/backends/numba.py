@@ -45,10 +45,10 @@ class NumbaBackend(Backend):
     def finish(self, fn, src, filename, full_source):
         return _LazyNumba(fn, src, filename, full_source)
 
-    def primal_twin(self, callee, method, call):
+    def primal_twin(self, callee, method, call, kind=None):
         fn = registry.method(method) if method is not None else callee
         if len(call.args) + len(call.keywords) + (method is not None) <= 1 \
-                and not registry.twin_always(fn):
+                and not registry.twin_always(fn) and not _array_call(fn, call, kind):
             return None     # f(a): Numba compiles the NumPy function itself
         twin = registry.twin(fn) if fn is not None else None
         return None if twin is None or twin is registry.PLAIN else _primal_stub(fn, twin)
@@ -73,6 +73,14 @@ class NumbaBackend(Backend):
 
     def primal(self, f, py_func):
         return f
+
+
+def _array_call(fn, call, kind) -> bool:
+    """``fn(a)`` of an array ``a`` (or of a kind not known before it runs), where
+    ``fn``'s twin replaces such calls (``registry.numba_twin(arrays=True)``)."""
+    if not registry.twin_arrays(fn) or len(call.args) != 1:
+        return False
+    return kind is None or kind(call.args[0]).ndim != 0
 
 
 # A rule helper -> (the helper, the function adding its result into a buffer).

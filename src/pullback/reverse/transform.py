@@ -179,7 +179,8 @@ class ReverseTransform:
         (a function of pullback's own that the normalizer calls, such as the trip
         count of ``reversed(range(...))``) calls it through a helper bound to it."""
         e = s.expr
-        twin = self.backend.primal_twin(s.callee, s.method, e) if isinstance(e, ast.Call) else None
+        twin = self.backend.primal_twin(s.callee, s.method, e, self.kind) \
+            if isinstance(e, ast.Call) else None
         if twin is not None:
             # The backend cannot compile this primal call as written (Numba: np.max with
             # an axis): call its twin, receiver first for a method.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import results
+from . import results, twins
 from .elementwise import (
     as_array,
     expand_reduced,
@@ -81,7 +81,41 @@ def _max_vjp_numba(g, ans, a, axis=None, keepdims=False, where=True):
     def along(g, ans, a, axis=None, keepdims=False, where=True):
         hit = (a == spread_ans(ans, a, axis)) * 1.0
         return spread(g, a, axis) * hit / np.maximum(sums(hit, axis % a.ndim), 1.0)
-    return along
+    if not (twins.is_array(g) and twins.is_array(ans)):
+        return along
+    share, split, general = twins.jitted(_share_along), twins.split_shape(), twins.jitted(along)
+
+    def one_pass(g, ans, a, axis=None, keepdims=False, where=True):
+        ax = axis % a.ndim
+        pre, n, post = split(a.shape, ax)
+        if g.size != pre * post or ans.size != pre * post:
+            return general(g, ans, a, axis, keepdims, where)
+        return share(g, ans, a, ax, split)
+    return one_pass
+
+
+def _share_along(g, ans, a, ax, split):
+    """Numba: max_vjp along axis ``ax`` in one pass per slice, without the arrays
+    of hits, counts and spread ``g``: each entry gets ``g * hit / max(count, 1)``,
+    the same operations as the general twin.  ``g`` and ``ans`` have a's shape
+    without ``ax`` (or 1 there): their C order is the slices' order."""
+    pre, n, post = split(a.shape, ax)
+    a3 = np.ascontiguousarray(a).reshape((pre, n, post))
+    g2 = np.ascontiguousarray(g).reshape((pre, post))
+    m2 = np.ascontiguousarray(ans).reshape((pre, post))
+    out = np.empty((pre, n, post))
+    for i in range(pre):
+        for j in range(post):
+            m = m2[i, j]
+            count = 0.0
+            for k in range(n):
+                if a3[i, k, j] == m:
+                    count += 1.0
+            gv = g2[i, j]
+            d = max(count, 1.0)
+            for k in range(n):
+                out[i, k, j] = gv * (1.0 if a3[i, k, j] == m else 0.0) / d
+    return out.reshape(a.shape)
 
 
 _MAX_SIG = "a, axis=None, out=None, keepdims=False, initial=None, where=True"

@@ -319,11 +319,12 @@ def method(name: str):
 
 _TWINS: dict[int, tuple] = {}     # id(target) -> (target, twin)
 _ALWAYS: set = set()              # ids of primals whose twin replaces every call, f(a) too
+_ARRAYS: set = set()              # ids of primals whose twin replaces f(a) of an array
 #: The twin of a helper that Numba compiles as it is (plain scalar code).
 PLAIN = "plain"
 
 
-def numba_twin(*targets, always: bool = False):
+def numba_twin(*targets, always: bool = False, arrays: bool = False):
     """Decorator: the function below is the Numba implementation of ``targets``.
 
     A target is a helper that rule templates call, or a primal (``np.max``) whose
@@ -335,13 +336,17 @@ def numba_twin(*targets, always: bool = False):
 
     A primal's twin replaces only calls with more than one argument (Numba
     compiles ``np.max(a)`` itself) unless ``always``: Numba has no ``np.trace``
-    or ``np.squeeze`` at all, nor ``np.atleast_1d`` of a number.
+    or ``np.squeeze`` at all, nor ``np.atleast_1d`` of a number.  With ``arrays``
+    it replaces ``f(a)`` when ``a`` is an array or of a kind not known before it
+    runs (Numba's own ``np.exp`` of a number is best, of a large array slow).
     """
     def register(typer):
         for t in targets:
             _TWINS[id(t)] = (t, typer)
             if always:
                 _ALWAYS.add(id(t))
+            if arrays:
+                _ARRAYS.add(id(t))
         return typer
     return register
 
@@ -361,6 +366,11 @@ def twin(obj):
 def twin_always(obj) -> bool:
     """Whether the twin of primal ``obj`` replaces its one-argument calls too."""
     return id(obj) in _ALWAYS and twin(obj) is not None
+
+
+def twin_arrays(obj) -> bool:
+    """Whether the twin of primal ``obj`` replaces its one-argument calls of an array."""
+    return id(obj) in _ARRAYS and twin(obj) is not None
 
 
 def all_twins() -> list:
