@@ -117,13 +117,13 @@ class Fingerprint:
             return f"{t.__module__}.{t.__qualname__}{options!r}:{self._function(py)}"
         if isinstance(v, np.ufunc):
             return f"ufunc:{v.__name__}"
+        if isinstance(v, type) and _library(v.__module__):
+            return f"class:{v.__module__}.{v.__qualname__}"
         if _library(t.__module__) and _library(getattr(v, "__module__", None)) \
                 and isinstance(getattr(v, "__qualname__", None), str) and callable(v):
             # a library's function object of its own type, such as NumPy's
             # array-function dispatchers (np.sum, np.max): named, as versioned
             return f"libfunction:{t.__module__}.{t.__qualname__}:{v.__module__}.{v.__qualname__}"
-        if isinstance(v, type) and _library(v.__module__):
-            return f"class:{v.__module__}.{v.__qualname__}"
         if isinstance(v, (types.BuiltinFunctionType, types.BuiltinMethodType)):
             owner = getattr(v, "__self__", None)
             module = getattr(v, "__module__", None) or getattr(owner, "__name__", None)
