@@ -34,3 +34,15 @@ def fd_grad(f, args, argnum=0, eps=1e-6):
 def assert_close(actual, expected, rtol=1e-5, atol=1e-7):
     np.testing.assert_allclose(np.asarray(actual, dtype=float), np.asarray(expected, dtype=float),
                                rtol=rtol, atol=atol)
+
+
+def assert_fd_close(actual, fd, rtol=1e-5, atol=1e-7):
+    """``actual`` against a finite-difference gradient ``fd``.
+
+    A central difference's rounding error is relative to the function's scale, not to
+    each entry, so ``atol`` is scaled by the largest entry of ``fd`` (at least 1): a small
+    entry beside a large one is compared only as finely as the difference resolves it.
+    """
+    fd = np.asarray(fd, dtype=float)
+    scale = max(1.0, float(np.max(np.abs(fd), initial=0.0)))
+    np.testing.assert_allclose(np.asarray(actual, dtype=float), fd, rtol=rtol, atol=atol * scale)

@@ -131,6 +131,9 @@ MATRIX_ORDS = [None, "fro", "nuc", 1, -1, np.inf, -np.inf, 2, -2]
 def test_vector_norm(ord, data, shape, keepdims, seed):
     axis = data.draw(st.integers(-len(shape), len(shape) - 1))
     x = values(seed, shape)
+    # Entries kept 0.2 away from the kink at 0: for ord < 1 the derivative |x|**(ord-1)
+    # grows without bound there, beyond what a finite difference can resolve.
+    x = np.sign(x) * (0.2 + np.abs(x))
     check_vjp(lambda x: np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims),
               _kw_rule(np.linalg.norm, "x", ord=ord, axis=axis, keepdims=keepdims), [x], 0)
 
