@@ -80,3 +80,55 @@ def test_an_array_from_a_list_literal_has_one_dimension_per_level():
     # its cotangent not unbroadcast.
     _, kinds, _ = lower(_arrays_from_lists, x=FLOAT, y=FLOAT)
     assert (kinds["a"], kinds["b"], kinds["c"]) == (Kind(1, "f"), Kind(2, "f"), Kind(1, "i"))
+
+
+def _index_item(draw, st, shape, axis):
+    """An index item for ``axis`` of ``shape`` and what index_rank is told of it."""
+    from pullback.core.kinds import kind_of_value
+    n = shape[axis] if axis < len(shape) else 1
+    choice = draw(st.sampled_from(["slice", "int", "ints", "ints2", "mask", "none"]))
+    if choice == "slice":
+        return slice(None, None, draw(st.sampled_from([1, -1, 2]))), None, 1
+    if choice == "none":
+        return None, "none", 0
+    if choice == "int":
+        return draw(st.integers(-n, n - 1)), kind_of_value(0), 1
+    if choice in ("ints", "ints2"):
+        size = (2,) if choice == "ints" else (2, 3)
+        i = np.array(draw(st.lists(st.integers(-n, n - 1), min_size=int(np.prod(size)),
+                                   max_size=int(np.prod(size))))).reshape(size)
+        return i, kind_of_value(i), 1
+    dims = draw(st.integers(1, max(1, len(shape) - axis)))
+    m = np.ones(shape[axis:axis + dims], dtype=bool)
+    return m, kind_of_value(m), dims
+
+
+def test_index_rank_is_numpys_rank_of_the_result():
+    """index_rank against NumPy itself, on random mixes of slices, ints, index arrays,
+    masks, new axes and Ellipsis (a mask is all True so that masks broadcast)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from pullback.core.kinds import index_rank
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.data())
+    def run(data):
+        shape = tuple(data.draw(st.lists(st.integers(2, 3), min_size=1, max_size=4)))
+        x = np.zeros(shape)
+        items, told, axis = [], [], 0
+        while axis < len(shape) and data.draw(st.booleans()):
+            item, kind, taken = _index_item(data.draw, st, shape, axis)
+            items.append(item)
+            told.append(kind)
+            axis += taken
+        if data.draw(st.booleans()):
+            k = data.draw(st.integers(0, len(items)))
+            items.insert(k, Ellipsis)
+            told.insert(k, "...")
+        try:
+            expected = x[tuple(items)].ndim
+        except (IndexError, ValueError):
+            return          # index arrays that do not broadcast together
+        assert index_rank(len(shape), told) == expected, (shape, items)
+    run()

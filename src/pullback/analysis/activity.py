@@ -18,7 +18,7 @@ import ast
 import functools
 
 from ..core import ir
-from ..core.kinds import BOOL, INT, MISSING, OTHER, SHAPE, Kind, broadcast, join, kind_of_value
+from ..core.kinds import BOOL, INT, MISSING, OTHER, SHAPE, Kind, broadcast, index_rank, join, kind_of_value
 from ..rules import registry, results
 
 
@@ -164,24 +164,11 @@ class KindInference:
         if base.ndim is None:
             return OTHER
         idx = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
-        removed, added, unknown = 0, 0, False
-        for i in idx:
-            if isinstance(i, ast.Slice):
-                continue
-            if isinstance(i, ast.Constant) and i.value is None:
-                added += 1
-                continue
-            if isinstance(i, ast.Constant) and i.value is Ellipsis:
-                unknown = True
-                continue
-            k = self.expr(i)
-            if k.ndim == 0 and k.dtype in "i":
-                removed += 1
-            else:
-                unknown = True
-        if base.ndim == -1 or unknown:
-            return Kind(-1, base.dtype)
-        return Kind(max(base.ndim - removed, 0) + added, base.dtype)
+        rank = index_rank(base.ndim, [None if isinstance(i, ast.Slice) else
+                                      "none" if isinstance(i, ast.Constant) and i.value is None
+                                      else "..." if isinstance(i, ast.Constant) and i.value is Ellipsis
+                                      else self.expr(i) for i in idx])
+        return Kind(-1 if rank is None else rank, base.dtype)
 
     def call(self, e, stmt):
         """The result kind of a call: its primitive's abstract evaluation (a method

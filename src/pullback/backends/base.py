@@ -55,6 +55,10 @@ class Backend:
         """Refuse, with an error located at statement ``s``, a rule whose derivative
         this backend cannot run for the arguments ``bound``."""
 
+    def check_index(self, tr, s, index_kinds) -> None:
+        """Refuse, with an error located at statement ``s``, an index this backend
+        cannot apply; ``index_kinds`` are the kinds of its array and int items."""
+
     def finish(self, fn, src: str, filename: str, full_source: str):
         """The callable to hand out for the generated function ``fn``."""
         return fn

@@ -71,6 +71,16 @@ class NumbaBackend(Backend):
                         "Use jit=False, or register a Numba twin for the helper with "
                         "pullback.rules.registry.numba_twin beside it.", cls=NumbaCompileError)
 
+    def check_index(self, tr, s, index_kinds):
+        """Numba indexes with a boolean mask of one dimension only (one of more fails
+        inside Numba, with no message): refused here, located."""
+        if any(k.dtype == "b" and k.ndim is not None and k.ndim > 1 for k in index_kinds):
+            raise tr.error(s, "indexing with a boolean mask of more than one dimension under "
+                           "the Numba backend (jit=True): Numba takes 1-D masks only",
+                           "Index the flattened arrays, `a.ravel()[mask.ravel()]`, or use "
+                           "np.where(mask, new, a) for a masked write, or use jit=False.",
+                           cls=NumbaCompileError)
+
     def primal(self, f, py_func):
         return f
 

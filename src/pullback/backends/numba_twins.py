@@ -87,6 +87,28 @@ def _buffer_like(adjoint, value):
     return None
 
 
+@registry.numba_twin(runtime.scatter_add)
+def _scatter_add(adjoint, value, index, g):
+    """``np.add.at``, which Numba lacks, for any index Numba itself can apply (an
+    integer or boolean array, alone or beside slices and ints): the index is applied
+    to the flat positions of ``value`` and ``g`` is added position by position, so a
+    position the index repeats accumulates.  Writes into a contiguous buffer; the
+    generated code takes the returned one."""
+    if not is_array(value):
+        return None
+
+    def scatter_add(adjoint, value, index, g):
+        buf = np.ascontiguousarray(runtime.buffer_like(adjoint, value))
+        positions = np.arange(buf.size).reshape(buf.shape)[index]
+        flat = buf.reshape(-1)
+        picked = np.ravel(positions)
+        added = np.ravel(np.broadcast_to(g, positions.shape))
+        for k in range(picked.size):
+            flat[picked[k]] += added[k]
+        return buf
+    return scatter_add
+
+
 @registry.numba_twin(runtime.snapshot)
 def _snapshot(value):
     if is_array(value):

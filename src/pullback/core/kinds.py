@@ -116,3 +116,34 @@ class _Missing:
 
 
 MISSING = _Missing()
+
+
+def index_rank(ndim: int | None, items: list) -> int | None:
+    """The rank of ``x[items]`` for an ``x`` of rank ``ndim``, by NumPy's rules, or
+    None when it cannot be told.  Each item is the :class:`Kind` of an index, or
+    ``None`` for a slice, ``"none"`` for ``np.newaxis``, ``"..."`` for Ellipsis.
+
+    Slices and Ellipsis keep the axes they take; an int removes one; an integer
+    array takes one axis and a boolean mask as many as it has; the index arrays
+    together put in the rank they broadcast to (a mask counts as rank 1)."""
+    if ndim is None or ndim < 0:
+        return None
+    taken, added, advanced = 0, 0, []
+    for k in items:
+        if k is None or k == "...":
+            continue
+        if k == "none":
+            added += 1
+        elif k.ndim == 0 and k.dtype == "i":
+            taken += 1
+        elif k.ndim is not None and k.ndim > 0 and k.dtype == "i":
+            taken += 1
+            advanced.append(k.ndim)
+        elif k.ndim is not None and k.ndim > 0 and k.dtype == "b":
+            taken += k.ndim
+            advanced.append(1)
+        else:
+            return None
+    if taken > ndim:
+        return None
+    return ndim - taken + added + max(advanced, default=0)

@@ -179,6 +179,8 @@ class ReverseTransform:
         (a function of pullback's own that the normalizer calls, such as the trip
         count of ``reversed(range(...))``) calls it through a helper bound to it."""
         e = s.expr
+        if isinstance(e, ast.Subscript):
+            self._check_index(s, e.slice)
         twin = self.backend.primal_twin(s.callee, s.method, e, self.kind) \
             if isinstance(e, ast.Call) else None
         if twin is not None:
@@ -195,6 +197,15 @@ class ReverseTransform:
             return [s]
         s = copy.copy(s)
         s.expr = ast.Call(ast.Name(self.helper(s.callee, e.func.id)), e.args, e.keywords)
+        return [s]
+
+    def _check_index(self, s, index):
+        items = index.elts if isinstance(index, ast.Tuple) else [index]
+        self.backend.check_index(self, s, [self.kind(i) for i in items
+                                           if not isinstance(i, (ast.Slice, ast.Constant))])
+
+    def _prepare_setitem(self, s: ir.SetItem) -> list:
+        self._check_index(s, s.index)
         return [s]
 
     def _prepare_if(self, s: ir.If) -> list:
@@ -401,7 +412,7 @@ class ReverseTransform:
 
 
 _PREPARE = ir.table("loop bookkeeping", {
-    ir.Assign: ReverseTransform._prepare_assign, ir.SetItem: lambda tr, s: [s],
+    ir.Assign: ReverseTransform._prepare_assign, ir.SetItem: ReverseTransform._prepare_setitem,
     ir.Return: lambda tr, s: [s],
     ir.If: ReverseTransform._prepare_if, ir.For: ReverseTransform._prepare_for,
     ir.While: ReverseTransform._prepare_while})

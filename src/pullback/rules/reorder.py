@@ -321,3 +321,36 @@ def _rot90_vjp_numba(g, m, k=1, axes=(0, 1)):
 def _rot90_numba(m, k=1, axes=(0, 1)):
     rot = _rot90_body(m, k, axes)
     return lambda m, k=1, axes=(0, 1): rot(m, k, axes[0], axes[1])
+
+
+def _rolled_to(n, axis, start):
+    """Where ``np.rollaxis(a, axis, start)`` puts ``axis`` of an ``n``-d array, both
+    normalized: it is ``np.moveaxis(a, axis, to)``."""
+    axis = axis % n
+    start = start + n if start < 0 else start
+    return axis, (start - 1 if axis < start else start)
+
+
+@numba_twin(np.rollaxis)
+def _rollaxis_numba(a, axis, start=0):
+    # Numba has no np.rollaxis: it is a moveaxis.
+    if not (twins.is_array(a) and twins.is_int(axis)):
+        return None
+    rolled = twins.jitted(_rolled_to)
+
+    def rollaxis(a, axis, start=0):
+        src, to = rolled(a.ndim, axis, start)
+        return np.moveaxis(a, src, to)
+    return rollaxis
+
+
+@numba_twin(rollaxis_vjp)
+def _rollaxis_vjp_numba(g, a, axis, start=0):
+    if not (twins.is_array(g) and twins.is_int(axis)):
+        return None
+    rolled = twins.jitted(_rolled_to)
+
+    def back(g, a, axis, start=0):
+        src, to = rolled(g.ndim, axis, start)
+        return np.ascontiguousarray(np.moveaxis(g, to, src))
+    return back

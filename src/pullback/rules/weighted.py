@@ -3,14 +3,14 @@ nanmean (a NaN entry weighs 0) and average (given weights).
 
 NaN entries get 0; a slice of NaNs only (whose ``nanmean`` is NaN) gets 0.
 ``average(..., returned=True)`` raises NotImplementedError.  Conventions are
-those of :mod:`pullback.rules.reductions`.  (No Numba twins: under
-``jit=True`` these are refused.)
+those of :mod:`pullback.rules.reductions`.  Under ``jit=True`` nansum and nanmean
+run through Numba twins (one int axis or none); average is refused.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import results
+from . import results, twins
 from .elementwise import (
     as_array,
     expand_reduced,
@@ -21,8 +21,20 @@ from .elementwise import (
     shape_of,
     unbroadcast,
 )
-from .reductions import mean_vjp, no_mask, safe_divisor, sum_keep
-from .registry import defrule
+from .reductions import (
+    _MEAN_SIG,
+    _SUM_SIG,
+    check_axis,
+    mean_vjp,
+    no_mask,
+    reduction_twin,
+    safe_divisor,
+    slice_sums,
+    spreader,
+    sum_keep,
+    takes_all,
+)
+from .registry import defrule, numba_twin
 
 __all__ = ["nansum_vjp", "nanmean_vjp", "average_vjp_a", "average_vjp_weights"]
 
@@ -134,3 +146,43 @@ defrule(np.average, "a, axis=None, weights=None, returned=False, *, keepdims=Fal
         result=results.reduction,
         a="average_vjp_a(g, a, axis, weights, returned, keepdims)",
         weights="average_vjp_weights(g, ans, a, axis, weights, returned, keepdims)")
+
+
+# ---------------------------------------------------------------------------
+# Numba twins: NaN-ignoring reductions over one int axis or all (Numba's own
+# nansum and nanmean take no axis: the forward sweep calls these).
+
+numba_twin(np.nansum)(reduction_twin(_SUM_SIG, lambda x, p: np.nansum(x)))
+numba_twin(np.nanmean)(reduction_twin(_MEAN_SIG, lambda x, p: np.nanmean(x)))
+
+
+@numba_twin(nansum_vjp)
+def _nansum_vjp_numba(g, a, axis=None, keepdims=False, where=True):
+    if twins.is_number(a):
+        return lambda g, a, axis=None, keepdims=False, where=True: 0.0 if np.isnan(a) else g
+    check_axis(axis, where)
+    spread = spreader(g, a, axis)
+    return lambda g, a, axis=None, keepdims=False, where=True: \
+        np.where(np.isnan(a), 0.0, spread(g, a, axis))
+
+
+@numba_twin(nanmean_vjp)
+def _nanmean_vjp_numba(g, a, axis=None, keepdims=False, where=True):
+    if twins.is_number(a):
+        return lambda g, a, axis=None, keepdims=False, where=True: 0.0 if np.isnan(a) else g
+    check_axis(axis, where)
+    spread = spreader(g, a, axis)
+    if takes_all(a, axis):
+        def counts(present, axis):
+            return np.full(present.shape, max(np.sum(present), 1.0))
+    else:
+        sums = slice_sums()
+
+        def counts(present, axis):
+            return np.maximum(sums(present, axis % present.ndim), 1.0)
+    count = twins.jitted(counts)
+
+    def vjp(g, a, axis=None, keepdims=False, where=True):
+        present = np.where(np.isnan(a), 0.0, 1.0)
+        return np.where(present > 0.0, spread(g, a, axis) / count(present, axis), 0.0)
+    return vjp
