@@ -309,3 +309,29 @@ def _rolled_axes(A, w):
 def test_rollaxis_compiles():
     r = np.random.default_rng(9)
     check(_rolled_axes, (r.normal(size=(2, 3, 4)), r.normal(size=(4, 1, 1))), (0, 1))
+
+
+def _list_indices(A, v):
+    B = A * 1.0
+    B[[0, 2]] = v
+    return np.sum(B ** 2 * A) + np.sum(A[[True, False, True, True]] * 3.0) + np.sum(A[[3, 3, 0], 1:] ** 2)
+
+
+def _squeezed(A):
+    return np.sum(np.squeeze(A, axis=1) ** 2) + np.sum(A.squeeze(1) @ np.arange(1.0, 3.0))
+
+
+def test_list_indices_and_squeeze_with_an_axis_compile():
+    """A list written as an index is indexed with as its array (Numba takes no list);
+    np.squeeze with an int axis is a reshape."""
+    r = np.random.default_rng(10)
+    check(_list_indices, (r.normal(size=(4, 2)), r.normal(size=2)), (0, 1))
+    check(_squeezed, (r.normal(size=(3, 1, 2)),))
+
+
+def test_squeeze_without_an_axis_is_refused_under_numba():
+    def f(A):
+        return np.sum(np.squeeze(A) ** 2)
+    with pytest.raises(pullback.NumbaCompileError,
+                       match="(?s)np.squeeze\\(A\\).*np.squeeze without an int axis="):
+        pullback.grad(f, jit=True)(np.ones((3, 1, 2)))

@@ -4,6 +4,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..core import ir
 from .scope import UNRESOLVED
 
@@ -94,9 +96,11 @@ class Expressions:
         if isinstance(s, ast.Tuple):
             return ast.Tuple([self.lower_index(x, scope) for x in s.elts], ast.Load())
         if isinstance(s, ast.List):
-            # x[[0, 2]] picks elements; a tuple x[(0, 2)] would index two axes.
+            # x[[0, 2]] picks elements (a tuple x[(0, 2)] would index two axes), as the
+            # array of the list does, which every backend takes (Numba takes no list).
             items = [self.lower_expr(x, scope) for x in s.elts]
-            return self.as_name(ast.List(items, ast.Load()), s, scope)
+            listed = self.as_name(ast.List(items, ast.Load()), s, scope)
+            return self.temp(s, ast.Call(ast.Name("array"), [listed], []), scope, callee=np.array)
         return self.lower_expr(s, scope)
 
     def lower_compare(self, e, scope):

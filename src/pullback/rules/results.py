@@ -122,6 +122,18 @@ def expanded(fn, args, kws, call) -> Kind:
     return Kind(-1, dtype)
 
 
+def squeezed(fn, args, kws, call) -> Kind:
+    """``squeeze(a, axis)``: one dimension fewer per axis given; without an axis, a
+    rank not known before it runs (it depends on the shape)."""
+    first, axis = _first(args), (args[1:] or [kws.get("axis", OTHER)])[0]
+    dtype = _numeric_dtype(first)
+    removed = 1 if axis == INT else axis.ndim if axis.dtype == "t" else None
+    if first.ndim is not None and first.ndim >= 0 and removed is not None \
+            and removed <= first.ndim:
+        return Kind(first.ndim - removed, dtype)
+    return Kind(-1, dtype)
+
+
 def rank_unknown(fn, args, kws, call) -> Kind:
     """``squeeze``: the first argument's dtype, a rank not known before it runs."""
     return Kind(-1, _numeric_dtype(_first(args)))

@@ -218,7 +218,7 @@ defrule(np.swapaxes, "a, axis1, axis2", view=True, methods=("swapaxes",), result
         a="swapaxes_vjp(g, a, axis1, axis2)")
 defrule(np.moveaxis, "a, source, destination", view=True, result=results.permuted,
         a="moveaxis_vjp(g, a, source, destination)")
-defrule(np.squeeze, "a, axis=None", view=True, result=results.rank_unknown, methods=("squeeze",),
+defrule(np.squeeze, "a, axis=None", view=True, result=results.squeezed, methods=("squeeze",),
         a="squeeze_vjp(g, a)")
 defrule(np.expand_dims, "a, axis", view=True, result=results.expanded, a="squeeze_vjp(g, a)")
 defrule(np.broadcast_to, "array, shape, subok=False", view=True, result=results.reshaped,
@@ -270,6 +270,26 @@ def _reshape_vjp_numba(g, a, order="C"):
     if twins.is_array(a):
         return lambda g, a, order="C": np.full(a.shape, g)
     return None
+
+
+def _squeeze_axis(a, axis, shaper):
+    ax = axis % a.ndim
+    if a.shape[ax] != 1:
+        raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
+    return np.ascontiguousarray(a).reshape(shaper(a.shape, ax))
+
+
+@numba_twin(np.squeeze, always=True)
+def _squeeze_numba(a, axis=None):
+    """Numba has no np.squeeze: one int axis, by a reshape.  Without an axis the
+    result's rank depends on the shape, which Numba must know when it compiles."""
+    if not twins.is_array(a):
+        return None
+    if not twins.is_int(axis):
+        twins.unsupported("np.squeeze without an int axis= (give one: the rank of its "
+                          "result depends on the shape)")
+    shaper, body = twins.reduced_shape(a.ndim, False), twins.jitted(_squeeze_axis)
+    return lambda a, axis=None: body(a, axis, shaper)
 
 
 @numba_twin(squeeze_vjp)
