@@ -335,3 +335,16 @@ def test_squeeze_without_an_axis_is_refused_under_numba():
     with pytest.raises(pullback.NumbaCompileError,
                        match="(?s)np.squeeze\\(A\\).*np.squeeze without an int axis="):
         pullback.grad(f, jit=True)(np.ones((3, 1, 2)))
+
+
+def _numbers_listed(x, y):
+    s = 0.0
+    for k in range(3):
+        s = s + np.mean([x, y * k, 1.0]) * np.std([x * y, y, 0.5 * k])
+    return s + np.linalg.norm([x, y]) + np.max((x, 2.0 * y)) + np.sum(np.array([x, y]) ** 2)
+
+
+def test_numbers_listed_as_an_array_argument_compile():
+    """np.mean([x, y]): under Numba the tuple of numbers is made an array first."""
+    check(_numbers_listed, (0.3, 0.7), (0, 1))
+    check(_numbers_listed, (-1.2, 0.4), (0, 1))

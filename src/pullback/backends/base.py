@@ -28,6 +28,9 @@ class Backend:
     loop_sums = True
     #: A recursive call may be differentiated at run time, one level at a time.
     runtime_recursion = True
+    #: A tuple of numbers passed to a library function (``np.mean([x, y])``) is
+    #: made an array first, in a statement of its own.
+    sequences_as_arrays = False
     #: ``da[i:j] += g`` is written ``add_into(da[i:j], g)``: Numba's augmented
     #: assignment to a slice builds the sum and copies it back; NumPy's adds in place.
     add_into_views = False

@@ -32,6 +32,7 @@ class NumbaBackend(Backend):
     runtime_recursion = False
     loop_sums = False
     add_into_views = True
+    sequences_as_arrays = True
 
     def accumulate_into(self, helper):
         return _ACCUMULATE_INTO.get(id(helper), (None, None))[1]
