@@ -81,10 +81,7 @@ PYTHON: dict[str, Expect] = {
     "numpy/r_mixed": syntax(_R_INDEX),
     "numpy/r_slicing": syntax(_R_INDEX),
     "numpy/c_": syntax(_R_INDEX),
-    "numpy/gradient-2d": missing("np.gradient"),
-    "numpy/gradient-1d": missing("np.gradient"),
     # ---- autograd tests/test_systematic.py
-    "systematic/gradient_last_axis": missing("np.gradient"),
     "systematic/partition": missing("np.partition"),
     "systematic/select": missing("np.select"),
     "systematic/pad": missing("np.pad"),

@@ -3,6 +3,7 @@ from . import (  # noqa: F401
     cumulative,
     decompositions,
     diagonals,
+    differences,
     einsum,
     elementwise,
     extrema,
