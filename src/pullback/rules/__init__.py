@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     manipulation,
     nondiff,
     norm,
+    padding,
     prod,
     reductions,
     registry,
