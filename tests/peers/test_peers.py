@@ -83,7 +83,6 @@ PYTHON: dict[str, Expect] = {
     "numpy/c_": syntax(_R_INDEX),
     # ---- autograd tests/test_systematic.py
     "systematic/partition": missing("np.partition"),
-    "systematic/select": missing("np.select"),
     # ---- autograd tests/test_linalg.py
     "linalg/eig_real": missing("np.linalg.eig"),
     # ---- autograd tests/test_scalar_ops.py

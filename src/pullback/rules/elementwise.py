@@ -48,7 +48,8 @@ from .registry import defnondiff, defrule, numba_twin
 _AxisError = getattr(getattr(np, "exceptions", np), "AxisError")
 
 __all__ = ["unbroadcast", "unbroadcast_product", "namespace", "as_array", "clip_vjp_a",
-           "clip_vjp_min", "clip_vjp_max", "polyval_vjp_p", "polyval_vjp_x"]
+           "clip_vjp_min", "clip_vjp_max", "polyval_vjp_p", "polyval_vjp_x",
+           "select_vjp_choices", "select_vjp_default"]
 
 
 # ---------------------------------------------------------------------------
@@ -458,6 +459,42 @@ defrule(np.fmin, "x1, x2, /",
 defrule(np.where, "condition, x=None, y=None, /",
         x="np.where(condition, g, 0.0)",
         y="np.where(condition, 0.0, g)")
+
+
+# select: each entry is taken from the first choice whose condition holds there,
+# else from the default; its cotangent goes back to that one.
+
+def _first_holding(xp, condlist, like):
+    """For each condition, where it is the first that holds; and where none does."""
+    taken = xp.zeros(like.shape, dtype=xp.bool)
+    firsts = []
+    for cond in condlist:
+        c = xp.broadcast_to(as_array(xp, cond, like), like.shape)
+        firsts.append(c & ~taken)
+        taken = taken | c
+    return firsts, ~taken
+
+
+def select_vjp_choices(g, condlist, choicelist, default=0):
+    """Cotangents of ``choicelist`` in ``np.select``: ``g`` where each was chosen."""
+    xp = namespace(g, *choicelist)
+    G = as_array(xp, g, *choicelist)
+    firsts, _ = _first_holding(xp, condlist, G)
+    zero = xp.zeros_like(G)
+    return [unbroadcast(xp.where(here, G, zero), choice) for here, choice in zip(firsts, choicelist)]
+
+
+def select_vjp_default(g, condlist, choicelist, default=0):
+    """Cotangent of ``default`` in ``np.select``: ``g`` where no condition holds."""
+    xp = namespace(g, default)
+    G = as_array(xp, g, default)
+    _, none = _first_holding(xp, condlist, G)
+    return unbroadcast(xp.where(none, G, xp.zeros_like(G)), default)
+
+
+defrule(np.select, "condlist, choicelist, default=0", result=results.array,
+        choicelist="select_vjp_choices(g, condlist, choicelist, default)",
+        default="select_vjp_default(g, condlist, choicelist, default)")
 
 
 # ---------------------------------------------------------------------------

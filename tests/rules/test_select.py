@@ -1,0 +1,42 @@
+"""np.select: the cotangent of each choice (where it was the first whose condition
+held) and of the default, against finite differences, with broadcasting."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+import pullback
+from helpers import assert_fd_close, fd_grad
+from pullback.rules.elementwise import select_vjp_choices, select_vjp_default
+
+from .checks import SETTINGS, check_vjp, seeds
+from .checks import array_values as values
+
+
+@SETTINGS
+@given(n=st.integers(1, 6), k=st.integers(1, 3), seed=seeds, data=st.data())
+def test_select_cotangents(n, k, seed, data):
+    rng = np.random.default_rng(seed)
+    conds = [rng.random(n) < 0.4 for _ in range(k)]
+    # each choice an array of n, a broadcast (1,) or (n, 1) would change the result's shape
+    shapes = [data.draw(st.sampled_from([(n,), (1,), ()])) for _ in range(k)]
+    choices = [values(seed + i, s) for i, s in enumerate(shapes)]
+    default = values(seed + 7, data.draw(st.sampled_from([(n,), ()])))
+    for i in range(k):
+        def fn(c, i=i):
+            return np.select(conds, choices[:i] + [c] + choices[i + 1:], default)
+        check_vjp(fn, lambda g, ans, c, i=i: select_vjp_choices(
+            g, conds, choices[:i] + [c] + choices[i + 1:], default)[i], [choices[i]], 0)
+    check_vjp(lambda d: np.select(conds, choices, d),
+              lambda g, ans, d: select_vjp_default(g, conds, choices, d), [default], 0)
+
+
+def test_select_in_a_differentiated_function():
+    def f(x, y, d):
+        return np.sum(np.select([x < -0.3, x > 0.4], [x ** 2, y * x], default=d) ** 2)
+    r = np.random.default_rng(1)
+    args = (r.normal(size=9), r.normal(size=9), 0.7)
+    for k, g in enumerate(pullback.grad(f, argnums=(0, 1, 2))(*args)):
+        assert_fd_close(g, fd_grad(f, args, k))
+    assert pullback.grad(f, argnums=2)(*args) != 0.0      # the default is reached
