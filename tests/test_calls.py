@@ -73,3 +73,23 @@ def test_recursion_under_numba_is_a_clear_error():
 def test_sum_of_generator_on_numba():
     g = pullback.grad(sum_generator, jit=True)(P)
     assert_fd_close(g, fd_grad(sum_generator, (P,), 0), rtol=1e-6)
+
+
+def _sum_of_listed_arrays(x, y):
+    total = sum([x, y * 2.0])
+    total[0] = 5.0              # a new array, as Python's 0 + x makes: x is not written
+    return np.sum(np.sin(total)) + np.sum(sum((x, y), np.ones(3)) ** 2) + np.sum(x)
+
+
+def _sum_of_listed_numbers(a, b):
+    return sum([a * b, b, 1.5]) * sum([a], start=2.0) + sum([]) + sum((a,))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_builtin_sum_of_a_list_written_out(jit):
+    """sum([a, b]) is (0 + a) + b, as Python computes it: arrays or numbers, with start."""
+    r = np.random.default_rng(4)
+    for f, args in [(_sum_of_listed_numbers, (0.7, -1.3)),
+                    (_sum_of_listed_arrays, (r.normal(size=3), r.normal(size=3)))]:
+        for k, g in enumerate(pullback.grad(f, argnums=(0, 1), jit=jit)(*args)):
+            assert_fd_close(g, fd_grad(f, args, k))

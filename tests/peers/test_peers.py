@@ -73,7 +73,6 @@ _R_INDEX = "np.r_[...] / np.c_[...] of differentiated values (use np.concatenate
 # Python backend (also applies to the autograd cross-check of the same case).
 PYTHON: dict[str, Expect] = {
     # ---- autograd tests/test_numpy.py
-    "numpy/non_numpy_sum": missing("builtin sum of a list of arrays"),
     "numpy/scalar_array_box_attributes": syntax("assert"),
     "numpy/r_basic": syntax(_R_INDEX),
     "numpy/r_double": syntax(_R_INDEX),

@@ -64,14 +64,9 @@ class Calls:
                 return self.lower_method_call(e, scope)
             raise self.error(f"a call to {ast.unparse(e.func)}, which is not a known function",
                              e, scope)
-        if fn in (min, max) and len(e.args) > 2 and not e.keywords:
-            # max(a, b, c) == max(max(a, b), c): the two-argument rule applies.
-            acc = self.lower_expr(e.args[0], scope)
-            for a in e.args[1:]:
-                b = self.lower_expr(a, scope)
-                call = ast.Call(copy_expr(e.func), [acc, b], [])
-                acc = self.temp(e, call, scope, callee=fn)
-            return acc
+        folded = self.fold_builtin(e, fn, scope)
+        if folded is not None:
+            return folded
         if fn in _ITER_BUILTINS:
             raise self.error(f"{fn.__name__}() outside a for statement", e, scope,
                              f"use {fn.__name__}() directly in `for ... in {fn.__name__}(...)`")
@@ -96,6 +91,26 @@ class Calls:
         args = [self.lower_expr(a, scope) for a in e.args]
         kws = [ast.keyword(k.arg, self.lower_expr(k.value, scope)) for k in e.keywords]
         return Primitive(ast.Call(func, args, kws), callee=fn)
+
+    def fold_builtin(self, e: ast.Call, fn, scope):
+        """A builtin call written as the two-argument operations it performs, or None:
+        ``max(a, b, c)`` is ``max(max(a, b), c)`` (the two-argument rule applies), and
+        ``sum([a, b])`` is ``(start + a) + b``, as Python adds them (start 0)."""
+        if fn in (min, max) and len(e.args) > 2 and not e.keywords:
+            acc = self.lower_expr(e.args[0], scope)
+            for a in e.args[1:]:
+                b = self.lower_expr(a, scope)
+                acc = self.temp(e, ast.Call(copy_expr(e.func), [acc, b], []), scope, callee=fn)
+            return acc
+        if fn is sum and e.args and isinstance(e.args[0], (ast.List, ast.Tuple)) \
+                and not any(isinstance(x, ast.Starred) for x in e.args[0].elts):
+            start = e.args[1] if len(e.args) > 1 else \
+                next((k.value for k in e.keywords if k.arg == "start"), ast.Constant(0))
+            acc = self.lower_expr(start, scope)
+            for item in e.args[0].elts:
+                acc = self.temp(e, ast.BinOp(acc, ast.Add(), self.lower_expr(item, scope)), scope)
+            return acc
+        return None
 
     def _rule_for_call(self, e, fn, target, scope):
         """The rule of the called function, if any.  A user's rule receives the call's
