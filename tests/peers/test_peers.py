@@ -81,7 +81,6 @@ PYTHON: dict[str, Expect] = {
     "numpy/r_slicing": syntax(_R_INDEX),
     "numpy/c_": syntax(_R_INDEX),
     # ---- autograd tests/test_systematic.py
-    "systematic/partition": missing("np.partition"),
     # ---- autograd tests/test_linalg.py
     "linalg/eig_real": missing("np.linalg.eig"),
     # ---- autograd tests/test_scalar_ops.py

@@ -7,7 +7,7 @@ from pullback.rules import results
 from pullback.rules.diagonals import diag_vjp, tril_vjp
 from pullback.rules.manipulation import repeat_vjp
 from pullback.rules.registry import lookup
-from pullback.rules.reorder import sort_vjp
+from pullback.rules.reorder import partition_vjp, sort_vjp
 
 from .checks import SETTINGS, check_vjp, rule_vjp, seeds, shapes
 from .checks import array_values as values
@@ -167,6 +167,28 @@ def test_sort_with_ties():
     np.testing.assert_array_equal(np.sort(x), [0.0, 1.0, 2.0, 2.0])
     # Tied entries are interchangeable: together they get the sum of their slots.
     assert ct[1] == 2.0 and ct[3] == 1.0 and ct[0] + ct[2] == 7.0
+
+
+@SETTINGS
+@given(shape=nonempty, data=st.data(), seed=seeds)
+def test_partition(shape, data, seed):
+    nd = len(shape)
+    axis = data.draw(st.one_of(st.none(), st.integers(-nd, nd - 1)))
+    n = int(np.prod(shape)) if axis is None else shape[axis]
+    kth = data.draw(st.one_of(st.integers(-n, n - 1),
+                              st.lists(st.integers(0, n - 1), min_size=1, max_size=3).map(tuple)))
+    _check(np.partition, "a", values(seed, shape), kth=kth, axis=axis)
+
+
+def test_partition_with_ties():
+    x = np.array([2.0, 1.0, 2.0, 0.0, 5.0])
+    ans = np.partition(x, 2)
+    g = np.arange(1.0, 6.0)
+    ct = partition_vjp(g, ans, x, 2)
+    # Each entry of x gets g at the slot its value went to; tied ones share theirs.
+    for v in (0.0, 1.0, 5.0):
+        assert ct[x == v] == g[ans == v]
+    assert ct[0] + ct[2] == g[ans == 2.0].sum()
 
 
 # ---------------------------------------------------------------------------

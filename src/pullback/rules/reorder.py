@@ -15,7 +15,7 @@ from . import results, twins
 from .elementwise import as_array, like_arg, namespace, shape_of
 from .registry import defrule, numba_twin
 
-__all__ = ["flip_vjp", "rot90_vjp", "roll_vjp", "rollaxis_vjp", "sort_vjp"]
+__all__ = ["flip_vjp", "rot90_vjp", "roll_vjp", "rollaxis_vjp", "sort_vjp", "partition_vjp"]
 
 
 # ---------------------------------------------------------------------------
@@ -93,6 +93,23 @@ def sort_vjp(g, a, axis=-1):
     return like_arg(xp.reshape(xp.take_along_axis(G, back, axis=axis), shape_of(a)), a)
 
 
+def partition_vjp(g, ans, a, kth, axis=-1):
+    """Cotangent of ``a`` in ``np.partition(a, kth, axis)``, whose result is some
+    permutation of each slice: the k-th smallest of ``ans`` is the k-th smallest of
+    ``a`` (both ranked stably, so equal values pair up in order), and ``g`` goes
+    back along that pairing.  It depends on ``ans`` only, not on how the
+    partition arranged it."""
+    xp = namespace(g, a)
+    A, ANS, G = as_array(xp, a, g), as_array(xp, ans, g), as_array(xp, g, a)
+    if axis is None:
+        A, axis = xp.reshape(A, (-1,)), 0
+    in_a = xp.argsort(A, axis=axis, stable=True)
+    in_ans = xp.argsort(ANS, axis=axis, stable=True)
+    ranked = xp.take_along_axis(G, in_ans, axis=axis)            # g by rank
+    back = xp.argsort(in_a, axis=axis, stable=True)              # rank of each entry of a
+    return like_arg(xp.reshape(xp.take_along_axis(ranked, back, axis=axis), shape_of(a)), a)
+
+
 # ---------------------------------------------------------------------------
 # Registrations
 
@@ -108,6 +125,8 @@ defrule(np.rollaxis, "a, axis, start=0", result=results.same_shape, view=True,
         a="rollaxis_vjp(g, a, axis, start)")
 defrule(np.sort, "a, axis=-1, kind=None, order=None, *, stable=None", result=results.array,
         a="sort_vjp(g, a, axis)")
+defrule(np.partition, "a, kth, axis=-1, kind='introselect', order=None", result=results.array,
+        a="partition_vjp(g, ans, a, kth, axis)")
 
 
 # ---------------------------------------------------------------------------
