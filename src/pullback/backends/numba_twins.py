@@ -27,6 +27,7 @@ def install() -> None:
     """Overload every registered twin not installed yet (a primal itself is never
     overloaded: the forward sweep calls its stub, see ``backends.numba``)."""
     _install_bool_casts()
+    _install_stacked_matmul()
     for target, twin in registry.all_twins():
         if twin is registry.PLAIN or id(target) in _INSTALLED or registry.lookup(target):
             continue
@@ -51,6 +52,20 @@ def _install_bool_casts() -> None:
     def _int_of_bool(x):
         if isinstance(x, types.Boolean):
             return lambda x: 1 if x else 0
+        return None
+
+
+@functools.cache
+def _install_stacked_matmul() -> None:
+    """``a @ b`` of stacks (an operand of more than 2 dimensions), which Numba's own
+    ``@`` refuses: through linalg's twin.  Installed once; only adds that case."""
+    import operator
+    stacked = linalg.stacked_matmul
+
+    @overload(operator.matmul)
+    def _matmul_of_stacks(a, b):
+        if is_array(a) and is_array(b) and max(a.ndim, b.ndim) > 2:
+            return lambda a, b: stacked(a, b)
         return None
 
 

@@ -19,7 +19,7 @@ from .elementwise import (
     normalize_axes,
     shape_of,
 )
-from .reductions import check_axis, no_mask, reduction_twin, slice_sums, spreader, sum_keep, takes_all
+from .reductions import axis_sums, check_axis, no_mask, reduction_twin, spreader, sum_keep, takes_all
 from .registry import defrule, numba_twin
 
 __all__ = ["max_vjp"]
@@ -65,23 +65,24 @@ for _f, _methods in ((np.max, ("max",)), (np.amax, ()), (np.min, ("min",)), (np.
 
 
 # ---------------------------------------------------------------------------
-# Numba twins: max_vjp, and max and min along one axis (Numba's take no axis).
+# Numba twins: max_vjp, and max and min along one axis or a tuple of axes (Numba's
+# take no axis).
 
 @numba_twin(max_vjp)
 def _max_vjp_numba(g, ans, a, axis=None, keepdims=False, where=True):
-    check_axis(axis, where)
+    check_axis(axis, where, tuples=True)
     spread, spread_ans = spreader(g, a, axis), spreader(ans, a, axis)
     if takes_all(a, axis):
         def whole(g, ans, a, axis=None, keepdims=False, where=True):
             hit = (a == spread_ans(ans, a, axis)) * 1.0
             return spread(g, a, axis) * hit / max(np.sum(hit), 1.0)
         return whole
-    sums = slice_sums()
+    sums = axis_sums(a, axis)
 
     def along(g, ans, a, axis=None, keepdims=False, where=True):
         hit = (a == spread_ans(ans, a, axis)) * 1.0
-        return spread(g, a, axis) * hit / np.maximum(sums(hit, axis % a.ndim), 1.0)
-    if not (twins.is_array(g) and twins.is_array(ans)):
+        return spread(g, a, axis) * hit / np.maximum(sums(hit, axis), 1.0)
+    if not (twins.is_array(g) and twins.is_array(ans) and twins.is_int(axis)):
         return along
     share, split, general = twins.jitted(_share_along), twins.split_shape(), twins.jitted(along)
 

@@ -260,15 +260,147 @@ defrule(np.tensordot, "a, b, axes=2", result=results.unknown,
 
 
 # ---------------------------------------------------------------------------
-# Numba twins: vectors and matrices (no stacks), float arrays.
+# Numba twins: vectors and matrices, and stacks of them (matmul, and dot of an N-D
+# array with a vector or a matrix), float arrays.
 
-def _product_twin(which):
+def _stacked_operands(a, b, name="matmul"):
+    """Refuse operands a stacked product's twin does not cover; else (ra, rb)."""
+    ra, rb = twins.rank(a), twins.rank(b)
+    if not (twins.is_float_array(a) and twins.is_float_array(b)):
+        twins.unsupported(f"{name} of stacks (more than 2 dimensions) that are not both float arrays")
+    return ra, rb
+
+
+def _batch_dim(x, y):
+    """Numba: the size of a batch dimension where sizes ``x`` and ``y`` broadcast."""
+    if x == y or y == 1:
+        return x
+    if x == 1:
+        return y
+    raise ValueError("matmul: batch dimensions do not broadcast")
+
+
+def _batch_index(out_shape, shape):
+    """Numba: for each batch of the result (C order over ``out_shape``), the flat index
+    of the operand's batch (its batch shape ``shape``, padded with 1s, broadcast)."""
+    nb = out_shape.shape[0]
+    total = 1
+    for d in range(nb):
+        total *= out_shape[d]
+    index = np.empty(total, np.int64)
+    for k in range(total):
+        rest, flat, stride = k, 0, 1
+        for d in range(nb - 1, -1, -1):
+            i = rest % out_shape[d]
+            rest //= out_shape[d]
+            if shape[d] != 1:
+                flat += i * stride
+            stride *= shape[d]
+        index[k] = flat
+    return index
+
+
+_STACK_PLANS: dict = {}
+
+
+def _stack_plan(ra: int, rb: int):
+    """A compiled ``f(a, b)`` for ``a @ b`` of ranks ``ra``, ``rb`` (one above 2):
+    ``(a3, b3, ia, ib, shape)``, each operand as a contiguous stack of matrices (a
+    vector promoted to one), the index of each result batch's matrix in each stack
+    (batch dimensions broadcast), and the result's shape."""
+    if (ra, rb) not in _STACK_PLANS:
+        na, nb_ = max(ra - 2, 0), max(rb - 2, 0)
+        nb = max(na, nb_)
+
+        def padded(shape, n):
+            return [("1" if d < nb - n else f"{shape}[{d - (nb - n)}]") for d in range(nb)]
+        sa, sb = padded("a.shape", na), padded("b.shape", nb_)
+        so = [f"bd({x}, {y})" for x, y in zip(sa, sb)]
+        A = "a.reshape((1, a.shape[0]))" if ra == 1 else "a"
+        B = "b.reshape((b.shape[0], 1))" if rb == 1 else "b"
+        n, m, p = (("1" if ra == 1 else f"a.shape[{ra - 2}]"), f"a.shape[{ra - 1}]",
+                   ("1" if rb == 1 else f"b.shape[{rb - 1}]"))
+        result = [f"so[{d}]" for d in range(nb)] + ([n] if ra > 1 else []) + ([p] if rb > 1 else [])
+
+        def tup(items):
+            return "(" + "".join(i + ", " for i in items) + ")"
+        src = (f"def f(a, b):\n"
+               f"    so = {tup(so)}\n"
+               f"    a3 = np.ascontiguousarray({A}).reshape((-1, {n}, {m}))\n"
+               f"    b3 = np.ascontiguousarray({B}).reshape((-1, {m}, {p}))\n"
+               f"    if b3.shape[1] != {m}:\n"
+               f"        raise ValueError('matmul: mismatch in its core dimension')\n"
+               f"    shape_o = np.array(so, np.int64)\n"
+               f"    ia = index(shape_o, np.array({tup(sa)}, np.int64))\n"
+               f"    ib = index(shape_o, np.array({tup(sb)}, np.int64))\n"
+               f"    return a3, b3, ia, ib, {tup(result)}\n")
+        ns = {"np": np, "bd": twins.jitted(_batch_dim), "index": twins.jitted(_batch_index)}
+        exec(src, ns)
+        _STACK_PLANS[ra, rb] = twins.jitted(ns["f"])
+    return _STACK_PLANS[ra, rb]
+
+
+def stacked_matmul(a, b):
+    """``a @ b`` (the Python of the Numba twin below, which the Numba backend calls
+    for operands of more than 2 dimensions, Numba's own ``@`` taking at most 2)."""
+    return a @ b
+
+
+@numba_twin(stacked_matmul)
+def _stacked_matmul_numba(a, b):
+    """Stacks of matrices (a vector promoted to one, as matmul does), the batch
+    dimensions broadcast: each result matrix by Numba's 2-D ``@``."""
+    ra, rb = _stacked_operands(a, b)
+    plan = _stack_plan(ra, rb)
+
+    def impl(a, b):
+        a3, b3, ia, ib, shape = plan(a, b)
+        out = np.empty((ia.shape[0], a3.shape[1], b3.shape[2]))
+        for k in range(ia.shape[0]):
+            out[k] = a3[ia[k]] @ b3[ib[k]]
+        return out.reshape(shape)
+    return impl
+
+
+def _stacked_vjp(which, a, b):
+    """The twin of the cotangent of operand ``which`` of a stacked ``a @ b``: each
+    result batch's contribution added into the matrix of the stack it came from
+    (the sum over broadcast batch dimensions)."""
+    ra, rb = _stacked_operands(a, b)
+    plan = _stack_plan(ra, rb)
+
+    def vjp_a(g, a, b):
+        a3, b3, ia, ib, shape = plan(a, b)
+        g3 = np.ascontiguousarray(g).reshape((ia.shape[0], a3.shape[1], b3.shape[2]))
+        out = np.zeros(a3.shape)
+        for k in range(ia.shape[0]):
+            out[ia[k]] += g3[k] @ b3[ib[k]].T
+        return out.reshape(a.shape)
+
+    def vjp_b(g, a, b):
+        a3, b3, ia, ib, shape = plan(a, b)
+        g3 = np.ascontiguousarray(g).reshape((ia.shape[0], a3.shape[1], b3.shape[2]))
+        out = np.zeros(b3.shape)
+        for k in range(ia.shape[0]):
+            out[ib[k]] += a3[ia[k]].T @ g3[k]
+        return out.reshape(b.shape)
+    return vjp_b if which else vjp_a
+
+
+def _product_twin(which, dot=False):
     """The twin of the cotangent of operand ``which`` (0: a, 1: b) of ``a @ b`` or
-    ``np.dot(a, b)``, for operands that are vectors, matrices or (dot) numbers."""
+    (``dot``) ``np.dot(a, b)``, for operands that are vectors, matrices, stacks of
+    them or (dot) numbers."""
     def twin(g, a, b):
         ra, rb = twins.rank(a), twins.rank(b)
-        if ra is None or rb is None or ra > 2 or rb > 2:
-            twins.unsupported("the derivative of a product of arrays with more than 2 dimensions")
+        if ra is None or rb is None:
+            twins.unsupported("the derivative of a product of operands that are not arrays "
+                              "or numbers")
+        if dot and rb > 2:
+            twins.unsupported("the derivative of np.dot with a second operand of more than "
+                              "2 dimensions")
+        if (ra > 2 or rb > 2) and min(ra, rb) >= 1:
+            return _stacked_vjp(which, a, b)    # dot(N-D, vector or matrix) is matmul
         if ra == 0 or rb == 0:          # np.dot with a number multiplies
             other_rank = rb if which == 0 else ra
             mine = ra if which == 0 else rb
@@ -285,8 +417,10 @@ def _product_twin(which):
     return twin
 
 
-numba_twin(matmul_vjp_a, dot_vjp_a)(_product_twin(0))
-numba_twin(matmul_vjp_b, dot_vjp_b)(_product_twin(1))
+numba_twin(matmul_vjp_a)(_product_twin(0))
+numba_twin(matmul_vjp_b)(_product_twin(1))
+numba_twin(dot_vjp_a)(_product_twin(0, dot=True))
+numba_twin(dot_vjp_b)(_product_twin(1, dot=True))
 
 @numba_twin(outer_vjp_a)
 def _outer_vjp_a_numba(g, a, b):
@@ -304,10 +438,12 @@ def _outer_vjp_b_numba(g, a, b):
 
 @numba_twin(np.matmul)
 def _matmul_numba(x1, x2, out=None):
-    # Numba has the @ operator but no np.matmul.
-    if twins.is_none(out):
-        return lambda x1, x2, out=None: x1 @ x2
-    return None
+    # Numba has the @ operator (of vectors and matrices) but no np.matmul.
+    if not twins.is_none(out):
+        return None
+    if max(twins.rank(x1) or 0, twins.rank(x2) or 0) > 2:
+        return lambda x1, x2, out=None: stacked_matmul(x1, x2)
+    return lambda x1, x2, out=None: x1 @ x2
 
 
 @numba_twin(np.dot)
@@ -317,6 +453,11 @@ def _dot_numba(a, b, out=None):
         return None
     if twins.is_number(a) or twins.is_number(b):
         return lambda a, b, out=None: a * b
+    ra, rb = twins.rank(a), twins.rank(b)
+    if ra is not None and rb is not None and rb > 2:
+        twins.unsupported("np.dot with a second operand of more than 2 dimensions")
+    if ra is not None and ra > 2:        # (..., n, m) . (m,) or (m, p): matmul
+        return lambda a, b, out=None: stacked_matmul(a, b)
     return lambda a, b, out=None: np.dot(a, b)
 
 

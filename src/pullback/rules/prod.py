@@ -422,9 +422,10 @@ def _others3(x3, g2, out):
 
 
 def axis_layout(x, axis):
-    """Numba: (pre, n, post) of ``x`` around ``axis`` (all of it for None)."""
+    """Numba: (pre, n, post) of ``x`` around ``axis`` (all of it for None, or for a
+    tuple of every axis)."""
     split = twins.split_shape()
-    if twins.is_none(axis) or x.ndim == 1:
+    if twins.is_none(axis) or x.ndim == 1 or twins.axes_count(axis) == x.ndim:
         return twins.jitted(lambda x, axis: (1, x.size, 1))
     return twins.jitted(lambda x, axis: split(x.shape, axis % x.ndim))
 
@@ -443,6 +444,9 @@ def _prod_vjp_numba(g, ans, x, axis=None, keepdims=False, initial=None, where=Tr
         twins.unsupported("the derivative of np.prod with initial= or where=")
     layout, as2 = axis_layout(x, axis), _as2(g)
     kernel, others = twins.jitted(_prod_grad_kernel), twins.jitted(_others3)
+    r = twins.axes_count(axis)
+    if r is not None and 1 < x.ndim != r:
+        return _prod_vjp_axes(x, r, as2, kernel, others)
 
     def impl(g, ans, x, axis=None, keepdims=False, initial=None, where=True, exact=None):
         pre, n, post = layout(x, axis)
@@ -452,6 +456,23 @@ def _prod_vjp_numba(g, ans, x, axis=None, keepdims=False, initial=None, where=Tr
         if not kernel(x3, g2, out, np.empty((0, 0))):
             others(x3, g2, out)
         return out.reshape(x.shape)
+    return impl
+
+
+def _prod_vjp_axes(x, r, as2, kernel, others):
+    """The twin of prod_vjp over a tuple of ``r`` axes (not all): the kernel over the
+    rows of ``x`` with the reduced axes moved last, moved back."""
+    plan = twins.axes_plan(x.ndim, r)
+
+    def impl(g, ans, x, axis=None, keepdims=False, initial=None, where=True, exact=None):
+        perm, back, pre, n, kept, rest = plan(x.shape, axis)
+        xt = np.ascontiguousarray(np.transpose(x, perm))
+        x3 = xt.reshape((pre, n, 1)) * 1.0
+        g2 = as2(g, pre, 1)
+        out = np.empty((pre, n, 1))
+        if not kernel(x3, g2, out, np.empty((0, 0))):
+            others(x3, g2, out)
+        return np.ascontiguousarray(np.transpose(out.reshape(xt.shape), back))
     return impl
 
 

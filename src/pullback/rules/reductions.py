@@ -168,8 +168,10 @@ defrule(np.std, _VAR_SIG, result=results.reduction, methods=("std",),
 
 # ---------------------------------------------------------------------------
 # Numba twins: the helpers above, and the reductions Numba cannot compile with an
-# axis or keepdims (the forward sweep calls the twin).  One int axis or none.  The
-# spreaders, axis checks and forward-twin builders serve the other reduction modules too.
+# axis or keepdims (the forward sweep calls the twin).  One int axis, a tuple of int
+# axes, or none.  The spreaders, axis checks and forward-twin builders serve the other
+# reduction modules too.  A tuple of axes moves the reduced axes last
+# (twins.axes_plan): the array becomes rows of (kept entries, reduced entries).
 
 def _spread_number(g, a, axis):
     return np.full(a.shape, g)
@@ -203,6 +205,44 @@ def slice_sums():
     return twins.jitted(lambda a, ax: sums(a, ax, split))
 
 
+def _tuple_sums(a, axis, plan):
+    """Numba: each entry of ``a`` replaced by the sum of its slice over the axes ``axis``."""
+    perm, back, pre, n, kept, rest = plan(a.shape, axis)
+    rows = np.ascontiguousarray(np.transpose(a, perm)).reshape((pre, n))
+    out = np.empty(pre)
+    for i in range(pre):
+        acc = 0.0
+        for k in range(n):
+            acc += rows[i, k]
+        out[i] = acc
+    return np.zeros(a.shape) + out.reshape(kept)
+
+
+def axis_sums(a, axis):
+    """Numba: a compiled ``f(x, axis)``, ``x`` (of ``a``'s type) with each entry replaced
+    by the sum of its slice over ``axis`` (an int or a tuple of ints, not all axes)."""
+    r = twins.axes_count(axis)
+    if r is None:
+        sums = slice_sums()
+        return twins.jitted(lambda x, axis: sums(x, axis % x.ndim))
+    sums, plan = twins.jitted(_tuple_sums), twins.axes_plan(a.ndim, r)
+    return twins.jitted(lambda x, axis: sums(x, axis, plan))
+
+
+def axis_count(a, axis):
+    """Numba: a compiled ``f(x, axis)``, the number of entries each slice over ``axis``
+    (an int or a tuple of ints, not all axes) has."""
+    r = twins.axes_count(axis)
+    if r is None:
+        return twins.jitted(lambda x, axis: x.shape[axis % x.ndim])
+    plan = twins.axes_plan(a.ndim, r)
+    return twins.jitted(lambda x, axis: plan(x.shape, axis)[3])
+
+
+def _spread_axes(g, a, axis, plan):
+    return np.zeros(a.shape) + np.ascontiguousarray(g).reshape(plan(a.shape, axis)[4])
+
+
 def spreader(g, a, axis):
     """Numba: ``g`` (a reduction's result or cotangent) broadcast back to ``a``'s shape."""
     if twins.is_number(g):
@@ -211,17 +251,26 @@ def spreader(g, a, axis):
         return twins.jitted(_spread_same)
     if twins.is_int(axis) and twins.rank(g) == a.ndim - 1:
         return twins.jitted(_spread_axis)
+    r = twins.axes_count(axis)
+    if r is not None and twins.rank(g) == a.ndim - r:
+        spread, plan = twins.jitted(_spread_axes), twins.axes_plan(a.ndim, r)
+        return twins.jitted(lambda g, a, axis: spread(g, a, axis, plan))
     twins.unsupported("a reduction over several axes")
 
 
 def takes_all(a, axis) -> bool:
-    """The reduction takes every entry (no axis, or the one axis of a vector)."""
-    return twins.is_none(axis) or a.ndim == 1
+    """The reduction takes every entry (no axis, the one axis of a vector, or a tuple
+    of as many axes as ``a`` has)."""
+    return twins.is_none(axis) or a.ndim == 1 or twins.axes_count(axis) == a.ndim
 
 
-def check_axis(axis, where=None):
-    if not (twins.is_none(axis) or twins.is_int(axis)):
-        twins.unsupported("a reduction over a tuple of axes")
+def check_axis(axis, where=None, tuples=False):
+    """Refuse an axis that is not None or an int (or, with ``tuples``, a tuple of
+    ints), and a ``where=`` that is not a constant True."""
+    if not (twins.is_none(axis) or twins.is_int(axis)
+            or (tuples and twins.axes_count(axis) is not None)):
+        twins.unsupported("a reduction over a tuple of axes" if twins.is_tuple(axis)
+                          else "a reduction with an axis that is not an int or a tuple of ints")
     if where is not None and twins.literal(where, False) is not True:
         twins.unsupported("a reduction with where=")
 
@@ -230,7 +279,7 @@ def check_axis(axis, where=None):
 def _sum_vjp_numba(g, a, axis=None, keepdims=False, where=True):
     if twins.is_number(a):
         return lambda g, a, axis=None, keepdims=False, where=True: g
-    check_axis(axis, where)
+    check_axis(axis, where, tuples=True)
     spread = spreader(g, a, axis)
     return lambda g, a, axis=None, keepdims=False, where=True: spread(g, a, axis)
 
@@ -239,31 +288,32 @@ def _sum_vjp_numba(g, a, axis=None, keepdims=False, where=True):
 def _mean_vjp_numba(g, a, axis=None, keepdims=False, where=True):
     if twins.is_number(a):
         return lambda g, a, axis=None, keepdims=False, where=True: g
-    check_axis(axis, where)
+    check_axis(axis, where, tuples=True)
     spread = spreader(g, a, axis)
     if takes_all(a, axis):
         return lambda g, a, axis=None, keepdims=False, where=True: spread(g, a, axis) / a.size
+    count = axis_count(a, axis)
     return lambda g, a, axis=None, keepdims=False, where=True: \
-        spread(g, a, axis) / a.shape[axis % a.ndim]
+        spread(g, a, axis) / count(a, axis)
 
 
 def _var_twin(with_sd):
     """The twin of var_vjp (``with_sd`` False) or std_vjp: ``a`` only, no ``mean=``."""
     def decide(t):
         g, a, axis = t["g"], t["a"], t["axis"]
-        check_axis(axis, t["where"])
+        check_axis(axis, t["where"], tuples=True)
         if not (twins.is_none(t["mean"]) and twins.is_none(t["correction"])):
             twins.unsupported("np.var/np.std with mean= or correction=")
         spread = spreader(g, a, axis)
-        sums = slice_sums()
         if takes_all(a, axis):
             def centred(a, axis):
                 return a - np.mean(a), a.size
         else:
+            sums, count = axis_sums(a, axis), axis_count(a, axis)
+
             def centred(a, axis):
-                ax = axis % a.ndim
-                n = a.shape[ax]
-                return a - sums(a, ax) / n, n
+                n = count(a, axis)
+                return a - sums(a, axis) / n, n
         centre = twins.jitted(centred)
         if not with_sd:
             def var_body(g, a, axis, ddof, keepdims, where, mean, correction):
@@ -290,18 +340,32 @@ numba_twin(std_vjp)(twins.signature_twin(
 
 # Forward twins: each reduction over one axis (or all), with keepdims.
 
-def along_axis(kernel, a, axis, keepdims):
+def along_axis(kernel, a, axis, keepdims, tuples=False):
     """The body of a reduction's forward twin: ``kernel(x, p)`` (a function of a vector
     and a parameter such as ddof) applied to each slice along ``axis`` (Numba types
-    ``a``, ``axis``, ``keepdims``)."""
+    ``a``, ``axis``, ``keepdims``); with ``tuples``, also to each slice over a tuple
+    of axes (the kernel then gets the slice's entries as one vector)."""
     if not twins.is_array(a):
+        if twins.is_number(a) and twins.literal(keepdims, False) is not False:
+            twins.unsupported("keepdims=True on a reduction of a number")
         return None
-    check_axis(axis)
+    check_axis(axis, tuples=tuples)
     keep = twins.literal(keepdims, None)
     if keep is None:
         twins.unsupported("keepdims= other than a constant True or False")
     k, nd = twins.jitted(kernel), a.ndim
     ones = twins.ones_shape(nd)
+    r = twins.axes_count(axis)
+    if r is not None and r > 1 and r == nd:
+        # Every axis, as a tuple: as axis=None, once the tuple is checked as NumPy does.
+        plan, whole = twins.axes_plan(nd, r), twins.jitted(along_axis(kernel, a, None, keepdims))
+
+        def every(a, axis, keepdims, p):
+            plan(a.shape, axis)
+            return whole(a, None, keepdims, p)
+        return every
+    if r is not None and nd > 1:
+        return _over_axes(k, nd, r, keep)
     if takes_all(a, axis):
         if keep:
             def whole_kept(a, axis, keepdims, p):
@@ -324,9 +388,37 @@ def along_axis(kernel, a, axis, keepdims):
     return along
 
 
+def _over_axes(k, nd, r, keep):
+    """The body of a forward twin over a tuple of ``r`` axes (not all) of a rank ``nd``
+    array: ``k`` applied to each row of the array with the reduced axes moved last."""
+    plan = twins.axes_plan(nd, r)
+
+    def rows(a, axis, p):
+        perm, back, pre, n, kept, rest = plan(a.shape, axis)
+        a2 = np.ascontiguousarray(np.transpose(a, perm)).reshape((pre, n))
+        out = np.empty(pre)
+        for i in range(pre):
+            out[i] = k(a2[i], p)
+        return out, kept, rest
+    over = twins.jitted(rows)
+    if keep:
+        def kept_dims(a, axis, keepdims, p):
+            out, kept, rest = over(a, axis, p)
+            return out.reshape(kept)
+        return kept_dims
+
+    def dropped(a, axis, keepdims, p):
+        out, kept, rest = over(a, axis, p)
+        return out.reshape(rest)
+    return dropped
+
+
 def reduction_twin(signature, kernel, args="a, axis, keepdims, 0"):
+    """The forward twin of a reduction whose parameter list is ``signature``: ``kernel``
+    (see :func:`along_axis`) over no axis, an int axis or a tuple of axes; ``args`` are
+    the body's arguments, the last one the kernel's parameter."""
     def decide(t):
-        body = along_axis(kernel, t["a"], t["axis"], t["keepdims"])
+        body = along_axis(kernel, t["a"], t["axis"], t["keepdims"], tuples=True)
         if body is None:
             return None
         b = twins.jitted(body)

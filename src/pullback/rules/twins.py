@@ -134,6 +134,58 @@ def reduced_shape(nd: int, keepdims: bool):
     return _SHAPERS[key]
 
 
+_PLANS: dict = {}
+
+
+def axes_count(axis):
+    """The number of axes in ``axis`` when it is the Numba type of a tuple of ints, else None."""
+    types = _types()
+    if isinstance(axis, types.BaseTuple) and all(isinstance(t, types.Integer) for t in axis):
+        return len(axis)
+    return None
+
+
+def axes_plan(nd: int, r: int):
+    """A compiled ``f(shape, axis)`` for a tuple ``axis`` of ``r`` ints (negative ones
+    too) reducing an array of rank ``nd``: ``(perm, back, pre, n, kept, rest)``, where
+    ``np.transpose(a, perm)`` puts the reduced axes last (each group in its order),
+    ``back`` undoes it, ``pre`` and ``n`` are the sizes of the kept and of the reduced
+    axes together, ``kept`` is ``shape`` with 1 at each reduced axis (keepdims) and
+    ``rest`` is ``shape`` without them.  Raises ValueError, as NumPy does, for an axis
+    out of range or repeated."""
+    key = (nd, r)
+    if key not in _PLANS:
+        marks = "".join(f"    if axis[{j}] < -{nd} or axis[{j}] >= {nd}:\n"
+                        f"        raise ValueError('axis is out of bounds for the array')\n"
+                        f"    red[axis[{j}] % {nd}] = True\n" for j in range(r))
+
+        def tup(item, n):
+            return "(" + "".join(item(i) + ", " for i in range(n)) + ")"
+        src = (f"def f(shape, axis):\n"
+               f"    red = np.zeros({nd}, np.bool_)\n{marks}"
+               f"    perm = np.empty({nd}, np.int64)\n"
+               f"    back = np.empty({nd}, np.int64)\n"
+               f"    k = 0\n    pre = 1\n    n = 1\n"
+               f"    for i in range({nd}):\n"
+               f"        if not red[i]:\n"
+               f"            perm[k] = i\n            back[i] = k\n            k += 1\n"
+               f"            pre *= shape[i]\n"
+               f"    if k != {nd - r}:\n"
+               f"        raise ValueError('repeated axis')\n"
+               f"    for i in range({nd}):\n"
+               f"        if red[i]:\n"
+               f"            perm[k] = i\n            back[i] = k\n            k += 1\n"
+               f"            n *= shape[i]\n"
+               f"    return ({tup(lambda i: f'perm[{i}]', nd)}, {tup(lambda i: f'back[{i}]', nd)}, "
+               f"pre, n, {tup(lambda i: f'(1 if red[{i}] else shape[{i}])', nd)}, "
+               f"{tup(lambda i: f'shape[perm[{i}]]', nd - r)})\n")
+        import numpy as np
+        ns: dict = {"np": np}
+        exec(src, ns)
+        _PLANS[key] = jitted(ns["f"])
+    return _PLANS[key]
+
+
 def ones_shape(nd: int) -> tuple:
     return (1,) * nd
 
