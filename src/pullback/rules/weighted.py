@@ -3,8 +3,8 @@ nanmean (a NaN entry weighs 0) and average (given weights).
 
 NaN entries get 0; a slice of NaNs only (whose ``nanmean`` is NaN) gets 0.
 ``average(..., returned=True)`` raises NotImplementedError.  Conventions are
-those of :mod:`pullback.rules.reductions`.  Under ``jit=True`` nansum and nanmean
-run through Numba twins (one int axis or none); average is refused.
+those of :mod:`pullback.rules.reductions`.  Under ``jit=True`` these run through
+Numba twins (average: weights absent or of the array's shape, not ``returned``).
 """
 from __future__ import annotations
 
@@ -24,12 +24,13 @@ from .elementwise import (
 from .reductions import (
     _MEAN_SIG,
     _SUM_SIG,
+    along_axis,
+    axis_sums,
     check_axis,
     mean_vjp,
     no_mask,
     reduction_twin,
     safe_divisor,
-    slice_sums,
     spreader,
     sum_keep,
     takes_all,
@@ -149,8 +150,8 @@ defrule(np.average, "a, axis=None, weights=None, returned=False, *, keepdims=Fal
 
 
 # ---------------------------------------------------------------------------
-# Numba twins: NaN-ignoring reductions over one int axis or all (Numba's own
-# nansum and nanmean take no axis: the forward sweep calls these).
+# Numba twins: NaN-ignoring reductions over an int axis, a tuple of axes or all
+# (Numba's own nansum and nanmean take no axis: the forward sweep calls these).
 
 numba_twin(np.nansum)(reduction_twin(_SUM_SIG, lambda x, p: np.nansum(x)))
 numba_twin(np.nanmean)(reduction_twin(_MEAN_SIG, lambda x, p: np.nanmean(x)))
@@ -160,7 +161,7 @@ numba_twin(np.nanmean)(reduction_twin(_MEAN_SIG, lambda x, p: np.nanmean(x)))
 def _nansum_vjp_numba(g, a, axis=None, keepdims=False, where=True):
     if twins.is_number(a):
         return lambda g, a, axis=None, keepdims=False, where=True: 0.0 if np.isnan(a) else g
-    check_axis(axis, where)
+    check_axis(axis, where, tuples=True)
     spread = spreader(g, a, axis)
     return lambda g, a, axis=None, keepdims=False, where=True: \
         np.where(np.isnan(a), 0.0, spread(g, a, axis))
@@ -170,19 +171,76 @@ def _nansum_vjp_numba(g, a, axis=None, keepdims=False, where=True):
 def _nanmean_vjp_numba(g, a, axis=None, keepdims=False, where=True):
     if twins.is_number(a):
         return lambda g, a, axis=None, keepdims=False, where=True: 0.0 if np.isnan(a) else g
-    check_axis(axis, where)
+    check_axis(axis, where, tuples=True)
     spread = spreader(g, a, axis)
     if takes_all(a, axis):
         def counts(present, axis):
             return np.full(present.shape, max(np.sum(present), 1.0))
     else:
-        sums = slice_sums()
+        sums = axis_sums(a, axis)
 
         def counts(present, axis):
-            return np.maximum(sums(present, axis % present.ndim), 1.0)
+            return np.maximum(sums(present, axis), 1.0)
     count = twins.jitted(counts)
 
     def vjp(g, a, axis=None, keepdims=False, where=True):
         present = np.where(np.isnan(a), 0.0, 1.0)
         return np.where(present > 0.0, spread(g, a, axis) / count(present, axis), 0.0)
     return vjp
+
+
+_AVERAGE_SIG = "a, axis=None, weights=None, returned=False, keepdims=False"
+
+
+def _average_forward(t):
+    a, weights = t["a"], t["weights"]
+    if not twins.is_array(a):
+        return None
+    if twins.literal(t["returned"], False) is not False:
+        twins.unsupported("np.average with returned=True")
+    if twins.is_none(weights):
+        mean = twins.jitted(along_axis(lambda x, p: np.mean(x), a, t["axis"], t["keepdims"],
+                                       tuples=True))
+        return lambda a, axis, weights, returned, keepdims: mean(a, axis, keepdims, 0)
+    _same_shape_weights(a, weights)
+    total = twins.jitted(along_axis(lambda x, p: np.sum(x), a, t["axis"], t["keepdims"],
+                                    tuples=True))
+    return lambda a, axis, weights, returned, keepdims: \
+        total(a * weights, axis, keepdims, 0) / total(weights + np.zeros(a.shape), axis, keepdims, 0)
+
+
+def _same_shape_weights(a, weights):
+    if not (twins.is_array(weights) and weights.ndim == a.ndim):
+        twins.unsupported("np.average with weights of another shape than the array's")
+
+
+def _weight_totals(a, axis):
+    """A compiled ``f(w, axis)``: each weight replaced by its slice's total."""
+    if takes_all(a, axis):
+        return twins.jitted(lambda w, axis: np.full(w.shape, np.sum(w)))
+    return axis_sums(a, axis)
+
+
+numba_twin(np.average)(twins.signature_twin(_AVERAGE_SIG, _average_forward))
+
+
+@numba_twin(average_vjp_a)
+def _average_vjp_a_numba(g, a, axis=None, weights=None, returned=False, keepdims=False):
+    if twins.is_none(weights):
+        return lambda g, a, axis=None, weights=None, returned=False, keepdims=False: \
+            mean_vjp(g, a, axis, keepdims, True)
+    _same_shape_weights(a, weights)
+    check_axis(axis, tuples=True)
+    spread, totals = spreader(g, a, axis), _weight_totals(a, axis)
+    return lambda g, a, axis=None, weights=None, returned=False, keepdims=False: \
+        spread(g, a, axis) * weights / totals(weights + np.zeros(a.shape), axis)
+
+
+@numba_twin(average_vjp_weights)
+def _average_vjp_weights_numba(g, ans, a, axis=None, weights=None, returned=False,
+                               keepdims=False):
+    _same_shape_weights(a, weights)
+    check_axis(axis, tuples=True)
+    spread, totals = spreader(g, a, axis), _weight_totals(a, axis)
+    return lambda g, ans, a, axis=None, weights=None, returned=False, keepdims=False: \
+        spread(g, a, axis) * (a - spread(ans, a, axis)) / totals(weights + np.zeros(a.shape), axis)
