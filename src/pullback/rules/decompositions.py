@@ -222,7 +222,28 @@ defrule(np.linalg.pinv, "a, rcond=None, hermitian=False, *, rtol=None", result=r
 
 
 # ---------------------------------------------------------------------------
-# Numba twin of cholesky_vjp (one matrix, not a stack)
+# Numba twins.  Numba's np.linalg functions take one matrix: for a stack (any
+# number of leading axes) the twins loop over its matrices, each kernel below
+# written for one matrix and a loop calling it (``twins.compiled_with`` binds
+# ``_s3``, :func:`.twins.stack3`, and ``_one``, the kernel for one matrix).
+
+_s3 = twins.stack3
+_one = None         # bound by twins.compiled_with to the compiled kernel for one matrix
+
+
+def _matrix_or_stack(a, what):
+    """Refuse anything but one matrix or a stack of them (of real floats)."""
+    if not (twins.is_float_array(a) and a.ndim >= 2):
+        twins.unsupported(f"{what} of this argument")
+
+
+def _flag(value, what):
+    """The constant True or False a flag argument holds, else refused."""
+    v = twins.literal(value, None)
+    if not isinstance(v, (bool, int)) or v not in (True, False):
+        twins.unsupported(f"{what} other than a constant True or False")
+    return bool(v)
+
 
 def _cholesky_grad(G, L, lower):
     """Numba: cholesky_vjp for the lower factor ``L`` with cotangent ``G``, folded onto
@@ -249,24 +270,61 @@ def _cholesky_grad(G, L, lower):
     return out
 
 
+def _cholesky_stack(a, upper):
+    """Numba's cholesky of each matrix (it reads the lower triangle: the upper
+    factor of ``a`` is the transposed lower factor of ``a.T``)."""
+    a3 = _s3(a)
+    out = np.empty(a3.shape, a3.dtype)
+    for i in range(a3.shape[0]):
+        if upper:
+            out[i] = np.linalg.cholesky(np.ascontiguousarray(a3[i].T)).T
+        else:
+            out[i] = np.linalg.cholesky(a3[i])
+    return out.reshape(a.shape)
+
+
+def _cholesky_grad_stack(g, ans, upper):
+    g3, f3 = _s3(g), _s3(ans)
+    out = np.empty(f3.shape)
+    for i in range(f3.shape[0]):
+        if upper:
+            out[i] = _one(np.ascontiguousarray(g3[i].T), np.ascontiguousarray(f3[i].T), False)
+        else:
+            out[i] = _one(g3[i], f3[i], True)
+    return out.reshape(ans.shape)
+
+
+@numba_twin(np.linalg.cholesky, always=True)
+def _cholesky_numba(a, upper=False):
+    """np.linalg.cholesky of a matrix or a stack, ``upper`` a constant."""
+    _matrix_or_stack(a, "np.linalg.cholesky")
+    up = _flag(upper, "np.linalg.cholesky's upper=")
+    if a.ndim == 2 and not up:
+        return lambda a, upper=False: np.linalg.cholesky(a)
+    st = twins.compiled_with(_cholesky_stack, _s3=twins.stack3)
+    return lambda a, upper=False: st(a, up)
+
+
 @numba_twin(cholesky_vjp)
 def _cholesky_vjp_numba(g, ans, a, upper=False):
-    if not twins.is_array(a, 2):
-        twins.unsupported("the derivative of np.linalg.cholesky of a stack of matrices")
-    grad = twins.jitted(_cholesky_grad)
-    if twins.literal(upper, None) is True:
-        return lambda g, ans, a, upper=False: grad(np.ascontiguousarray(g.T),
-                                                    np.ascontiguousarray(ans.T), False)
-    if twins.literal(upper, None) is not False:
-        twins.unsupported("cholesky's upper= other than a constant")
-    return lambda g, ans, a, upper=False: grad(g, ans, True)
+    """cholesky_vjp of a matrix or a stack, ``upper`` a constant."""
+    _matrix_or_stack(a, "the derivative of np.linalg.cholesky")
+    up = _flag(upper, "np.linalg.cholesky's upper=")
+    st = twins.compiled_with(_cholesky_grad_stack, _s3=twins.stack3, _one=_cholesky_grad)
+    return lambda g, ans, a, upper=False: st(g, ans, up)
 
 
-# ---------------------------------------------------------------------------
-# Numba twins of eigh_vjp and svd_vjp (one matrix, not a stack).  The cotangent of
-# the tuple arrives as a tuple of arrays (zeros where nothing reached an item); an
-# item that is all zeros is skipped, as the Python rule skips one nothing reached
-# (its terms divide by eigenvalue gaps and singular values).
+# eigh and svd: the cotangent of the tuple arrives as a tuple of arrays (zeros where
+# nothing reached an item); an item that is all zeros for a matrix is skipped, as
+# the Python rule skips one nothing reached (its terms divide by eigenvalue gaps
+# and singular values).
+
+def _side(UPLO):
+    side = twins.literal(UPLO, None)
+    if side not in ("L", "U", "l", "u"):
+        twins.unsupported("np.linalg.eigh with UPLO other than a constant 'L' or 'U'")
+    return side.upper() == "L"
+
 
 def _eigh_grad(gw, gv, w, v, lower):
     n = w.shape[0]
@@ -290,14 +348,53 @@ def _eigh_grad(gw, gv, w, v, lower):
     return out
 
 
+def _eigh_stack(a, lower):
+    """Numba's eigh (which reads the lower triangle) of each matrix, or of its
+    transpose for the upper triangle."""
+    a3 = _s3(a)
+    n = a3.shape[1]
+    w, v = np.empty((a3.shape[0], n), a3.dtype), np.empty(a3.shape, a3.dtype)
+    for i in range(a3.shape[0]):
+        if lower:
+            w[i], v[i] = np.linalg.eigh(a3[i])
+        else:
+            w[i], v[i] = np.linalg.eigh(np.ascontiguousarray(a3[i].T))
+    return w.reshape(a.shape[:-1]), v.reshape(a.shape)
+
+
+def _eigh_grad_stack(g, ans, lower):
+    w, v = ans
+    gw = np.zeros(w.shape) + g[0]
+    gv = np.zeros(v.shape) + g[1]
+    n = w.shape[-1]
+    gw2, w2 = gw.reshape((-1, n)), np.ascontiguousarray(w).reshape((-1, n))
+    gv3, v3 = _s3(gv), _s3(v)
+    out = np.empty(v3.shape)
+    for i in range(v3.shape[0]):
+        out[i] = _one(gw2[i], gv3[i], w2[i], v3[i], lower)
+    return out.reshape(v.shape)
+
+
+@numba_twin(np.linalg.eigh, always=True)
+def _eigh_numba(a, UPLO="L"):
+    """np.linalg.eigh of a matrix or a stack, ``UPLO`` a constant."""
+    _matrix_or_stack(a, "np.linalg.eigh")
+    lower = _side(UPLO)
+    if a.ndim == 2 and lower:
+        return lambda a, UPLO="L": np.linalg.eigh(a)
+    st = twins.compiled_with(_eigh_stack, _s3=twins.stack3)
+    return lambda a, UPLO="L": st(a, lower)
+
+
 @numba_twin(eigh_vjp)
 def _eigh_vjp_numba(g, ans, a, UPLO="L"):
-    side = twins.literal(UPLO, None)
-    if not (twins.is_array(a, 2) and twins.is_tuple(g) and side in ("L", "U", "l", "u")):
-        twins.unsupported("the derivative of np.linalg.eigh of a stack of matrices")
-    grad, lower = twins.jitted(_eigh_grad), side.upper() == "L"
-    return lambda g, ans, a, UPLO="L": grad(np.zeros(ans[0].shape) + g[0],
-                                            np.zeros(ans[1].shape) + g[1], ans[0], ans[1], lower)
+    """eigh_vjp of a matrix or a stack, ``UPLO`` a constant."""
+    _matrix_or_stack(a, "the derivative of np.linalg.eigh")
+    lower = _side(UPLO)
+    if not twins.is_tuple(g):
+        return None
+    st = twins.compiled_with(_eigh_grad_stack, _s3=twins.stack3, _one=_eigh_grad)
+    return lambda g, ans, a, UPLO="L": st(g, ans, lower)
 
 
 def _svd_grad(gu, gs, gvt, u, s, vt):
@@ -326,84 +423,174 @@ def _svd_grad(gu, gs, gvt, u, s, vt):
     return u @ inner @ vt + outer
 
 
-def _svd_full(grad):
-    """svd_vjp from the full factors: the extra columns of u (rows of vt) of a
-    non-square matrix are arbitrary, so a cotangent reaching them is refused at run time."""
-    def full(g, ans):
-        u, s, vt = ans
-        k = s.shape[0]
-        gu = np.zeros(u.shape) + g[0]
-        gvt = np.zeros(vt.shape) + g[2]
-        if np.any(gu[:, k:] != 0.0) or np.any(gvt[k:, :] != 0.0):
+def _svd_stack(a, full):
+    """Numba's svd of each matrix: (u, s, vh)."""
+    a3 = _s3(a)
+    b, m, n = a3.shape
+    k = min(m, n)
+    mu, nv = (m, n) if full else (k, k)
+    dt = a3.dtype
+    u, s, vt = np.empty((b, m, mu), dt), np.empty((b, k), dt), np.empty((b, nv, n), dt)
+    for i in range(b):
+        u[i], s[i], vt[i] = np.linalg.svd(a3[i], full)
+    lead = a.shape[:-2]
+    return u.reshape(lead + (m, mu)), s.reshape(lead + (k,)), vt.reshape(lead + (nv, n))
+
+
+def _svd_values_stack(a):
+    a3 = _s3(a)
+    s = np.empty((a3.shape[0], min(a3.shape[1], a3.shape[2])), a3.dtype)
+    for i in range(a3.shape[0]):
+        s[i] = np.linalg.svd(a3[i], False)[1]
+    return s.reshape(a.shape[:-2] + (s.shape[1],))
+
+
+def _svd_grad_stack(g, ans):
+    """svd_vjp from the factors, thin or full: the extra columns of u (rows of vt) of
+    a non-square matrix are arbitrary, so a cotangent reaching them is refused at
+    run time."""
+    u, s, vt = ans
+    k = s.shape[-1]
+    gu3, gvt3 = _s3(np.zeros(u.shape) + g[0]), _s3(np.zeros(vt.shape) + g[2])
+    gs2 = (np.zeros(s.shape) + g[1]).reshape((-1, k))
+    u3, vt3, s2 = _s3(u), _s3(vt), np.ascontiguousarray(s).reshape((-1, k))
+    out = np.empty((u3.shape[0], u3.shape[1], vt3.shape[2]))
+    for i in range(u3.shape[0]):
+        if np.any(gu3[i][:, k:] != 0.0) or np.any(gvt3[i][k:, :] != 0.0):
             raise NotImplementedError("the derivative of u or vh from np.linalg.svd(a, "
                                       "full_matrices=True) of a non-square matrix is not "
-                                      "defined")
-        return grad(np.ascontiguousarray(gu[:, :k]), np.zeros(k) + g[1],
-                    np.ascontiguousarray(gvt[:k, :]), np.ascontiguousarray(u[:, :k]), s,
-                    np.ascontiguousarray(vt[:k, :]))
-    return twins.jitted(full)
+                                      "defined (its extra columns are arbitrary): use "
+                                      "full_matrices=False")
+        out[i] = _one(np.ascontiguousarray(gu3[i][:, :k]), gs2[i],
+                      np.ascontiguousarray(gvt3[i][:k, :]), np.ascontiguousarray(u3[i][:, :k]),
+                      s2[i], np.ascontiguousarray(vt3[i][:k, :]))
+    return out.reshape(u.shape[:-1] + (vt.shape[-1],))
+
+
+def _svd_values_grad_stack(g, a):
+    """svd_vjp with compute_uv=False: the factors computed again, each matrix's."""
+    a3 = _s3(a)
+    k = min(a3.shape[1], a3.shape[2])
+    gs2 = (np.zeros(a.shape[:-2] + (k,)) + g).reshape((-1, k))
+    zero = np.zeros((1, 1))
+    out = np.empty(a3.shape)
+    for i in range(a3.shape[0]):
+        u, s, vt = np.linalg.svd(a3[i], False)
+        out[i] = _one(zero, gs2[i], zero, u, s, vt)
+    return out.reshape(a.shape)
+
+
+def _svd_flags(a, full_matrices, compute_uv, hermitian, what):
+    _matrix_or_stack(a, what)
+    if _flag(hermitian, "np.linalg.svd's hermitian="):
+        twins.unsupported("np.linalg.svd(hermitian=True)")
+    return _flag(full_matrices, "np.linalg.svd's full_matrices="), \
+        _flag(compute_uv, "np.linalg.svd's compute_uv=")
+
+
+@numba_twin(np.linalg.svd, always=True)
+def _svd_numba(a, full_matrices=True, compute_uv=True, hermitian=False):
+    """np.linalg.svd of a matrix or a stack, the flags constants, hermitian=False."""
+    full, uv = _svd_flags(a, full_matrices, compute_uv, hermitian, "np.linalg.svd")
+    if a.ndim == 2:         # Numba's svd takes full_matrices only
+        if uv:
+            return lambda a, full_matrices=True, compute_uv=True, hermitian=False: \
+                np.linalg.svd(a, full)
+        return lambda a, full_matrices=True, compute_uv=True, hermitian=False: \
+            np.linalg.svd(a, False)[1]
+    if uv:
+        st = twins.compiled_with(_svd_stack, _s3=twins.stack3)
+        return lambda a, full_matrices=True, compute_uv=True, hermitian=False: st(a, full)
+    sv = twins.compiled_with(_svd_values_stack, _s3=twins.stack3)
+    return lambda a, full_matrices=True, compute_uv=True, hermitian=False: sv(a)
 
 
 @numba_twin(svd_vjp)
 def _svd_vjp_numba(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
-    full, uv = twins.literal(full_matrices, None), twins.literal(compute_uv, None)
-    if not (twins.is_array(a, 2) and full in (True, False) and uv in (True, False)
-            and twins.literal(hermitian, None) is False):
-        twins.unsupported("the derivative of np.linalg.svd of a stack of matrices or with "
-                          "hermitian=True or non-constant flags")
-    grad = twins.jitted(_svd_grad)
+    """svd_vjp of a matrix or a stack, the flags constants, hermitian=False."""
+    _, uv = _svd_flags(a, full_matrices, compute_uv, hermitian,
+                       "the derivative of np.linalg.svd")
     if not uv:
-        def values_only(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
-            u, s, vt = np.linalg.svd(a, full_matrices=False)
-            zero = np.zeros((1, 1))
-            return grad(zero, np.zeros(s.shape) + g, zero, u, s, vt)
-        return values_only
+        sv = twins.compiled_with(_svd_values_grad_stack, _s3=twins.stack3, _one=_svd_grad)
+        return lambda g, ans, a, full_matrices=True, compute_uv=True, hermitian=False: sv(g, a)
     if not twins.is_tuple(g):
         return None
-    if full:
-        full_grad = _svd_full(grad)
-        return lambda g, ans, a, full_matrices=True, compute_uv=True, hermitian=False: \
-            full_grad(g, ans)
-    return lambda g, ans, a, full_matrices=True, compute_uv=True, hermitian=False: grad(
-        np.zeros(ans[0].shape) + g[0], np.zeros(ans[1].shape) + g[1],
-        np.zeros(ans[2].shape) + g[2], ans[0], ans[1], ans[2])
+    st = twins.compiled_with(_svd_grad_stack, _s3=twins.stack3, _one=_svd_grad)
+    return lambda g, ans, a, full_matrices=True, compute_uv=True, hermitian=False: st(g, ans)
 
 
-@numba_twin(np.linalg.eigh)
-def _eigh_numba(a, UPLO="L"):
-    # Numba's eigh reads the lower triangle and takes no UPLO: the upper one of a is
-    # the lower one of a.T.
-    side = twins.literal(UPLO, None)
-    if not twins.is_array(a, 2) or side not in ("L", "U", "l", "u"):
-        return None
-    if side.upper() == "L":
-        return lambda a, UPLO="L": np.linalg.eigh(a)
-    return lambda a, UPLO="L": np.linalg.eigh(np.ascontiguousarray(a.T))
+# pinv: NumPy's cutoff is rcond (or rtol) times the largest singular value, rcond
+# 1e-15 when neither is given and max(M, N) * eps when rtol=None (NumPy 2); Numba's
+# pinv takes rcond, a number.
+
+_NO_RTOL = "<no rtol>"      # the twin's default for rtol: told apart from rtol=None
 
 
-@numba_twin(np.linalg.svd)
-def _svd_numba(a, full_matrices=True, compute_uv=True, hermitian=False):
-    # Numba's svd takes full_matrices only.
-    full, uv = twins.literal(full_matrices, None), twins.literal(compute_uv, None)
-    if not (twins.is_array(a, 2) and full in (True, False) and uv in (True, False)
-            and twins.literal(hermitian, None) is False):
-        return None
-    if uv:
-        return lambda a, full_matrices=True, compute_uv=True, hermitian=False: \
-            np.linalg.svd(a, full)
-    return lambda a, full_matrices=True, compute_uv=True, hermitian=False: \
-        np.linalg.svd(a, False)[1]
+def _pinv_stack(a, rcond):
+    a3 = _s3(a)
+    out = np.empty((a3.shape[0], a3.shape[2], a3.shape[1]), a3.dtype)
+    for i in range(a3.shape[0]):
+        out[i] = np.linalg.pinv(a3[i], rcond)
+    return out.reshape(a.shape[:-2] + (a.shape[-1], a.shape[-2]))
+
+
+def _pinv_rcond(a, rcond, rtol):
+    """A function of ``(a, rcond, rtol)`` giving NumPy's rcond, or refused."""
+    no_rtol = twins.literal(rtol, None) == _NO_RTOL
+    if not (twins.is_none(rcond) or twins.is_number(rcond)) or \
+            not (no_rtol or twins.is_none(rtol) or twins.is_number(rtol)):
+        twins.unsupported("np.linalg.pinv with rcond or rtol not a number or None")
+    if not twins.is_none(rcond):
+        if not no_rtol:
+            twins.unsupported("np.linalg.pinv with both rcond and rtol")
+        return lambda a, rcond, rtol: rcond
+    if no_rtol:
+        return lambda a, rcond, rtol: 1e-15
+    if twins.is_number(rtol):
+        return lambda a, rcond, rtol: rtol
+    eps = float(np.finfo(np.dtype(str(a.dtype))).eps)
+    return lambda a, rcond, rtol: max(a.shape[-2], a.shape[-1]) * eps
+
+
+@numba_twin(np.linalg.pinv, always=True)
+def _pinv_numba(a, rcond=None, hermitian=False, rtol=_NO_RTOL):
+    """np.linalg.pinv of a matrix or a stack with NumPy's cutoff (rcond, rtol or
+    their defaults, numbers); hermitian=False."""
+    _matrix_or_stack(a, "np.linalg.pinv")
+    if _flag(hermitian, "np.linalg.pinv's hermitian="):
+        twins.unsupported("np.linalg.pinv(hermitian=True)")
+    cut = twins.jitted(_pinv_rcond(a, rcond, rtol))
+    if a.ndim == 2:
+        return lambda a, rcond=None, hermitian=False, rtol=_NO_RTOL: \
+            np.linalg.pinv(a, cut(a, rcond, rtol))
+    st = twins.compiled_with(_pinv_stack, _s3=twins.stack3)
+    return lambda a, rcond=None, hermitian=False, rtol=_NO_RTOL: st(a, cut(a, rcond, rtol))
+
+
+def _pinv_grad(G, X, A):
+    """pinv_vjp for one matrix ``A``, its pseudo-inverse ``X`` and cotangent ``G``."""
+    Xt, Gt = np.ascontiguousarray(X.T), np.ascontiguousarray(G.T)
+    left = Gt @ (X @ Xt)
+    right = (Xt @ X) @ Gt
+    return -(Xt @ G @ Xt) + (left - A @ (X @ left)) + (right - (right @ X) @ A)
+
+
+def _pinv_grad_stack(g, ans, a):
+    g3, x3, a3 = _s3(g), _s3(ans), _s3(a)
+    out = np.empty(a3.shape)
+    for i in range(a3.shape[0]):
+        out[i] = _one(g3[i], x3[i], a3[i])
+    return out.reshape(a.shape)
 
 
 @numba_twin(pinv_vjp)
 def _pinv_vjp_numba(g, ans, a, hermitian=False):
-    if not (twins.is_array(a, 2) and twins.literal(hermitian, None) is False):
-        twins.unsupported("the derivative of np.linalg.pinv of a stack or with hermitian=True")
-
-    def pinv_grad(g, ans, a, hermitian=False):
-        X, G = ans, g
-        Xt, Gt = np.ascontiguousarray(X.T), np.ascontiguousarray(G.T)
-        left = Gt @ (X @ Xt)
-        right = (Xt @ X) @ Gt
-        return -(Xt @ G @ Xt) + (left - a @ (X @ left)) + (right - (right @ X) @ a)
-    return pinv_grad
+    """pinv_vjp of a matrix or a stack; hermitian=False."""
+    _matrix_or_stack(a, "the derivative of np.linalg.pinv")
+    if _flag(hermitian, "np.linalg.pinv's hermitian="):
+        twins.unsupported("the derivative of np.linalg.pinv(hermitian=True)")
+    if a.ndim == 2:
+        one = twins.jitted(_pinv_grad)
+        return lambda g, ans, a, hermitian=False: one(g, ans, a)
+    st = twins.compiled_with(_pinv_grad_stack, _s3=twins.stack3, _one=_pinv_grad)
+    return lambda g, ans, a, hermitian=False: st(g, ans, a)

@@ -81,18 +81,88 @@ def triu_vjp(g, m, k=0):
     return unbroadcast(xp.where(mask, G, xp.zeros_like(G)), m)
 
 
+def _same_rank_matrices(g, m):
+    """A matrix or a stack of them, and a cotangent of its shape."""
+    return twins.is_array(m) and m.ndim >= 2 and twins.is_array(g, m.ndim)
+
+
 @numba_twin(tril_vjp)
 def _tril_vjp_numba(g, m, k=0):
-    if twins.is_array(g, 2) and twins.is_array(m, 2):
+    """tril_vjp of a matrix or a stack (Numba's np.tril takes both)."""
+    if _same_rank_matrices(g, m):
         return lambda g, m, k=0: np.tril(g, k)
     return None
 
 
 @numba_twin(triu_vjp)
 def _triu_vjp_numba(g, m, k=0):
-    if twins.is_array(g, 2) and twins.is_array(m, 2):
+    """triu_vjp of a matrix or a stack."""
+    if _same_rank_matrices(g, m):
         return lambda g, m, k=0: np.triu(g, k)
     return None
+
+
+# diagonal: Numba has no np.diagonal.  The two axes are moved last (constants), the
+# other axes flattened into one; a kernel reads (or puts back) the diagonal of
+# each matrix of that stack.
+
+def _diagonal_perm(a, axis1, axis2):
+    """The axes of ``a`` with ``axis1`` and ``axis2`` last, or refused."""
+    ax = (twins.literal(axis1, None), twins.literal(axis2, None))
+    if not (twins.is_array(a) and a.ndim >= 2 and all(type(x) is int for x in ax)):
+        twins.unsupported("np.diagonal of this argument or with axes not constant ints")
+    nd = a.ndim
+    first, second = ax[0] % nd, ax[1] % nd
+    if first == second:
+        twins.unsupported("np.diagonal with axis1 == axis2")
+    return tuple(i for i in range(nd) if i not in (first, second)) + (first, second)
+
+
+def _diagonal3(a3, k):
+    """The ``k``-th diagonal of each matrix of the (b, n, m) array ``a3``: (b, L)."""
+    b, n, m = a3.shape
+    length = max(0, min(n, m - k)) if k >= 0 else max(0, min(n + k, m))
+    out = np.empty((b, length), a3.dtype)
+    for t in range(out.shape[1]):
+        out[:, t] = a3[:, t - min(k, 0), t + max(k, 0)]
+    return out
+
+
+def _undiagonal3(g2, n, m, k):
+    """A (b, n, m) array with ``g2`` (b, L) on each matrix's ``k``-th diagonal."""
+    out = np.zeros((g2.shape[0], n, m))
+    for t in range(g2.shape[1]):
+        out[:, t - min(k, 0), t + max(k, 0)] = g2[:, t]
+    return out
+
+
+@numba_twin(np.diagonal, always=True)
+def _diagonal_numba(a, offset=0, axis1=0, axis2=1):
+    """np.diagonal (and ``a.diagonal``) of any array of two or more dimensions, any
+    offset, constant axes."""
+    perm = _diagonal_perm(a, axis1, axis2)
+    diag = twins.jitted(_diagonal3)
+
+    def impl(a, offset=0, axis1=0, axis2=1):
+        t = np.ascontiguousarray(np.transpose(a, perm))
+        d = diag(t.reshape((-1, t.shape[-2], t.shape[-1])), offset)
+        return d.reshape(t.shape[:-2] + (d.shape[1],))
+    return impl
+
+
+@numba_twin(diagonal_vjp)
+def _diagonal_vjp_numba(g, a, offset=0, axis1=0, axis2=1):
+    """diagonal_vjp, as np.diagonal's twin covers it."""
+    perm = _diagonal_perm(a, axis1, axis2)
+    back = tuple(int(i) for i in np.argsort(perm))
+    undiag = twins.jitted(_undiagonal3)
+
+    def impl(g, a, offset=0, axis1=0, axis2=1):
+        shape = np.transpose(a, perm).shape
+        g2 = np.ascontiguousarray(g).reshape((-1, g.shape[-1]))
+        out = undiag(g2, shape[-2], shape[-1], offset).reshape(shape)
+        return np.ascontiguousarray(np.transpose(out, back))
+    return impl
 
 
 # ---------------------------------------------------------------------------

@@ -131,9 +131,7 @@ def _square(a, what):
     return a.ndim == 2
 
 
-def _stack3(x):
-    """A stack of matrices as a C-contiguous (batch, n, m) array."""
-    return np.ascontiguousarray(x).reshape((-1, x.shape[-2], x.shape[-1]))
+_stack3 = twins.stack3
 
 
 def _same_batches(a, b):
@@ -145,22 +143,12 @@ def _same_batches(a, b):
 
 
 _s3 = _stack3           # what the kernels below call; _stacked binds the compiled one
-_STACKED: dict = {}
 
 
 def _stacked(kernel):
     """``kernel`` compiled, its globals ``_s3`` and ``_same_batches`` bound to the
-    compiled :func:`_stack3` and :func:`_same_batches` (a function Numba compiles
-    cannot call a plain Python one)."""
-    key = kernel
-    if key not in _STACKED:
-        import types as _types
-        g = dict(kernel.__globals__)
-        g["_s3"] = twins.jitted(_stack3)
-        g["_same_batches"] = twins.jitted(_same_batches)
-        _STACKED[key] = twins.jitted(_types.FunctionType(
-            kernel.__code__, g, kernel.__name__, kernel.__defaults__, kernel.__closure__))
-    return _STACKED[key]
+    compiled :func:`_stack3` and :func:`_same_batches`."""
+    return twins.compiled_with(kernel, _s3=_stack3, _same_batches=_same_batches)
 
 
 def _solve_stack(a, b):

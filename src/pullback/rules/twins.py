@@ -7,6 +7,8 @@ define twins stay importable (and fast to import) without Numba.
 """
 from __future__ import annotations
 
+import numpy as np
+
 
 def _types():
     from numba import types
@@ -219,3 +221,36 @@ def _make_impl(body, names, signature):
     ns = {"_body": jitted(body)}
     exec(f"def impl({signature}):\n    return _body({', '.join(names)})\n", ns)
     return ns["impl"]
+
+
+def stack3(x):
+    """A stack of matrices (or one matrix) as a C-contiguous (batch, n, m) array."""
+    return np.ascontiguousarray(x).reshape((-1, x.shape[-2], x.shape[-1]))
+
+
+_BOUND: dict = {}
+_CALLED: dict = {}
+
+
+def _called(fn):
+    """``fn`` compiled with Numba (once), called rather than inlined: a kernel for one
+    matrix is typed once, not again in each loop that calls it."""
+    if fn not in _CALLED:
+        from numba import njit
+        _CALLED[fn] = njit(cache=False)(fn)
+    return _CALLED[fn]
+
+
+def compiled_with(kernel, **bound):
+    """``kernel`` compiled with Numba, the globals it names in ``bound`` bound to those
+    functions compiled (a function Numba compiles cannot call a plain Python one).
+    A kernel looping over a stack of matrices names :func:`stack3` (as ``_s3``, say)
+    and the compiled kernel for one matrix; each pairing is compiled once."""
+    key = (kernel,) + tuple(sorted(bound.items(), key=lambda kv: kv[0]))
+    if key not in _BOUND:
+        import types as _types
+        g = dict(kernel.__globals__)
+        g.update({name: _called(fn) for name, fn in bound.items()})
+        _BOUND[key] = jitted(_types.FunctionType(
+            kernel.__code__, g, kernel.__name__, kernel.__defaults__, kernel.__closure__))
+    return _BOUND[key]
