@@ -3,6 +3,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import pullback
+from helpers import assert_fd_close, fd_grad
 from pullback.core.kinds import Kind
 from pullback.rules import results
 from pullback.rules.decompositions import cholesky_vjp, eigh_vjp, fold_triangle, svd_vjp
@@ -195,3 +197,23 @@ def test_torch_against_autograd(torch_device):
     ct = svd_vjp([2 * gu * u.detach(), torch.ones(3, dtype=torch.float64), None],
                  (u.detach(), s.detach(), vh.detach()), x.detach(), False)
     torch.testing.assert_close(ct, x.grad)
+
+
+def _pinv_case(cut):
+    """A 4x3 matrix of singular values 2, 1 and ``cut``, and pinv(rtol=0.1) of it."""
+    r = np.random.default_rng(0)
+    U, _ = np.linalg.qr(r.normal(size=(4, 4)))
+    V, _ = np.linalg.qr(r.normal(size=(3, 3)))
+    W = r.normal(size=(3, 4))
+    return U[:, :3] @ np.diag([2.0, 1.0, cut]) @ V.T, lambda A: np.sum(np.linalg.pinv(A, rtol=0.1) * W)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_pinv_refuses_a_gradient_where_it_cut_a_singular_value_that_counts(jit):
+    """0.05 is cut by rtol=0.1 but is no rounding error: the constant-rank formula
+    would be off by about 1%, so the gradient is refused; an exact zero is fine."""
+    A, f = _pinv_case(0.05)
+    with pytest.raises(NotImplementedError, match="cut off a singular value"):
+        pullback.grad(f, jit=jit)(A)
+    A, f = _pinv_case(0.0)
+    assert_fd_close(pullback.grad(f, jit=jit)(A), fd_grad(f, (A,), 0))

@@ -26,7 +26,10 @@ What each rule assumes, and where it stops:
   determined by the matrix, so a cotangent of ``u`` or ``vh`` raises
   NotImplementedError (use ``full_matrices=False``); ``s`` alone works.
 * **pinv** is differentiable where the rank does not change (no singular value
-  crosses the cutoff ``rcond``).
+  crosses the cutoff ``rcond``).  The formula used holds for a matrix of the rank
+  kept: a singular value cut off that is not negligible (above ``max(M, N) * eps``
+  times the largest, NumPy's rank tolerance) raises NotImplementedError rather
+  than give a gradient that is off by its size.
 """
 from __future__ import annotations
 
@@ -202,10 +205,28 @@ def pinv_vjp(g, ans, a, hermitian=False):
     X = as_array(xp, ans, A)
     G = as_array(xp, g, A)
     Xt, Gt = _mT(xp, X), _mT(xp, G)
+    _check_nothing_cut(xp, A, Xt)
     left = Gt @ (X @ Xt)
     right = (Xt @ X) @ Gt
     ct = -(Xt @ G @ Xt) + (left - A @ (X @ left)) + (right - (right @ X) @ A)
     return fold_triangle(xp, ct) if hermitian else ct
+
+
+_CUT_OFF = ("the derivative of np.linalg.pinv where it cut off a singular value that is not "
+            "negligible (below rcond times the largest, above max(M, N) * eps times it) is "
+            "not implemented: pass a smaller rcond, or make the matrix of the rank you keep")
+
+
+def _check_nothing_cut(xp, A, Xt):
+    """Raise unless pinv kept every singular value above NumPy's rank tolerance: the
+    number kept is trace(x a) (x a projects onto the kept singular vectors)."""
+    s = xp.linalg.svdvals(A)
+    m, n = A.shape[-2:]
+    tol = max(m, n) * xp.finfo(A.dtype).eps * s[..., :1]
+    rank = xp.sum(xp.astype(s > tol, A.dtype), axis=-1)
+    kept = xp.round(xp.sum(Xt * A, axis=(-2, -1)))
+    if bool(xp.any(rank > kept)):
+        raise NotImplementedError(_CUT_OFF)
 
 
 # ---------------------------------------------------------------------------
@@ -570,6 +591,11 @@ def _pinv_numba(a, rcond=None, hermitian=False, rtol=_NO_RTOL):
 def _pinv_grad(G, X, A):
     """pinv_vjp for one matrix ``A``, its pseudo-inverse ``X`` and cotangent ``G``."""
     Xt, Gt = np.ascontiguousarray(X.T), np.ascontiguousarray(G.T)
+    s = np.linalg.svd(np.ascontiguousarray(A), full_matrices=False)[1]
+    rank = np.sum(s > max(A.shape) * np.finfo(A.dtype).eps * s[0]) if s.size else 0
+    if rank > np.round(np.sum(Xt * A)):
+        raise NotImplementedError("the derivative of np.linalg.pinv where it cut off a "
+                                  "singular value that is not negligible is not implemented")
     left = Gt @ (X @ Xt)
     right = (Xt @ X) @ Gt
     return -(Xt @ G @ Xt) + (left - A @ (X @ left)) + (right - (right @ X) @ A)
