@@ -36,6 +36,18 @@ def assert_close(actual, expected, rtol=1e-5, atol=1e-7):
                                rtol=rtol, atol=atol)
 
 
+def check_jit(f, args, argnums=0, rtol=1e-6, atol=1e-8):
+    """The gradient with ``jit=True`` against ``jit=False`` (to rounding) and against
+    central finite differences."""
+    import pullback
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    py = pullback.grad(f, argnums=nums, jit=False)(*args)
+    nb = pullback.grad(f, argnums=nums, jit=True)(*args)
+    for k, a, b in zip(nums, py, nb):
+        assert_close(np.asarray(b), np.asarray(a), rtol=1e-9, atol=1e-11)
+        assert_fd_close(np.asarray(b), fd_grad(f, args, k), rtol=rtol, atol=atol)
+
+
 def assert_fd_close(actual, fd, rtol=1e-5, atol=1e-7):
     """``actual`` against a finite-difference gradient ``fd``.
 

@@ -12,18 +12,9 @@ import pytest
 
 import pullback
 from helpers import assert_close, assert_fd_close, fd_grad
+from helpers import check_jit as check
 
 RNG = np.random.default_rng(12)
-
-
-def check(f, args, argnums=0, rtol=1e-6, atol=1e-8):
-    """jit=True against jit=False (to rounding) and against finite differences."""
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    py = pullback.grad(f, argnums=nums, jit=False)(*args)
-    nb = pullback.grad(f, argnums=nums, jit=True)(*args)
-    for k, a, b in zip(nums, py, nb):
-        assert_close(np.asarray(b), np.asarray(a), rtol=1e-9, atol=1e-11)
-        assert_fd_close(np.asarray(b), fd_grad(f, args, k), rtol=rtol, atol=atol)
 
 
 # ---------------------------------------------------------------- reductions

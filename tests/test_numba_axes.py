@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_numba_arrays import check
 
 import pullback
+from helpers import check_jit as check
 
 RNG = np.random.default_rng(7)
 A3 = RNG.normal(size=(3, 4, 2))
