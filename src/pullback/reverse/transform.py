@@ -181,7 +181,7 @@ class ReverseTransform:
         e = s.expr
         if isinstance(e, ast.Subscript):
             self._check_index(s, e.slice)
-        arrays = self._numbers_as_arrays(s) if isinstance(e, ast.Call) else []
+        arrays, s = self._numbers_as_arrays(s) if isinstance(e, ast.Call) else ([], s)
         if arrays:
             return arrays + self._prepare_assign(s)
         twin = self.backend.primal_twin(s.callee, s.method, e, self.kind) \
@@ -205,13 +205,13 @@ class ReverseTransform:
     def _numbers_as_arrays(self, s: ir.Assign) -> list:
         """``np.mean([x, y])``: a tuple of numbers passed to a library function as an
         array, made an array first in a statement of its own when the backend asks
-        (Numba's NumPy takes no tuples there).  Changes ``s`` in place; returns the
-        new statements."""
+        (Numba's NumPy takes no tuples there).  Returns those statements and ``s``
+        reading the arrays (a copy, when there are any)."""
         if not (self.backend.sequences_as_arrays and registry.lookup(s.callee) is not None) \
                 or s.callee in (np.array, np.asarray):
-            return []
-        out = []
-        for k, a in enumerate(s.expr.args):
+            return [], s
+        out, args = [], list(s.expr.args)
+        for k, a in enumerate(args):
             items = self.kind(a).items if isinstance(a, ast.Name) else None
             if not items or not all(i.ndim == 0 and i.dtype in "bif" for i in items) \
                     or all(i.dtype != "f" for i in items):
@@ -222,8 +222,11 @@ class ReverseTransform:
                 self.active.add(name)
             out.append(ir.Assign(s.line, name, ast.Call(ast.Name(self.helper(np.array, "array")),
                                                         [a], []), callee=np.array))
-            s.expr.args[k] = ast.Name(name)
-        return out
+            args[k] = ast.Name(name)
+        if out:
+            s = copy.copy(s)
+            s.expr = ast.Call(s.expr.func, args, s.expr.keywords)
+        return out, s
 
     def _check_index(self, s, index):
         items = index.elts if isinstance(index, ast.Tuple) else [index]

@@ -47,8 +47,8 @@ def _is_number(h) -> bool:
     return h is None or np.ndim(h) == 0
 
 
-def _weights(xp, h, n, edge_order, like):
-    """The weights along one axis of ``n`` points: ``(lo, mid, hi)`` of the interior
+def _weights(xp, h, edge_order, like):
+    """The weights along one axis: ``(lo, mid, hi)`` of the interior
     rows (weights of ``f[i-1]``, ``f[i]``, ``f[i+1]``, each a number or an array of
     ``n - 2``), and the weights of the first and of the last row on their 2 or 3
     nearest points (first row on ``f[0], f[1], ...``, last on ``..., f[-2], f[-1]``)."""
@@ -84,7 +84,7 @@ def _on_axis(w, ax, nd):
 def _transposed(xp, G, ax, h, edge_order):
     """The cotangent of ``f`` from the cotangent ``G`` of its differences along ``ax``."""
     n, nd = G.shape[ax], G.ndim
-    (lo, mid, hi), first, last = _weights(xp, h, n, edge_order, G)
+    (lo, mid, hi), first, last = _weights(xp, h, edge_order, G)
 
     def zeros(k):
         return xp.zeros(G.shape[:ax] + (k,) + G.shape[ax + 1:], dtype=G.dtype, device=device_of(G))
@@ -110,15 +110,15 @@ def _cotangents(g, f, axes):
     dtype = float_dtype(xp, F, g)
     F = xp.astype(F, dtype) if F.dtype != dtype else F
     if len(axes) == 1:
-        return xp, F, [as_array(xp, g, F)]
-    return xp, F, item_cotangents(xp, g, [F] * len(axes))
+        return xp, [as_array(xp, g, F)]
+    return xp, item_cotangents(xp, g, [F] * len(axes))
 
 
 def gradient_vjp(g, f, axis, edge_order, *varargs):
     """Cotangent of ``f`` in ``np.gradient(f, *varargs, axis=axis, edge_order=edge_order)``."""
     nd = len(shape_of(f))
     axes = _axes(axis, nd)
-    xp, F, gs = _cotangents(g, f, axes)
+    xp, gs = _cotangents(g, f, axes)
     out = None
     for G, ax, h in zip(gs, axes, _spacings(varargs, len(axes))):
         ct = _transposed(xp, G, ax, h, edge_order)
@@ -134,7 +134,7 @@ def gradient_vjp_spacing(g, ans, k, f, axis, edge_order, *varargs):
         raise NotImplementedError("the derivative of np.gradient with respect to coordinate "
                                   "arrays is not implemented; pass the coordinates as constants")
     axes = _axes(axis, len(shape_of(f)))
-    xp, _, gs = _cotangents(g, f, axes)
+    xp, gs = _cotangents(g, f, axes)
     results = [ans] if len(axes) == 1 else list(ans)
     mine = range(len(axes)) if len(varargs) == 1 else [k]
     total = 0.0

@@ -157,10 +157,22 @@ numba_twin(np.nansum)(reduction_twin(_SUM_SIG, lambda x, p: np.nansum(x)))
 numba_twin(np.nanmean)(reduction_twin(_MEAN_SIG, lambda x, p: np.nanmean(x)))
 
 
+def _nan_of_number(g, a, axis=None, keepdims=False, where=True):
+    return 0.0 if np.isnan(a) else g
+
+
+def _slice_totals(a, axis):
+    """A compiled ``f(w, axis)``: each entry of ``w`` (of ``a``'s shape) replaced by
+    the total of its slice over ``axis``."""
+    if takes_all(a, axis):
+        return twins.jitted(lambda w, axis: np.full(w.shape, np.sum(w)))
+    return axis_sums(a, axis)
+
+
 @numba_twin(nansum_vjp)
 def _nansum_vjp_numba(g, a, axis=None, keepdims=False, where=True):
     if twins.is_number(a):
-        return lambda g, a, axis=None, keepdims=False, where=True: 0.0 if np.isnan(a) else g
+        return _nan_of_number
     check_axis(axis, where, tuples=True)
     spread = spreader(g, a, axis)
     return lambda g, a, axis=None, keepdims=False, where=True: \
@@ -170,22 +182,14 @@ def _nansum_vjp_numba(g, a, axis=None, keepdims=False, where=True):
 @numba_twin(nanmean_vjp)
 def _nanmean_vjp_numba(g, a, axis=None, keepdims=False, where=True):
     if twins.is_number(a):
-        return lambda g, a, axis=None, keepdims=False, where=True: 0.0 if np.isnan(a) else g
+        return _nan_of_number
     check_axis(axis, where, tuples=True)
-    spread = spreader(g, a, axis)
-    if takes_all(a, axis):
-        def counts(present, axis):
-            return np.full(present.shape, max(np.sum(present), 1.0))
-    else:
-        sums = axis_sums(a, axis)
-
-        def counts(present, axis):
-            return np.maximum(sums(present, axis), 1.0)
-    count = twins.jitted(counts)
+    spread, totals = spreader(g, a, axis), _slice_totals(a, axis)
 
     def vjp(g, a, axis=None, keepdims=False, where=True):
         present = np.where(np.isnan(a), 0.0, 1.0)
-        return np.where(present > 0.0, spread(g, a, axis) / count(present, axis), 0.0)
+        count = np.maximum(totals(present, axis), 1.0)
+        return np.where(present > 0.0, spread(g, a, axis) / count, 0.0)
     return vjp
 
 
@@ -214,13 +218,6 @@ def _same_shape_weights(a, weights):
         twins.unsupported("np.average with weights of another shape than the array's")
 
 
-def _weight_totals(a, axis):
-    """A compiled ``f(w, axis)``: each weight replaced by its slice's total."""
-    if takes_all(a, axis):
-        return twins.jitted(lambda w, axis: np.full(w.shape, np.sum(w)))
-    return axis_sums(a, axis)
-
-
 numba_twin(np.average)(twins.signature_twin(_AVERAGE_SIG, _average_forward))
 
 
@@ -231,7 +228,7 @@ def _average_vjp_a_numba(g, a, axis=None, weights=None, returned=False, keepdims
             mean_vjp(g, a, axis, keepdims, True)
     _same_shape_weights(a, weights)
     check_axis(axis, tuples=True)
-    spread, totals = spreader(g, a, axis), _weight_totals(a, axis)
+    spread, totals = spreader(g, a, axis), _slice_totals(a, axis)
     return lambda g, a, axis=None, weights=None, returned=False, keepdims=False: \
         spread(g, a, axis) * weights / totals(weights + np.zeros(a.shape), axis)
 
@@ -241,6 +238,6 @@ def _average_vjp_weights_numba(g, ans, a, axis=None, weights=None, returned=Fals
                                keepdims=False):
     _same_shape_weights(a, weights)
     check_axis(axis, tuples=True)
-    spread, totals = spreader(g, a, axis), _weight_totals(a, axis)
+    spread, totals = spreader(g, a, axis), _slice_totals(a, axis)
     return lambda g, ans, a, axis=None, weights=None, returned=False, keepdims=False: \
         spread(g, a, axis) * (a - spread(ans, a, axis)) / totals(weights + np.zeros(a.shape), axis)
