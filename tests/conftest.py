@@ -74,7 +74,22 @@ def torch_device(request):
                     + "\n  ".join(summary_lines(syncs)), pytrace=False)
 
 
+_FUZZ_SUMMARIES: list[str] = []
+
+
+def pytest_runtest_logreport(report):
+    """Collect the random programs' counts from their tests' reports: under pytest-xdist
+    the tests run in worker processes, and only their reports reach this one."""
+    if report.when == "call" and report.user_properties:
+        from fuzz.tally import SUMMARY
+        _FUZZ_SUMMARIES.extend(value for name, value in report.user_properties if name == SUMMARY)
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if _FUZZ_SUMMARIES:
+        terminalreporter.section("random programs")
+        for summary in _FUZZ_SUMMARIES:
+            terminalreporter.write_line(summary)
     if config.getoption("--torch-device", "cpu") == "cpu" or "device_guard" not in sys.modules:
         return
     from device_guard import RECORDS, summary_lines

@@ -38,14 +38,7 @@ from pullback.rules.cumulative import cumprod_vjp, cumsum_vjp
 from pullback.rules.decompositions import cholesky_vjp, eigh_vjp, pinv_vjp
 from pullback.rules.diagonals import diag_vjp, diagonal_vjp, trace_vjp, tril_vjp, triu_vjp
 from pullback.rules.einsum import einsum_vjp
-from pullback.rules.elementwise import (
-    clip_vjp_a,
-    clip_vjp_max,
-    clip_vjp_min,
-    polyval_vjp_p,
-    polyval_vjp_x,
-    unbroadcast,
-)
+from pullback.rules.elementwise import unbroadcast
 from pullback.rules.extrema import max_vjp
 from pullback.rules.indexing import getitem_vjp, setitem_vjp_v, setitem_vjp_x
 from pullback.rules.interpolation import interp_vjp_fp, interp_vjp_left, interp_vjp_x, linspace_vjp
@@ -58,11 +51,11 @@ from pullback.rules.linalg import (
     matmul_vjp_b,
     outer_vjp_a,
     outer_vjp_b,
-    tensordot_vjp_a,
-    tensordot_vjp_b,
 )
 from pullback.rules.manipulation import diff_vjp, repeat_vjp, tile_vjp
 from pullback.rules.norm import norm_vjp
+from pullback.rules.piecewise import clip_vjp_a, clip_vjp_max, clip_vjp_min
+from pullback.rules.polynomial import polyval_vjp_p, polyval_vjp_x
 from pullback.rules.prod import prod_vjp
 from pullback.rules.reductions import mean_vjp, std_vjp, sum_vjp, var_vjp
 from pullback.rules.reorder import flip_vjp, roll_vjp, rot90_vjp, sort_vjp
@@ -77,6 +70,7 @@ from pullback.rules.shapes import (
     transpose_vjp,
 )
 from pullback.rules.solve import det_vjp, inv_vjp, slogdet_vjp, solve_vjp_a, solve_vjp_b
+from pullback.rules.tensordot import tensordot_vjp_a, tensordot_vjp_b
 
 pytestmark = pytest.mark.device
 

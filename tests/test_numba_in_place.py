@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 import pullback
-from helpers import assert_close, assert_fd_close, fd_grad
+from helpers import assert_close, assert_fd_close, fd_estimate
 
 
 def check(f, args, argnums, rtol=1e-6, atol=1e-8):
@@ -19,7 +19,7 @@ def check(f, args, argnums, rtol=1e-6, atol=1e-8):
         nb = g(*args)
         for k, a, b in zip(argnums, py, nb):
             assert_close(np.asarray(b), np.asarray(a), rtol=1e-9, atol=1e-11)
-            assert_fd_close(np.asarray(b), fd_grad(f, args, k), rtol=rtol, atol=atol)
+            assert_fd_close(np.asarray(b), fd_estimate(f, args, k), rtol=rtol, atol=atol)
     return g.source
 
 

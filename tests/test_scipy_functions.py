@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import pullback
-from helpers import assert_close, assert_fd_close, fd_grad
+from helpers import assert_close, assert_fd_close, fd_estimate
 from pullback.frontend.resolve import inlined_library, is_library
 
 optimize = pytest.importorskip("scipy.optimize")
@@ -62,7 +62,7 @@ def test_scipy_functions_with_rules_keep_them():
         return special.logsumexp(x) + np.sum(special.softmax(x) * w) \
             + np.sum(special.log_softmax(x) * w)
     g = pullback.grad(f)
-    assert_fd_close(g(x), fd_grad(f, (x,)), rtol=1e-7)
+    assert_fd_close(g(x), fd_estimate(f, (x,)), rtol=1e-7)
     assert "logsumexp_vjp" in g.source and "softmax_vjp" in g.source
 
 
@@ -83,7 +83,7 @@ def test_a_user_array_namespace_picker():
         xp = array_api_compat.array_namespace(x)
         return xp.sum(xp.exp(x) * x)
     x = np.array([0.1, 0.7, -0.4])
-    assert_fd_close(pullback.grad(f)(x), fd_grad(f, (x,)), rtol=1e-7)
+    assert_fd_close(pullback.grad(f)(x), fd_estimate(f, (x,)), rtol=1e-7)
 
 
 # ---------------------------------------------------------------- scipy._lib's plumbing
@@ -131,7 +131,7 @@ def test_namespace_pickers_and_conversions(name):
     nums = tuple(range(len(args)))
     grads = pullback.grad(f, argnums=nums)(*args)
     for k, g in zip(nums, grads):
-        assert_fd_close(g, fd_grad(f, args, k), rtol=1e-7, atol=1e-9)
+        assert_fd_close(g, fd_estimate(f, args, k), rtol=1e-7, atol=1e-9)
 
 
 # ---------------------------------------------------------------- refusals

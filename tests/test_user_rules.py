@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import pullback
-from helpers import assert_close, assert_fd_close, fd_grad
+from helpers import assert_close, assert_fd_close, fd_estimate, fd_grad
 from pullback.pipeline import clear_cache
 from pullback.rules import registry
 
@@ -40,7 +40,7 @@ def test_a_ufunc_without_a_library_rule(registered):
     def f(x):
         return np.sum(np.cbrt(x) * x)
     x = np.array([0.5, 1.7, 8.0, 27.5])
-    assert_fd_close(pullback.grad(f)(x), fd_grad(f, (x,)), rtol=1e-7)
+    assert_fd_close(pullback.grad(f)(x), fd_estimate(f, (x,)), rtol=1e-7)
 
     def h(s):
         return np.cbrt(s * s + 1.0)
@@ -76,7 +76,7 @@ def test_a_scipy_function_without_a_rule(registered):
     def f(x):
         return np.sum(special.ndtr(x) ** 2)
     x = np.array([-1.5, 0.0, 0.3, 2.0])
-    assert_fd_close(pullback.grad(f)(x), fd_grad(f, (x,)), rtol=1e-7)
+    assert_fd_close(pullback.grad(f)(x), fd_estimate(f, (x,)), rtol=1e-7)
 
 
 def test_a_rule_wins_over_inlining_a_scipy_python_function(registered):

@@ -9,6 +9,8 @@ from pathlib import Path
 from .grammar import Program, format_args
 from .oracle import SEVERITY, Outcome
 
+SUMMARY = "random programs"   # the name of the report property holding Tally.summary()
+
 
 @dataclass
 class Tally:

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, Phase, assume, given, seed, settings
 from .features import BACKENDS
 from .grammar import programs
 from .oracle import check
-from .tally import Tally
+from .tally import SUMMARY, Tally
 
 CI_SEED = 10
 
@@ -38,12 +38,12 @@ def fuzz_settings(options, backend: str):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_random_programs(backend, fuzz_options, fuzz_tallies, tmp_path_factory):
+def test_random_programs(backend, fuzz_options, tmp_path_factory, record_property):
     """Every judged program is correct or refused (a PullbackError): no wrong
     value or gradient, no other exception, no argument changed."""
     features = fuzz_options.features_for(backend)
     directory = tmp_path_factory.mktemp(f"fuzz-{backend}")
-    tally = fuzz_tallies.setdefault(backend, Tally(backend, features, fuzz_options.save))
+    tally = Tally(backend, features, fuzz_options.save)
 
     @fuzz_settings(fuzz_options, backend)
     @given(program=programs(features))
@@ -55,6 +55,11 @@ def test_random_programs(backend, fuzz_options, fuzz_tallies, tmp_path_factory):
             tally.stopped = True
             raise failure_class(outcome.signature)(f"{outcome}\n{program!r}")
 
-    seed(CI_SEED if fuzz_options.seed is None else fuzz_options.seed)(one)()
+    try:
+        seed(CI_SEED if fuzz_options.seed is None else fuzz_options.seed)(one)()
+    finally:
+        # The counts travel with the test's report (to the main process under
+        # pytest-xdist too) for the end-of-run summary in conftest.py.
+        record_property(SUMMARY, tally.summary())
     if tally.failures:
         pytest.fail(tally.summary(), pytrace=False)

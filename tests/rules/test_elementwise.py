@@ -15,19 +15,16 @@ from pullback.rules import (
     indexing,
     linalg,
     norm,
+    piecewise,
     reductions,
     shapes,
     solve,
     tensor_products,
     weighted,
 )
-from pullback.rules.elementwise import (
-    polyval_vjp_p,
-    polyval_vjp_x,
-    unbroadcast,
-    unbroadcast_product,
-)
+from pullback.rules.elementwise import unbroadcast, unbroadcast_product
 from pullback.rules.indexing import getitem_vjp
+from pullback.rules.polynomial import polyval_vjp_p, polyval_vjp_x
 from pullback.rules.reductions import sum_vjp
 from pullback.rules.registry import _RULES, lookup, method
 
@@ -388,9 +385,9 @@ def test_torch_unbroadcast_clip_polyval(torch_device):
     lo = torch.tensor(-1.0, dtype=torch.float64, requires_grad=True)
     y = torch.clamp(a, min=lo, max=torch.tensor(1.0, dtype=torch.float64))
     y.backward(torch.ones(3, dtype=torch.float64))
-    ga = elementwise.clip_vjp_a(torch.ones(3, dtype=torch.float64), a.detach(), lo.detach(), 1.0)
+    ga = piecewise.clip_vjp_a(torch.ones(3, dtype=torch.float64), a.detach(), lo.detach(), 1.0)
     assert torch.equal(ga, a.grad)
-    glo = unbroadcast(elementwise.clip_vjp_min(torch.ones(3, dtype=torch.float64), a.detach(),
+    glo = unbroadcast(piecewise.clip_vjp_min(torch.ones(3, dtype=torch.float64), a.detach(),
                                                lo.detach(), 1.0), lo.detach())
     assert float(glo) == float(lo.grad)
     p = torch.tensor([1.0, -2.0, 3.0], dtype=torch.float64, requires_grad=True)

@@ -15,6 +15,8 @@ from . import (  # noqa: F401
     nondiff,
     norm,
     padding,
+    piecewise,
+    polynomial,
     prod,
     reductions,
     registry,
@@ -28,6 +30,7 @@ from . import (  # noqa: F401
     solve,
     templates,
     tensor_products,
+    tensordot,
     weighted,
 )
 

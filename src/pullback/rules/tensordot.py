@@ -1,0 +1,186 @@
+"""Derivatives of ``np.tensordot``, and its compiled twins (Numba has no tensordot).
+
+Conventions are those of :mod:`pullback.rules.elementwise`.  ``axes`` is an int (the
+last ``axes`` axes of ``a`` with the first of ``b``) or a pair of ints or sequences.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import results, twins
+from .elementwise import as_array, like_arg, namespace
+from .linalg import contract
+from .registry import defrule, numba_twin
+
+__all__ = ["tensordot_vjp_a", "tensordot_vjp_b"]
+
+
+def _tensordot_axes(axes, nda, ndb):
+    """``axes`` of ``np.tensordot`` as two lists of non-negative axes (a's, b's)."""
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        return list(range(nda - n, nda)), list(range(n))
+    xa, xb = axes
+    xa = [xa] if isinstance(xa, (int, np.integer)) else list(xa)
+    xb = [xb] if isinstance(xb, (int, np.integer)) else list(xb)
+    return [int(i) % max(nda, 1) for i in xa], [int(i) % max(ndb, 1) for i in xb]
+
+
+def tensordot_vjp_a(g, a, b, axes=2):
+    """Cotangent of ``a`` in ``np.tensordot(a, b, axes)``: ``g`` contracted with b's free
+    axes, then a's axes put back in order."""
+    xp = namespace(g, a, b)
+    A, B, G = as_array(xp, a, g, b), as_array(xp, b, g, a), as_array(xp, g, a, b)
+    xa, xb = _tensordot_axes(axes, A.ndim, B.ndim)
+    free_a = [i for i in range(A.ndim) if i not in xa]
+    free_b = [i for i in range(B.ndim) if i not in xb]
+    ct = contract(xp, G, B, range(len(free_a), G.ndim), free_b)
+    # ct's axes: a's free axes, then b's contracted axes in increasing order.
+    order = free_a + [xa[xb.index(j)] for j in sorted(xb)]
+    return like_arg(xp.permute_dims(ct, tuple(int(i) for i in np.argsort(order))), a)
+
+
+def tensordot_vjp_b(g, a, b, axes=2):
+    """Cotangent of ``b`` in ``np.tensordot(a, b, axes)``."""
+    xp = namespace(g, a, b)
+    A, B, G = as_array(xp, a, g, b), as_array(xp, b, g, a), as_array(xp, g, a, b)
+    xa, xb = _tensordot_axes(axes, A.ndim, B.ndim)
+    free_a = [i for i in range(A.ndim) if i not in xa]
+    free_b = [i for i in range(B.ndim) if i not in xb]
+    ct = contract(xp, A, G, free_a, range(len(free_a)))
+    order = [xb[xa.index(i)] for i in sorted(xa)] + free_b
+    return like_arg(xp.permute_dims(ct, tuple(int(i) for i in np.argsort(order))), b)
+
+
+defrule(np.tensordot, "a, b, axes=2", result=results.unknown,
+        a="tensordot_vjp_a(g, a, b, axes)", b="tensordot_vjp_b(g, a, b, axes)")
+
+
+# ---------------------------------------------------------------------------
+# Numba twins of tensordot (Numba has none): a and b transposed to (free, contracted)
+# and (contracted, free) matrices and multiplied; the VJPs multiply g back and undo
+# the transposes.  The result's rank must be known when compiling: the number of
+# contracted axes is (an int constant, or the lengths of the pair's tuples), their
+# values may come at run time.
+
+def _tensordot_contracted(axes, nda, ndb):
+    """Source of the contracted axes of a and of b (tuples of one static length)."""
+    n = twins.literal(axes)
+    if isinstance(n, int):
+        if not 0 <= n <= min(nda, ndb):
+            twins.unsupported(f"np.tensordot with axes={n} for arrays of ranks {nda} and {ndb}")
+        return ([str(i) for i in range(nda - n, nda)], [str(i) for i in range(n)])
+    if twins.is_int(axes):
+        twins.unsupported("np.tensordot with an int axes not known when compiling "
+                          "(write it as a constant)")
+    if not (twins.is_tuple(axes) and len(axes) == 2):
+        twins.unsupported(f"np.tensordot with axes of type {axes}")
+    sides = []
+    for k, (t, nd) in enumerate(zip(axes, (nda, ndb))):
+        if twins.is_int(t):
+            sides.append([f"axes[{k}] % {nd}"])
+        elif twins.is_tuple(t) and all(twins.is_int(i) for i in t):
+            sides.append([f"axes[{k}][{i}] % {nd}" for i in range(len(t))])
+        else:
+            twins.unsupported(f"np.tensordot with axes {axes} (a pair of ints or of tuples)")
+    if len(sides[0]) != len(sides[1]):
+        twins.unsupported("np.tensordot with axes of different lengths")
+    return sides[0], sides[1]
+
+
+def _nth_free(taken, nd, j):
+    """The ``j``-th axis of ``range(nd)`` not in ``taken``."""
+    for i in range(nd):
+        if i not in taken:
+            if j == 0:
+                return i
+            j -= 1
+    return -1
+
+
+def _position(perm, k):
+    for i in range(len(perm)):
+        if perm[i] == k:
+            return i
+    return -1
+
+
+_TENSORDOT_PLANS: dict = {}
+
+
+def _tensordot_plan(axes, nda, ndb):
+    """A compiled ``plan(sa, sb, axes)``: (the transpose of a, of b, their inverses, the
+    sizes M, K, N of a's and b's matrices, a's transposed shape, b's, the result's)."""
+    xa, xb = _tensordot_contracted(axes, nda, ndb)
+    key = (tuple(xa), tuple(xb), nda, ndb)
+    if key in _TENSORDOT_PLANS:
+        return _TENSORDOT_PLANS[key]
+    k = len(xa)
+
+    def tup(items):
+        return "(" + "".join(f"{i}, " for i in items) + ")"
+    # (Numba indexes no empty tuple: with nothing contracted every axis is free.)
+    fa = [f"_free(xa, {nda}, {j})" if k else str(j) for j in range(nda - k)]
+    fb = [f"_free(xb, {ndb}, {j})" if k else str(j) for j in range(ndb - k)]
+    lines = [f"xa = {tup(xa)}", f"xb = {tup(xb)}"]
+    lines += [f"if sa[xa[{i}]] != sb[xb[{i}]]:\n        raise ValueError('shape-mismatch for sum')"
+              for i in range(k)]
+    lines += [f"pa = {tup(fa + [f'xa[{i}]' for i in range(k)])}",
+              f"pb = {tup([f'xb[{i}]' for i in range(k)] + fb)}",
+              f"ia = {tup(f'_pos(pa, {i})' for i in range(nda))}",
+              f"ib = {tup(f'_pos(pb, {i})' for i in range(ndb))}",
+              "M = 1", "K = 1", "N = 1"]
+    lines += [f"M *= sa[pa[{i}]]" for i in range(nda - k)]
+    lines += [f"K *= sa[xa[{i}]]" for i in range(k)]
+    lines += [f"N *= sb[pb[{i}]]" for i in range(k, ndb)]
+    ta = tup(f"sa[pa[{i}]]" for i in range(nda))
+    tb = tup(f"sb[pb[{i}]]" for i in range(ndb))
+    out = tup([f"sa[pa[{i}]]" for i in range(nda - k)] + [f"sb[pb[{i}]]" for i in range(k, ndb)])
+    lines.append(f"return pa, pb, ia, ib, M, K, N, {ta}, {tb}, {out}")
+    ns = {"_free": twins.jitted(_nth_free), "_pos": twins.jitted(_position)}
+    exec("def plan(sa, sb, axes):\n" + "".join(f"    {ln}\n" for ln in lines), ns)
+    _TENSORDOT_PLANS[key] = twins.jitted(ns["plan"])
+    return _TENSORDOT_PLANS[key]
+
+
+def _tensordot_ranks(a, b):
+    if not (twins.is_array(a) and twins.is_array(b)):
+        twins.unsupported(f"np.tensordot of {a} and {b}")
+    return a.ndim, b.ndim
+
+
+@numba_twin(np.tensordot)
+def _tensordot_numba(a, b, axes=2):
+    plan = _tensordot_plan(axes, *_tensordot_ranks(a, b))
+
+    def impl(a, b, axes=2):
+        pa, pb, _, _, M, K, N, _, _, out = plan(a.shape, b.shape, axes)
+        A2 = np.ascontiguousarray(np.transpose(a, pa)).reshape((M, K))
+        B2 = np.ascontiguousarray(np.transpose(b, pb)).reshape((K, N))
+        return (A2 @ B2).reshape(out)
+    return impl
+
+
+def _tensordot_vjp_twin(which):
+    def twin(g, a, b, axes=2):
+        plan = _tensordot_plan(axes, *_tensordot_ranks(a, b))
+        from numba import types
+        scalar = not isinstance(g, types.Array) or g.ndim == 0    # a result of rank 0
+
+        def impl(g, a, b, axes=2):
+            pa, pb, ia, ib, M, K, N, ta, tb, _ = plan(a.shape, b.shape, axes)
+            if scalar:
+                G2 = np.zeros((M, N)) + g
+            else:
+                G2 = np.ascontiguousarray(g).reshape((M, N))
+            if which == 0:
+                B2 = np.ascontiguousarray(np.transpose(b, pb)).reshape((K, N))
+                return np.transpose((G2 @ B2.T).reshape(ta), ia)
+            A2 = np.ascontiguousarray(np.transpose(a, pa)).reshape((M, K))
+            return np.transpose((A2.T @ G2).reshape(tb), ib)
+        return impl
+    return twin
+
+
+numba_twin(tensordot_vjp_a)(_tensordot_vjp_twin(0))
+numba_twin(tensordot_vjp_b)(_tensordot_vjp_twin(1))
