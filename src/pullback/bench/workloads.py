@@ -66,7 +66,16 @@ class Workload:
 def _horner_cases(quick, sizes):
     sizes = sizes or ([10**3, 10**4, 10**5] if quick else [10**3, 10**4, 10**5, 10**6])
     rng = np.random.default_rng(0)
-    return [Case(_size_label(n), n, (0.999, rng.standard_normal(n))) for n in sizes]
+    return [Case(_size_label(n), n, (HORNER_X, rng.standard_normal(n))) for n in sizes]
+
+
+# x of the Horner sweep.  The cotangents are dp[i] = x**i (from the end): with
+# x = 0.999 they fall below 1e-308 after about 7e5 steps and stay at the smallest
+# subnormal number (0.999 times it rounds back to it), and arithmetic on subnormal
+# numbers is 10-30 times slower on x86.  Any adjoint, hand-written or generated, then
+# measures that, unless a library loaded in the process set flush-to-zero.
+# 0.9999**1e6 = 4e-44 keeps every cotangent a normal number up to N = 10**6.
+HORNER_X = 0.9999
 
 
 def _size_label(n):
