@@ -40,3 +40,34 @@ def test_select_in_a_differentiated_function():
     for k, g in enumerate(pullback.grad(f, argnums=(0, 1, 2))(*args)):
         assert_fd_close(g, fd_estimate(f, args, k))
     assert pullback.grad(f, argnums=2)(*args) != 0.0      # the default is reached
+
+
+def _selected_by_three_conditions(x, y, d):
+    return np.sum(np.select([x < -0.3, x > 0.4, y > 1.0], [x ** 2, y * x, np.sin(y)], d) ** 2)
+
+
+@given(n=st.integers(1, 7), seed=seeds, array_default=st.booleans())
+@SETTINGS
+def test_select_compiles_under_numba(n, seed, array_default):
+    """The twins of both cotangents, a number or an array default, against jit=False and
+    finite differences."""
+    from helpers import check_jit
+    r = np.random.default_rng(seed)
+    d = r.normal(size=n) if array_default else 0.7
+    check_jit(_selected_by_three_conditions, (r.normal(size=n), r.normal(size=n), d), (0, 1, 2))
+
+
+def _select_of_a_broadcast_choice(x, y):
+    return np.sum(np.select([x > 0], [y], np.zeros(x.shape)))
+
+
+def _select_of_a_list_of_numbers(x):
+    return np.sum(np.select([x > 0, x < -1], [1.5, 2.5], 0.0) * x)
+
+
+def test_select_that_broadcasts_is_refused_under_numba():
+    import pytest
+    with pytest.raises(ValueError, match="one shape"):
+        pullback.grad(_select_of_a_broadcast_choice, argnums=(0, 1), jit=True)(np.ones(4), np.ones(1))
+    with pytest.raises(pullback.NumbaCompileError, match="np.select"):
+        pullback.grad(_select_of_a_list_of_numbers, jit=True)(np.ones(4))

@@ -51,6 +51,73 @@ defrule(np.select, "condlist, choicelist, default=0", result=results.array,
         default="select_vjp_default(g, condlist, choicelist, default)")
 
 
+# Numba twins of select and its cotangents: conditions and choices are tuples of arrays
+# of the result's shape (no broadcasting, as in Numba's own np.select), the default a
+# number or such an array.
+
+def _select_sizes(condlist, choicelist, default):
+    """The number of choices, after refusing what the twins have no code for."""
+    arrays = (twins.is_tuple(condlist) and twins.is_tuple(choicelist)
+              and len(condlist) == len(choicelist) > 0 and twins.is_array(choicelist[0]))
+    ndim = choicelist[0].ndim if arrays else 0
+    arrays = (arrays and all(twins.is_array(c, ndim) for c in (*condlist, *choicelist))
+              and (twins.is_number(default) or twins.is_array(default, ndim)))
+    if not arrays:
+        twins.unsupported(f"np.select of conditions {condlist}, choices {choicelist} and "
+                          f"default {default}")
+    return len(choicelist)
+
+
+def _holding_source(n):
+    """Lines that leave ``first{k}`` (where condition k is the first that holds) and
+    ``taken`` (where any does)."""
+    lines = ["taken = np.zeros(g.shape, dtype=np.bool_)"]
+    for k in range(n):
+        lines += [f"first{k} = condlist[{k}] & ~taken", f"taken = taken | condlist[{k}]"]
+    return "".join(f"    {line}\n" for line in lines)
+
+
+_SELECT_SHAPES = ("np.select under jit=True takes conditions, choices and an array default "
+                  "of one shape (no broadcasting); use jit=False")
+
+
+@numba_twin(np.select)
+def _select_numba(condlist, choicelist, default=0):
+    # Numba's own np.select takes only a number for the default.  The shapes are checked
+    # here, in the forward sweep, so that the cotangents' twins need not unbroadcast.
+    n = _select_sizes(condlist, choicelist, default)
+    same = [f"condlist[{k}].shape != shape or choicelist[{k}].shape != shape" for k in range(n)]
+    if twins.is_array(default):
+        same.append("default.shape != shape")
+    nested = "default"
+    for k in reversed(range(n)):
+        nested = f"np.where(condlist[{k}], choicelist[{k}], {nested})"
+    ns = {"np": np, "message": _SELECT_SHAPES}
+    exec("def impl(condlist, choicelist, default=0):\n    shape = choicelist[0].shape\n"
+         f"    if {' or '.join(same)}:\n        raise ValueError(message)\n"
+         f"    return {nested}\n", ns)
+    return ns["impl"]
+
+
+@numba_twin(select_vjp_choices)
+def _select_vjp_choices_numba(g, condlist, choicelist, default=0):
+    n = _select_sizes(condlist, choicelist, default)
+    ns = {"np": np}
+    exec("def impl(g, condlist, choicelist, default=0):\n" + _holding_source(n)
+         + "    return (" + "".join(f"np.where(first{k}, g, 0.0), " for k in range(n)) + ")\n", ns)
+    return ns["impl"]
+
+
+@numba_twin(select_vjp_default)
+def _select_vjp_default_numba(g, condlist, choicelist, default=0):
+    n = _select_sizes(condlist, choicelist, default)
+    total = "np.sum(rest)" if twins.is_number(default) else "rest"
+    ns = {"np": np}
+    exec("def impl(g, condlist, choicelist, default=0):\n" + _holding_source(n)
+         + f"    rest = np.where(taken, 0.0, g)\n    return {total}\n", ns)
+    return ns["impl"]
+
+
 # ---------------------------------------------------------------------------
 # clip: a_min/a_max may be None (no bound), arrays, or given as min=/max= (NumPy >= 2.1).
 
