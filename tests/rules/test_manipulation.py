@@ -191,6 +191,25 @@ def test_partition_with_ties():
     assert ct[0] + ct[2] == g[ans == 2.0].sum()
 
 
+def _partition_well_posed(x):
+    # Only what NumPy specifies of a partition: the 2nd smallest entry of each row, and
+    # an order-free function of the entries on either side of it.
+    p = np.partition(x, 2)
+    return np.sum(p[..., 2] ** 3) + np.sum(np.exp(p[..., :2])) + np.sum(np.sin(p[..., 3:]))
+
+
+@SETTINGS
+@given(rows=st.integers(1, 3), n=st.integers(3, 8), seed=seeds)
+def test_partition_compiles_under_numba(rows, n, seed):
+    """The cotangent's twin (the forward sweep is Numba's own np.partition), on a vector
+    and on rows, against jit=False and finite differences (ties are kinks: the Python
+    rule's tests cover them)."""
+    from helpers import check_jit
+    x = np.random.default_rng(seed).normal(size=(rows, n))
+    check_jit(_partition_well_posed, (x[0],))
+    check_jit(_partition_well_posed, (x,))
+
+
 # ---------------------------------------------------------------------------
 # torch
 

@@ -217,6 +217,42 @@ def _sort_vjp_numba(g, a, axis=-1):
     return along
 
 
+def _unpartition3(g3, ans3, a3):
+    """``g3`` (the cotangent of ``ans3``, a partition of ``a3`` along the middle axis)
+    put back along the pairing by stable rank, as the Python rule."""
+    pre, n, post = a3.shape
+    out = np.empty((pre, n, post))
+    for i in range(pre):
+        for j in range(post):
+            in_a = np.argsort(a3[i, :, j].copy(), kind="mergesort")
+            in_ans = np.argsort(ans3[i, :, j].copy(), kind="mergesort")
+            for k in range(n):
+                out[i, in_a[k], j] = g3[i, in_ans[k], j]
+    return out
+
+
+@numba_twin(partition_vjp)
+def _partition_vjp_numba(g, ans, a, kth, axis=-1):
+    # The forward sweep is Numba's own np.partition (the last axis; it takes no axis=).
+    if not (twins.is_array(g) and twins.is_array(ans) and twins.is_array(a)):
+        return None
+    if not (twins.is_none(axis) or twins.is_int(axis)):
+        twins.unsupported("np.partition with this axis")
+    unpartition, split = twins.jitted(_unpartition3), twins.split_shape()
+    if twins.is_none(axis):
+        return lambda g, ans, a, kth, axis=-1: unpartition(
+            np.ascontiguousarray(g).reshape((1, g.size, 1)),
+            np.ascontiguousarray(ans).reshape((1, ans.size, 1)),
+            np.ascontiguousarray(a).reshape((1, a.size, 1))).reshape(a.shape)
+
+    def along(g, ans, a, kth, axis=-1):
+        pre, n, post = split(a.shape, axis % a.ndim)
+        return unpartition(np.ascontiguousarray(g).reshape((pre, n, post)),
+                           np.ascontiguousarray(ans).reshape((pre, n, post)),
+                           np.ascontiguousarray(a).reshape((pre, n, post))).reshape(a.shape)
+    return along
+
+
 def _sort3(a3):
     pre, n, post = a3.shape
     out = np.empty((pre, n, post), dtype=a3.dtype)
