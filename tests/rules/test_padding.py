@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pullback
@@ -72,3 +72,47 @@ def test_pad_in_differentiated_functions():
 def test_modes_that_compute_their_border_are_refused(kwargs, match):
     with pytest.raises(NotImplementedError, match=match):
         pad_vjp_array(np.ones((5, 5)), np.ones((3, 3)), 1, **kwargs)
+
+
+# ---------------------------------------------------------------------------
+# Numba twins
+
+@given(n=st.integers(1, 7), before=st.integers(0, 16), after=st.integers(0, 16),
+       mode=st.sampled_from(MODES))
+@SETTINGS
+def test_the_twins_index_map_is_numpys(n, before, after, mode):
+    """Entry j of a padded axis copies entry idx[j] (-1: the constant): np.pad of the
+    positions, for any width, also wider than the axis (reflected again and again)."""
+    from pullback.rules.padding import _COPYING, _axis_index
+    expected = np.pad(np.arange(n), (before, after), mode,
+                      **({"constant_values": -1} if mode == "constant" else {}))
+    np.testing.assert_array_equal(_axis_index(_COPYING.index(mode), n, before, after), expected)
+
+
+def _padded_by(mode):
+    def f(x, pad_width):
+        padded = np.pad(x, pad_width, mode)
+        return np.sum(np.sin(padded) * np.cos(np.arange(padded.size).reshape(padded.shape)))
+    return f
+
+
+_PADDED = {mode: _padded_by(mode) for mode in MODES}
+
+
+@settings(max_examples=10, deadline=None)       # each mode, rank and width type compiles anew
+@given(problem=pads(), seed=seeds)
+def test_pad_compiles_under_numba(problem, seed):
+    """The forward twin and the cotangent's, for every mode and form of pad_width, against
+    jit=False and finite differences."""
+    from helpers import check_jit
+    shape, pad_width, mode = problem
+    check_jit(_PADDED[mode], (values(seed, shape), pad_width), 0)
+
+
+def _padded_with_a_constant(x, c):
+    return np.sum(np.pad(x, ((1, 0), (2, 3)), constant_values=c) ** 3)
+
+
+def test_pad_constant_values_compiles_under_numba():
+    from helpers import check_jit
+    check_jit(_padded_with_a_constant, (np.random.default_rng(4).normal(size=(2, 3)), 0.7), (0, 1))

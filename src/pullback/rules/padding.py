@@ -10,17 +10,19 @@ simply ``g`` without its border.  The cotangent of a scalar ``constant_values``
 is the sum of ``g`` over the border.  Modes that compute their border
 (``linear_ramp``, ``maximum``, ``mean``, ``median``, ``minimum``) and a
 ``constant_values`` differentiated per axis, and ``reflect_type='odd'`` (whose
-border is computed, not copied) raise NotImplementedError.
+border is computed, not copied) raise NotImplementedError.  Under ``jit=True`` the
+Numba twins (below; Numba has no ``np.pad``) cover the same modes, with ``pad_width``
+an int, a pair, or a pair per axis, and a number for ``constant_values``.
 Conventions are those of :mod:`pullback.rules.elementwise`.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import results
+from . import results, twins
 from .elementwise import as_array, like_arg, namespace, shape_of
 from .indexing import getitem_vjp
-from .registry import defrule
+from .registry import defrule, numba_twin
 
 __all__ = ["pad_vjp_array", "pad_vjp_constant"]
 
@@ -72,3 +74,145 @@ defrule(np.pad, "array, pad_width, mode='constant', *, stat_length=None, constan
         "end_values=0, reflect_type='even'", result=results.same_shape,
         array="pad_vjp_array(g, array, pad_width, mode, reflect_type)",
         constant_values="pad_vjp_constant(g, array, pad_width, mode, constant_values)")
+
+
+# ---------------------------------------------------------------------------
+# Numba twins (Numba has no np.pad).  Each axis is padded in turn with an index map:
+# entry j of the padded axis copies entry idx[j] of the axis (-1: the constant).  The
+# cotangent undoes the axes in reverse order, adding each entry's share back at
+# idx[j], so a copied entry gets every copy's share as in the Python rule.
+
+def _axis_index(code, n, before, after):
+    """The index map of one padded axis: ``np.pad(np.arange(n), (before, after), mode)``
+    for the mode numbered ``code`` in ``_COPYING``, with -1 for a constant border."""
+    if n == 0 and code != 0:
+        raise ValueError("can't extend empty axis using modes other than 'constant'")
+    idx = np.empty(n + before + after, dtype=np.int64)
+    for j in range(idx.shape[0]):
+        m = j - before
+        if 0 <= m < n or code == 0:
+            idx[j] = m if 0 <= m < n else -1
+        elif code == 1:                             # edge
+            idx[j] = min(max(m, 0), n - 1)
+        elif code == 2:                             # reflect: period 2 (n - 1)
+            r = m % (2 * (n - 1)) if n > 1 else 0
+            idx[j] = r if r < n else 2 * (n - 1) - r
+        elif code == 3:                             # symmetric: period 2 n
+            r = m % (2 * n)
+            idx[j] = r if r < n else 2 * n - 1 - r
+        else:                                       # wrap
+            idx[j] = m % n
+    return idx
+
+
+def _pad_axis3(x3, idx, fill):
+    pre, _, post = x3.shape
+    out = np.empty((pre, idx.shape[0], post), dtype=x3.dtype)      # as np.pad: the dtype kept
+    for j in range(idx.shape[0]):
+        if idx[j] < 0:
+            out[:, j, :] = fill
+        else:
+            out[:, j, :] = x3[:, idx[j], :]
+    return out
+
+
+def _unpad_axis3(g3, idx, n):
+    pre, _, post = g3.shape
+    out = np.zeros((pre, n, post))
+    for j in range(idx.shape[0]):
+        if idx[j] >= 0:
+            out[:, idx[j], :] += g3[:, j, :]
+    return out
+
+
+def _width_source(pad_width, nd):
+    """Source of (before, after) of each axis, from the type of ``pad_width``: an int,
+    a pair (or one) of ints for every axis, or one pair (or one int) per axis."""
+    def ints(t, n):
+        return twins.is_tuple(t) and len(t) == n and all(twins.is_int(i) for i in t)
+    if twins.is_int(pad_width):
+        return [("pad_width", "pad_width")] * nd
+    if ints(pad_width, 1):
+        return [("pad_width[0]", "pad_width[0]")] * nd
+    if ints(pad_width, 2):
+        return [("pad_width[0]", "pad_width[1]")] * nd
+    if twins.is_tuple(pad_width) and len(pad_width) in (1, nd):
+        rows = [f"pad_width[{0 if len(pad_width) == 1 else k}]" for k in range(nd)]
+        if all(ints(t, 2) for t in pad_width):
+            return [(f"{r}[0]", f"{r}[1]") for r in rows]
+        if all(ints(t, 1) for t in pad_width):
+            return [(f"{r}[0]", f"{r}[0]") for r in rows]
+    twins.unsupported(f"np.pad with pad_width of type {pad_width} for an array of rank {nd}")
+
+
+def _number(t) -> bool:
+    """A number, or an omitted argument whose default is one."""
+    return twins.is_number(t) or isinstance(twins.literal(t), (int, float))
+
+
+def _pad_setup(array, pad_width, mode, reflect_type):
+    """(the mode's number, the widths' source lines) after refusing what has no twin."""
+    mode = twins.literal(mode, None)
+    if not twins.is_array(array) or mode not in _COPYING:
+        twins.unsupported(f"np.pad of {array} with mode {mode!r} (a constant string among "
+                          f"{', '.join(_COPYING)})")
+    if twins.literal(reflect_type, None) != "even":
+        twins.unsupported("np.pad with a reflect_type other than the default 'even'")
+    widths = _width_source(pad_width, array.ndim)
+    lines = [f"b{k}, a{k} = {b}, {a}" for k, (b, a) in enumerate(widths)]
+    return _COPYING.index(mode), lines
+
+
+def _pad_impl(params, lines, returns, helpers):
+    ns = {"np": np, "_index": twins.jitted(_axis_index), "_split": twins.split_shape(),
+          **{name: twins.jitted(fn) for name, fn in helpers.items()}}
+    exec(f"def impl({params}):\n" + "".join(f"    {line}\n" for line in lines)
+         + f"    return {returns}\n", ns)
+    return ns["impl"]
+
+
+def _pad_primal(t):
+    code, lines = _pad_setup(t["array"], t["pad_width"], t["mode"], t["reflect_type"])
+    if not (twins.is_none(t["stat_length"]) and _number(t["end_values"])
+            and _number(t["constant_values"])):
+        twins.unsupported("np.pad with stat_length=, end_values= or constant_values other "
+                          "than one number")
+    nd = t["array"].ndim
+    lines.append("x = array")
+    for k in range(nd):
+        shape = ", ".join(f"s[{i}] + b{k} + a{k}" if i == k else f"s[{i}]" for i in range(nd))
+        lines += ["s = x.shape", f"pre, n, post = _split(s, {k})",
+                  f"x = _pad(np.ascontiguousarray(x).reshape((pre, n, post)), "
+                  f"_index({code}, n, b{k}, a{k}), constant_values).reshape(({shape},))"]
+    return _pad_impl("array, pad_width, mode, stat_length, constant_values, end_values, "
+                     "reflect_type", lines, "x", {"_pad": _pad_axis3})
+
+
+numba_twin(np.pad)(twins.signature_twin(
+    "array, pad_width, mode='constant', *, stat_length=None, constant_values=0, "
+    "end_values=0, reflect_type='even'", _pad_primal))
+
+
+@numba_twin(pad_vjp_array)
+def _pad_vjp_array_numba(g, array, pad_width, mode="constant", reflect_type="even"):
+    code, lines = _pad_setup(array, pad_width, mode, reflect_type)
+    nd = array.ndim
+    lines.append("x = g")
+    for k in reversed(range(nd)):
+        shape = ", ".join(f"array.shape[{k}]" if i == k else f"s[{i}]" for i in range(nd))
+        lines += ["s = x.shape", f"pre, m, post = _split(s, {k})",
+                  f"x = _unpad(np.ascontiguousarray(x).reshape((pre, m, post)), "
+                  f"_index({code}, array.shape[{k}], b{k}, a{k}), array.shape[{k}])"
+                  f".reshape(({shape},))"]
+    return _pad_impl('g, array, pad_width, mode="constant", reflect_type="even"', lines, "x",
+                     {"_unpad": _unpad_axis3})
+
+
+@numba_twin(pad_vjp_constant)
+def _pad_vjp_constant_numba(g, array, pad_width, mode="constant", constant_values=0):
+    _, lines = _pad_setup(array, pad_width, mode, "even")
+    if not _number(constant_values):
+        twins.unsupported("the derivative of np.pad with respect to per-axis constant_values")
+    inside = ", ".join(f"b{k}:b{k} + array.shape[{k}]" for k in range(array.ndim))
+    return _pad_impl('g, array, pad_width, mode="constant", constant_values=0', lines,
+                     f"np.sum(g) - np.sum(g[{inside}])", {})
