@@ -3,6 +3,7 @@ held) and of the default, against finite differences, with broadcasting."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -66,8 +67,20 @@ def _select_of_a_list_of_numbers(x):
 
 
 def test_select_that_broadcasts_is_refused_under_numba():
-    import pytest
     with pytest.raises(ValueError, match="one shape"):
         pullback.grad(_select_of_a_broadcast_choice, argnums=(0, 1), jit=True)(np.ones(4), np.ones(1))
     with pytest.raises(pullback.NumbaCompileError, match="np.select"):
         pullback.grad(_select_of_a_list_of_numbers, jit=True)(np.ones(4))
+
+
+def _selected_by_a_list(x, y, masks):
+    return np.sum(np.sin(np.select(masks, [x, y * x], default=1.1)))
+
+
+@pytest.mark.filterwarnings("ignore::numba.core.errors.NumbaPendingDeprecationWarning")   # a list argument
+def test_select_with_a_list_of_conditions_compiles_under_numba():
+    """A list of masks passed in reaches Numba as a list, not a tuple."""
+    from helpers import check_jit
+    r = np.random.default_rng(5)
+    masks = [np.array([True, False, False, True]), np.array([False, True, False, True])]
+    check_jit(_selected_by_a_list, (r.normal(size=4), r.normal(size=4), masks), (0, 1))

@@ -56,16 +56,19 @@ defrule(np.select, "condlist, choicelist, default=0", result=results.array,
 # number or such an array.
 
 def _select_sizes(condlist, choicelist, default):
-    """The number of choices, after refusing what the twins have no code for."""
-    arrays = (twins.is_tuple(condlist) and twins.is_tuple(choicelist)
-              and len(condlist) == len(choicelist) > 0 and twins.is_array(choicelist[0]))
-    ndim = choicelist[0].ndim if arrays else 0
-    arrays = (arrays and all(twins.is_array(c, ndim) for c in (*condlist, *choicelist))
-              and (twins.is_number(default) or twins.is_array(default, ndim)))
-    if not arrays:
+    """The number of choices, after refusing what the twins have no code for.  The
+    conditions may also be a list (a global list of masks reaches Numba as one)."""
+    from numba import types
+    n = len(choicelist) if twins.is_tuple(choicelist) else 0
+    ndim = choicelist[0].ndim if n and twins.is_array(choicelist[0]) else 0
+    conds = (isinstance(condlist, types.List) and twins.is_array(condlist.dtype, ndim)
+             or twins.is_tuple(condlist) and len(condlist) == n
+             and all(twins.is_array(c, ndim) for c in condlist))
+    if not (ndim and conds and all(twins.is_array(c, ndim) for c in choicelist)
+            and (twins.is_number(default) or twins.is_array(default, ndim))):
         twins.unsupported(f"np.select of conditions {condlist}, choices {choicelist} and "
                           f"default {default}")
-    return len(choicelist)
+    return n
 
 
 def _holding_source(n):
@@ -92,8 +95,10 @@ def _select_numba(condlist, choicelist, default=0):
     nested = "default"
     for k in reversed(range(n)):
         nested = f"np.where(condlist[{k}], choicelist[{k}], {nested})"
-    ns = {"np": np, "message": _SELECT_SHAPES}
+    ns = {"np": np, "message": _SELECT_SHAPES,
+          "counts": "np.select: list of cases must be same length as list of conditions"}
     exec("def impl(condlist, choicelist, default=0):\n    shape = choicelist[0].shape\n"
+         f"    if len(condlist) != {n}:\n        raise ValueError(counts)\n"
          f"    if {' or '.join(same)}:\n        raise ValueError(message)\n"
          f"    return {nested}\n", ns)
     return ns["impl"]
