@@ -231,9 +231,27 @@ def _unpartition3(g3, ans3, a3):
     return out
 
 
+@numba_twin(np.partition)
+def _partition_numba(a, kth, axis=-1, kind="introselect", order=None):
+    # NumPy's own partition, in an object-mode block: which entries land on either side
+    # of the k-th is NumPy's choice, and a function may read it (Numba's np.partition
+    # arranges them differently, and takes no axis).
+    axis_ok = twins.is_none(axis) or twins.is_int(axis) or isinstance(twins.literal(axis), int)
+    if not (twins.is_array(a) and axis_ok and twins.is_none(order)):
+        twins.unsupported(f"np.partition of {a} along axis {axis} (an int or None)")
+    from numba import objmode
+    shape = "(a.size,)" if twins.is_none(axis) else "a.shape"
+    ns = {"__name__": __name__, "np": np, "objmode": objmode}   # __name__: see elementwise
+    exec("def impl(a, kth, axis=-1, kind='introselect', order=None):\n"
+         f"    out = np.empty({shape}, dtype=a.dtype)\n"
+         "    with objmode():\n"
+         f"        out[...] = np.partition(a, kth, {'None' if twins.is_none(axis) else 'axis'})\n"
+         "    return out\n", ns)
+    return ns["impl"]
+
+
 @numba_twin(partition_vjp)
 def _partition_vjp_numba(g, ans, a, kth, axis=-1):
-    # The forward sweep is Numba's own np.partition (the last axis; it takes no axis=).
     if not (twins.is_array(g) and twins.is_array(ans) and twins.is_array(a)):
         return None
     if not (twins.is_none(axis) or twins.is_int(axis)):
