@@ -142,9 +142,9 @@ def test_workloads_compile_and_match(name):
 
 def test_a_rule_without_twin_is_refused_before_numba_sees_it():
     def f(K):
-        return np.sum(np.pad(K, 1))
+        return np.sum(np.gradient(K, axis=0))
     with pytest.raises(pullback.NumbaCompileError,
-                       match="(?s)numpy.pad.*pad_vjp_array.*no compiled.*test_numba_arrays.py"
+                       match="(?s)numpy.gradient.*gradient_vjp.*no compiled.*test_numba_arrays.py"
                              ".*line.*jit=False, or register a Numba twin") as info:
         pullback.grad(f, jit=True).compiled(np.eye(3))
     assert "TypingError" not in str(info.value)
