@@ -126,10 +126,13 @@ def _select_vjp_default_numba(g, condlist, choicelist, default=0):
 # ---------------------------------------------------------------------------
 # clip: a_min/a_max may be None (no bound), arrays, or given as min=/max= (NumPy >= 2.1).
 
-def _bounds(a_min, a_max, min=None, max=None):
+def _clip_parts(g, a, a_min, a_max, min, max):
+    """The namespace, ``g`` as an array, and the lower and upper bounds (None: none),
+    given as a_min/a_max or as min=/max=."""
+    xp = namespace(g, a)
     lo = a_min if a_min is not None else min
     hi = a_max if a_max is not None else max
-    return lo, hi
+    return xp, as_array(xp, g, a), lo, hi
 
 
 def clip_vjp_a(g, a, a_min=None, a_max=None, min=None, max=None):
@@ -137,9 +140,7 @@ def clip_vjp_a(g, a, a_min=None, a_max=None, min=None, max=None):
 
     Returned at the broadcast shape; the transform unbroadcasts it.
     """
-    xp = namespace(g, a)
-    g = as_array(xp, g, a)
-    lo, hi = _bounds(a_min, a_max, min, max)
+    xp, g, lo, hi = _clip_parts(g, a, a_min, a_max, min, max)
     inside = xp.ones_like(g, dtype=xp.bool)
     if lo is not None:
         inside = inside & (a >= lo)
@@ -150,9 +151,7 @@ def clip_vjp_a(g, a, a_min=None, a_max=None, min=None, max=None):
 
 def clip_vjp_min(g, a, a_min=None, a_max=None, min=None, max=None):
     """Cotangent of the lower bound: ``g`` where ``a < a_min`` (and the lower bound is active)."""
-    xp = namespace(g, a)
-    g = as_array(xp, g, a)
-    lo, hi = _bounds(a_min, a_max, min, max)
+    xp, g, lo, hi = _clip_parts(g, a, a_min, a_max, min, max)
     below = a < lo
     if hi is not None:
         # With a_min > a_max NumPy returns a_max everywhere: the lower bound never shows.
@@ -162,9 +161,7 @@ def clip_vjp_min(g, a, a_min=None, a_max=None, min=None, max=None):
 
 def clip_vjp_max(g, a, a_min=None, a_max=None, min=None, max=None):
     """Cotangent of the upper bound: ``g`` where the result is ``a_max`` and ``a`` was not."""
-    xp = namespace(g, a)
-    g = as_array(xp, g, a)
-    lo, hi = _bounds(a_min, a_max, min, max)
+    xp, g, lo, hi = _clip_parts(g, a, a_min, a_max, min, max)
     above = a > hi
     if lo is not None:
         above = above | (lo > hi)
