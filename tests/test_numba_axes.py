@@ -104,9 +104,17 @@ def _kept_sums_of_a_number(x):
     return np.sum(np.sum(x * x, keepdims=True)) + np.mean(np.sin(x), keepdims=True)
 
 
+def _kept_reductions_of_a_number(x):
+    y = np.sin(x)
+    return (np.max(y, keepdims=True) * np.min(x * x, keepdims=True) + np.prod(y, keepdims=True)
+            + np.var(y, keepdims=True) + 3.0 * np.std(x, keepdims=True))
+
+
 def test_keepdims_on_a_number_compiles():
-    """np.sum(2.0, keepdims=True) is a number in NumPy too (a float64, not a 0-d array)."""
+    """np.sum(2.0, keepdims=True) is a number in NumPy too (a float64, not a 0-d array);
+    the spread of one number is 0 and its extreme and product are itself."""
     check(_kept_sums_of_a_number, (1.5,), 0)
+    check(_kept_reductions_of_a_number, (0.7,), 0)
 
 
 # ------------------------------------------------------------------------ refusals

@@ -70,6 +70,8 @@ for _f, _methods in ((np.max, ("max",)), (np.amax, ()), (np.min, ("min",)), (np.
 
 @numba_twin(max_vjp)
 def _max_vjp_numba(g, ans, a, axis=None, keepdims=False, where=True):
+    if twins.is_number(a):          # the one number is the extreme: all of g
+        return lambda g, ans, a, axis=None, keepdims=False, where=True: g * 1.0
     check_axis(axis, where, tuples=True)
     spread, spread_ans = spreader(g, a, axis), spreader(ans, a, axis)
     if takes_all(a, axis):

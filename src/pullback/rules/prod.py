@@ -438,6 +438,9 @@ def _as2(g):
 
 @numba_twin(prod_vjp)
 def _prod_vjp_numba(g, ans, x, axis=None, keepdims=False, initial=None, where=True, exact=None):
+    if twins.is_number(x) and twins.is_none(initial):     # the product of one number
+        return lambda g, ans, x, axis=None, keepdims=False, initial=None, where=True, \
+            exact=None: g * 1.0
     if not twins.is_array(x):
         return None
     if not twins.is_none(initial) or twins.literal(where, False) is not True:

@@ -301,6 +301,10 @@ def _var_twin(with_sd):
     """The twin of var_vjp (``with_sd`` False) or std_vjp: ``a`` only, no ``mean=``."""
     def decide(t):
         g, a, axis = t["g"], t["a"], t["axis"]
+        if twins.is_number(a):      # the spread of one number is 0 wherever it is
+            if with_sd:
+                return lambda g, ans, a, axis, ddof, keepdims, where, mean, correction: g * 0.0
+            return lambda g, a, axis, ddof, keepdims, where, mean, correction: g * 0.0
         check_axis(axis, t["where"], tuples=True)
         if not (twins.is_none(t["mean"]) and twins.is_none(t["correction"])):
             twins.unsupported("np.var/np.std with mean= or correction=")
