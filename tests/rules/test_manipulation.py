@@ -3,6 +3,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from helpers import check_jit
 from pullback.rules import results
 from pullback.rules.diagonals import diag_vjp, tril_vjp
 from pullback.rules.manipulation import repeat_vjp
@@ -212,7 +213,6 @@ def test_partition_compiles_under_numba(rows, n, seed):
     """NumPy's partition in the forward sweep (object mode) and the cotangent's twin, on
     a vector, along the last axis, the first and all, against jit=False and finite
     differences (ties are kinks: the Python rule's tests cover them)."""
-    from helpers import check_jit
     x = np.random.default_rng(seed).normal(size=(rows, n))
     check_jit(_partition_by_position, (x[0],))
     check_jit(_partition_by_position, (x,))

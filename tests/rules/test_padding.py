@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pullback
-from helpers import assert_fd_close, fd_estimate
-from pullback.rules.padding import pad_vjp_array, pad_vjp_constant
+from helpers import assert_fd_close, check_jit, fd_estimate
+from pullback.rules.padding import _COPYING, _axis_index, pad_vjp_array, pad_vjp_constant
 
 from .checks import SETTINGS, check_vjp, seeds
 from .checks import array_values as values
@@ -83,7 +83,6 @@ def test_modes_that_compute_their_border_are_refused(kwargs, match):
 def test_the_twins_index_map_is_numpys(n, before, after, mode):
     """Entry j of a padded axis copies entry idx[j] (-1: the constant): np.pad of the
     positions, for any width, also wider than the axis (reflected again and again)."""
-    from pullback.rules.padding import _COPYING, _axis_index
     expected = np.pad(np.arange(n), (before, after), mode,
                       **({"constant_values": -1} if mode == "constant" else {}))
     np.testing.assert_array_equal(_axis_index(_COPYING.index(mode), n, before, after), expected)
@@ -104,7 +103,6 @@ _PADDED = {mode: _padded_by(mode) for mode in MODES}
 def test_pad_compiles_under_numba(problem, seed):
     """The forward twin and the cotangent's, for every mode and form of pad_width, against
     jit=False and finite differences."""
-    from helpers import check_jit
     shape, pad_width, mode = problem
     check_jit(_PADDED[mode], (values(seed, shape), pad_width), 0)
 
@@ -114,5 +112,4 @@ def _padded_with_a_constant(x, c):
 
 
 def test_pad_constant_values_compiles_under_numba():
-    from helpers import check_jit
     check_jit(_padded_with_a_constant, (np.random.default_rng(4).normal(size=(2, 3)), 0.7), (0, 1))

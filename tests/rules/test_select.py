@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pullback
-from helpers import assert_fd_close, fd_estimate
+from helpers import assert_fd_close, check_jit, fd_estimate
 from pullback.rules.piecewise import select_vjp_choices, select_vjp_default
 
 from .checks import SETTINGS, check_vjp, seeds
@@ -52,7 +52,6 @@ def _selected_by_three_conditions(x, y, d):
 def test_select_compiles_under_numba(n, seed, array_default):
     """The twins of both cotangents, a number or an array default, against jit=False and
     finite differences."""
-    from helpers import check_jit
     r = np.random.default_rng(seed)
     d = r.normal(size=n) if array_default else 0.7
     check_jit(_selected_by_three_conditions, (r.normal(size=n), r.normal(size=n), d), (0, 1, 2))
@@ -80,7 +79,6 @@ def _selected_by_a_list(x, y, masks):
 @pytest.mark.filterwarnings("ignore::numba.core.errors.NumbaPendingDeprecationWarning")   # a list argument
 def test_select_with_a_list_of_conditions_compiles_under_numba():
     """A list of masks passed in reaches Numba as a list, not a tuple."""
-    from helpers import check_jit
     r = np.random.default_rng(5)
     masks = [np.array([True, False, False, True]), np.array([False, True, False, True])]
     check_jit(_selected_by_a_list, (r.normal(size=4), r.normal(size=4), masks), (0, 1))

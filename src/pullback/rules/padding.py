@@ -90,8 +90,10 @@ def _axis_index(code, n, before, after):
     idx = np.empty(n + before + after, dtype=np.int64)
     for j in range(idx.shape[0]):
         m = j - before
-        if 0 <= m < n or code == 0:
-            idx[j] = m if 0 <= m < n else -1
+        if 0 <= m < n:
+            idx[j] = m
+        elif code == 0:                             # constant
+            idx[j] = -1
         elif code == 1:                             # edge
             idx[j] = min(max(m, 0), n - 1)
         elif code == 2:                             # reflect: period 2 (n - 1)

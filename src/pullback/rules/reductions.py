@@ -350,13 +350,13 @@ def along_axis(kernel, a, axis, keepdims, tuples=False):
     ``a``, ``axis``, ``keepdims``); with ``tuples``, also to each slice over a tuple
     of axes (the kernel then gets the slice's entries as one vector)."""
     if not twins.is_array(a):
-        if twins.is_number(a) and twins.is_none(axis) and twins.literal(keepdims, False) is not False:
-            # NumPy returns a number here too (np.sum(2.0, keepdims=True) is a float64).
-            k = twins.jitted(kernel)
-            return lambda a, axis, keepdims, p: k(np.full(1, a * 1.0), p)
-        if twins.is_number(a) and twins.literal(keepdims, False) is not False:
+        if not (twins.is_number(a) and twins.literal(keepdims, False) is not False):
+            return None
+        if not twins.is_none(axis):
             twins.unsupported("keepdims=True on a reduction of a number along an axis")
-        return None
+        # NumPy returns a number here too (np.sum(2.0, keepdims=True) is a float64).
+        k = twins.jitted(kernel)
+        return lambda a, axis, keepdims, p: k(np.full(1, a * 1.0), p)
     check_axis(axis, tuples=tuples)
     keep = twins.literal(keepdims, None)
     if keep is None:
