@@ -98,7 +98,9 @@ class For(Stmt):
         return atom_names(self.start) | atom_names(self.stop) | atom_names(self.step)
 
     def writes(self):
-        return {self.var}
+        # A loop left early counts its iterations in ``trips`` (the forward sweep
+        # adds one per iteration), rebinding it as a While does.
+        return {self.var} | ({self.trips} if self.trips and self.exit_flag else set())
 
 
 @dataclass
