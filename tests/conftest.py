@@ -14,6 +14,9 @@ _CACHE = tempfile.mkdtemp(prefix="pullback-test-cache-")
 os.environ["PULLBACK_CACHE_DIR"] = _CACHE
 os.environ.pop("PULLBACK_CACHE", None)
 atexit.register(shutil.rmtree, _CACHE, True)
+# Generated Numba derivatives check their indices: a wrong tape index is an
+# IndexError in a test, never a write outside an array (or a crash).
+os.environ["PULLBACK_BOUNDSCHECK"] = "1"
 
 
 @pytest.fixture(params=[False, True], ids=["python", "numba"])

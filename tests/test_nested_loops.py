@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reference import assert_matches_reference
 
 import pullback
 from helpers import assert_fd_close, fd_estimate
@@ -105,7 +106,20 @@ def value_set_outside_read_inside(x):
     return s
 
 
-PROGRAMS = [pair_sum_with_cutoff, lower_triangle_by_break, for_with_break_inside_while,
+def saved_in_both_loops(x):
+    # s is saved by the outer body and by the inner loop: one tape, pushed at two
+    # depths (the outer loop's reservation must not count on the inner's slots).
+    total = 0.0
+    s = 1.0
+    for i in range(len(x)):
+        s = s * 0.5 + x[i] * s
+        for j in range(i):
+            s = s * 0.25 + x[j] * s * 0.1
+        total += s
+    return total
+
+
+PROGRAMS = [saved_in_both_loops, pair_sum_with_cutoff, lower_triangle_by_break, for_with_break_inside_while,
             return_from_inner_loop, helper_returning_from_its_loop, three_deep_with_continue,
             value_set_outside_read_inside]
 
@@ -119,6 +133,7 @@ def _check(f, x, jit):
         assert_fd_close(np.asarray(g(x)), fd_estimate(f, (x,)), rtol=1e-6, atol=1e-8)
     value, _ = pullback.value_and_grad(f, jit=jit)(x)
     assert value == pytest.approx(f(x), rel=1e-12, abs=1e-12)
+    assert_matches_reference(f, (x,), 0, jit)
 
 
 @pytest.mark.parametrize("f", PROGRAMS, ids=lambda f: f.__name__)
@@ -163,3 +178,4 @@ def test_lennard_jones_energy_with_a_cutoff(jit):
     grads = pullback.grad(lennard_jones, argnums=(0, 1, 2), jit=jit)(*args)
     for k, g in enumerate(grads):
         assert_fd_close(np.asarray(g), fd_estimate(lennard_jones, args, k), rtol=1e-6, atol=1e-8)
+    assert_matches_reference(lennard_jones, args, (0, 1, 2), jit)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from .analysis.activity import KindInference, activity
 from .backends.numba import NUMBA
 from .backends.python import PYTHON
-from .core import ir
+from .core import ir, optimise
 from .core.errors import Location
 from .core.kinds import MISSING, kind_of_value
 from .emit import build, rebind
@@ -155,7 +155,9 @@ def _derivative(f, wrt_index: tuple, kinds: tuple, backend) -> Compiled:
     closure_key, pins = _closure_key(cells)
     namespace = getattr(py, "__globals__", None)    # the derivative reads these globals
     pins += (namespace,)
-    key = (getattr(py, "__code__", py), wrt_index, kinds, backend, closure_key, id(namespace))
+    optimisations = optimise.current()
+    key = (getattr(py, "__code__", py), wrt_index, kinds, backend, closure_key, id(namespace),
+           optimisations)
     hit = _CACHE.get(key)
     if hit is not None and all(a is b for a, b in zip(hit.pins, pins)):
         hit = _rebound(hit, py, backend)
@@ -200,7 +202,8 @@ def _derivative(f, wrt_index: tuple, kinds: tuple, backend) -> Compiled:
         v = lookup_value(name)
         return None if v is MISSING else v
 
-    gen = ReverseTransform(fn_ir, kinds_env, active, wrt, backend, location, resolve).run()
+    gen = ReverseTransform(fn_ir, kinds_env, active, wrt, backend, location, resolve,
+                           optimisations).run()
     fname = f"{fn_ir.name}_grad".replace("<", "").replace(">", "")
     compiled_fn, src = build(gen, fname, parsed.globals, parsed.closure, norm.externals, backend)
     compiled = Compiled(compiled_fn, src, list(norm.dependencies), tuple(wrt),

@@ -14,6 +14,7 @@ import pathlib
 
 import numpy as np
 import pytest
+from reference import assert_matches_reference
 
 import pullback
 from golden.cases import CASES
@@ -57,3 +58,11 @@ def test_golden_cases_have_right_gradients(name):
     for g, i in zip(got, nums):
         assert_fd_close(g, fd_estimate(f, args, i), rtol=1e-5, atol=1e-6)
     assert np.all(np.isfinite(np.concatenate([np.ravel(g) for g in got])))
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["python", "numba"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_golden_cases_match_the_reference_derivative(name, jit):
+    # Every optimisation off (core/optimise.py) gives the same gradient to 1e-12.
+    f, args, argnums = CASES[name]
+    assert_matches_reference(f, args, argnums, jit)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from reference import assert_matches_reference
 
 import pullback
 from peers import autograd_cases, tangent_cases
@@ -156,8 +157,9 @@ def _snapshot(args):
 
 
 def check_case(case, jit: bool) -> None:
-    """Value and gradients of ``case`` from pullback against the function and finite
-    differences, at every point of the case. Raises AssertionError on a mismatch."""
+    """Value and gradients of ``case`` from pullback against the function, finite
+    differences and the reference derivative (every optimisation off), at every
+    point of the case. Raises AssertionError on a mismatch."""
     vg = pullback.value_and_grad(case.fn, argnums=case.argnums, jit=jit)
     for args in case.points():
         before = _snapshot(args)
@@ -180,6 +182,7 @@ def check_case(case, jit: bool) -> None:
         for a, b in zip(args, before):      # the caller's arrays are never mutated
             if isinstance(a, np.ndarray):
                 np.testing.assert_array_equal(a, b, err_msg="pullback mutated an argument")
+        assert_matches_reference(case.fn, args, case.argnums, jit)
 
 
 def on_autograd(fn, anp):

@@ -24,7 +24,15 @@ def find_cheap(stmts, control, sites, kinds, array_reads: bool,
     ``_t = u[1:-1]``: a view, which Numba makes without allocating) instead of a
     copy pushed to a list tape every iteration: of an array that never changes, or
     of one written in place when the reverse sweep reads only the temporary's shape
-    (``unbroadcast``; not in ``value_reads``), which an in-place write keeps."""
+    (``unbroadcast``; not in ``value_reads``), which an in-place write keeps.
+
+    Invariant: the recomputed expression gives, just before each reader's adjoint,
+    the value the reader read in the forward sweep.  It holds because the
+    temporary is assigned once, read only by later statements of its own block
+    (not across a loop or branch), no operand is reassigned between it and its
+    last reader and no reader rebinds an operand, and an array it reads is never
+    written (or only its shape is read).  Off (``Optimisations.recompute``),
+    every such temporary is saved as usual."""
     written = {s.array for s in ir.walk(stmts) if isinstance(s, ir.SetItem)}
     value_reads = set() if value_reads is None else value_reads
 

@@ -18,6 +18,16 @@ An in-place write (``u[1:-1] = ...``) is judged the same way against reads of
 its array: a heat step, linear in ``u``, saves no rows.  A local that holds one
 value for the whole call (:func:`invariant`, ``c = h / 6.0`` in a loop) is never
 saved: assigning it again rewrites the value it already holds.
+
+Invariant (what makes dropping a save safe): an assignment to ``v`` saves
+nothing only when, on every path from ``v``'s previous assignment to it
+(through loop back edges, nested loops and early exits alike), no adjoint or
+loop header of the reverse sweep reads ``v``, or when ``v`` holds one value for
+the whole call.  Both rest on the program's writes being exactly its
+statements' ``writes()``: the forward sweep rebinds nothing else (the
+transform checks it), and loop bookkeeping, such as the iteration counter of a
+loop left early, is an IR statement of its own.  ``plan(..., flow=False)`` is
+the reference: every overwrite of a name some adjoint reads saves.
 """
 from __future__ import annotations
 
@@ -37,17 +47,28 @@ class SavePlan:
 class _State:
     read: frozenset = frozenset()        # read by an adjoint since last assigned
     unset: frozenset = frozenset()       # maybe not assigned yet
+    bound: frozenset = frozenset()       # maybe assigned already
 
     def merge(self, other: "_State") -> "_State":
-        return _State(self.read | other.read, self.unset | other.unset)
+        return _State(self.read | other.read, self.unset | other.unset, self.bound | other.bound)
 
 
-def plan(body, params, names, reads_at, loop_reads) -> SavePlan:
+def plan(body, params, names, reads_at, loop_reads, flow=True) -> SavePlan:
     """``reads_at[sid]``: names an Assign/SetItem's adjoint reads (its own
     target meaning its result); ``loop_reads[sid]``: names read at an
-    If/For/While (condition, bounds, trip count).  ``names``: every local."""
-    planner = _Planner(reads_at, loop_reads, invariant(body, params))
-    planner.block(body, _State(frozenset(), frozenset(set(names) - set(params))))
+    If/For/While (condition, bounds, trip count).  ``names``: every local.
+
+    ``flow=False`` gives the reference plan: every assignment that may overwrite
+    a value of a name that any adjoint or loop header reads saves, and every
+    in-place write into such an array, wherever the read is (no "read since last
+    assigned", no invariant locals)."""
+    everything = None
+    if not flow:
+        everything = frozenset().union(*reads_at.values(), *loop_reads.values())
+    planner = _Planner(reads_at, loop_reads,
+                       invariant(body, params) if flow else frozenset(), everything)
+    planner.block(body, _State(frozenset(), frozenset(set(names) - set(params)),
+                               frozenset(params)))
     return SavePlan(frozenset(planner.sites), frozenset(planner.undefined))
 
 
@@ -55,7 +76,11 @@ def invariant(body, params) -> frozenset:
     """Locals (not parameters) that hold one value for the whole call once
     assigned: assigned at one site, by arithmetic on constants, on parameters
     never rebound nor written in place, and on other such locals (``c = h / 6.0``
-    in a loop).  Assigning one again overwrites a value with itself: no save."""
+    in a loop).  Assigning one again overwrites a value with itself: no save.
+
+    Invariant: "one site" counts every rebinding of the name, so ``writes()`` of
+    the statements must declare all of them (a counter ``n = 0`` that a loop
+    counts up is assigned twice: ``n = n + 1`` is in the loop's body)."""
     sites, written = {}, set()
     for s in ir.walk(body):
         if isinstance(s, ir.SetItem):
@@ -87,20 +112,27 @@ def invariant(body, params) -> frozenset:
 
 
 class _Planner:
-    def __init__(self, reads_at, loop_reads, invariant):
+    def __init__(self, reads_at, loop_reads, invariant, everything=None):
         self.reads_at, self.loop_reads, self.invariant = reads_at, loop_reads, invariant
+        self.everything = everything        # the reference plan: names read anywhere
         self.sites, self.undefined = set(), set()
 
+    def needed(self, state, name) -> bool:
+        """Whether the value ``name`` holds may still be read by an adjoint."""
+        if self.everything is not None:
+            return name in self.everything and name in state.bound
+        return name in state.read and name not in self.invariant
+
     def assign(self, state, name, site):
-        if name in state.read and name not in self.invariant:
+        if self.needed(state, name):
             self.sites.add(site)
             if name in state.unset:
                 self.undefined.add(name)
-        return _State(state.read - {name}, state.unset - {name})
+        return _State(state.read - {name}, state.unset - {name}, state.bound | {name})
 
     @staticmethod
     def read(state, names_read):
-        return _State(state.read | frozenset(names_read), state.unset)
+        return _State(state.read | frozenset(names_read), state.unset, state.bound)
 
     def block(self, stmts, state):
         for s in stmts:
@@ -128,7 +160,7 @@ class _Planner:
     def step_setitem(self, s, state):
         # An in-place write destroys what an earlier adjoint reads, like an
         # assignment; it leaves the rest of the array, so the array stays read.
-        if s.array in state.read:
+        if self.needed(state, s.array):
             self.sites.add(s.sid)
         return self.read(state, self.reads_at.get(s.sid, set()))
 
@@ -142,15 +174,15 @@ class _Planner:
         unset = s.var in state.unset
         state = self.assign(state, s.var, s.sid)
         if unset:       # a loop that runs zero times leaves it unassigned
-            state = _State(state.read, state.unset | {s.var})
+            state = _State(state.read, state.unset | {s.var}, state.bound)
 
         def body(st):
-            st = _State(st.read - {s.var}, st.unset - {s.var})
+            st = _State(st.read - {s.var}, st.unset - {s.var}, st.bound | {s.var})
             return self.block(s.body, st)
         state = self.loop(state, body)
         # Reads of the loop variable in the body see values the reverse loop
         # sets itself; after the loop only later reads count.
-        state = _State(state.read - {s.var}, state.unset)
+        state = _State(state.read - {s.var}, state.unset, state.bound)
         return self.read(state, self.loop_reads.get(s.sid, set()))
 
     def step_while(self, s, state):

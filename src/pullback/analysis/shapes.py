@@ -38,6 +38,10 @@ class ShapeFacts:
     fits: frozenset         # sids of SetItems: the value has the region's shape
 
 
+#: No facts: every elementwise operand is summed onto its shape (the reference).
+NONE = ShapeFacts(frozenset(), frozenset())
+
+
 def find(stmts, params, kinds, sites, in_loop) -> ShapeFacts:
     """The shape facts of a numbered program (see the module's invariant).
 

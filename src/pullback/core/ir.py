@@ -89,7 +89,9 @@ class For(Stmt):
     step: ast.expr
     body: list = field(default_factory=list)
     exit_flag: str | None = None
-    trips: str | None = None     # the name that holds the iteration count (loop bookkeeping)
+    #: The name that holds the iteration count (loop bookkeeping): set before the
+    #: loop, and counted by a statement of the body when the loop may be left early.
+    trips: str | None = None
 
     def blocks(self):
         return [self.body]
@@ -98,9 +100,7 @@ class For(Stmt):
         return atom_names(self.start) | atom_names(self.stop) | atom_names(self.step)
 
     def writes(self):
-        # A loop left early counts its iterations in ``trips`` (the forward sweep
-        # adds one per iteration), rebinding it as a While does.
-        return {self.var} | ({self.trips} if self.trips and self.exit_flag else set())
+        return {self.var}
 
 
 @dataclass
@@ -111,17 +111,13 @@ class While(Stmt):
     cond: list = field(default_factory=list)
     body: list = field(default_factory=list)
     exit_flag: str | None = None
-    trips: str | None = None     # the name that counts the iterations (loop bookkeeping)
+    trips: str | None = None     # counts the iterations, by a statement of the body
 
     def blocks(self):
         return [self.cond, self.body]
 
     def reads(self):
         return {self.test}
-
-    def writes(self):
-        # The forward sweep counts the iterations in ``trips``, rebinding it.
-        return {self.trips} if self.trips else set()
 
 
 @dataclass

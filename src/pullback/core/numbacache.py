@@ -31,12 +31,21 @@ def njit(fn, **options):
     return dispatcher
 
 
+def boundscheck() -> bool:
+    """Whether generated derivatives check their array indices (``PULLBACK_BOUNDSCHECK=1``):
+    an index out of range, in the user's code or on a tape, raises IndexError
+    instead of reading or writing outside the array.  Slower; for debugging, and on
+    in pullback's own tests."""
+    return os.environ.get("PULLBACK_BOUNDSCHECK", "").strip() not in ("", "0")
+
+
 def jit_derivative(fn, src: str):
     """``numba.njit(fn)`` for the generated derivative ``fn`` of source ``src``,
     cached on disk under the digest of ``src`` and of every value ``fn`` reads."""
     import numba
-    dispatcher = numba.njit(fn)
-    _attach(dispatcher, fn, src, lambda: digest("derivative", src, fn))
+    checked = boundscheck()
+    dispatcher = numba.njit(boundscheck=True)(fn) if checked else numba.njit(fn)
+    _attach(dispatcher, fn, src, lambda: digest("derivative", src, fn, checked))
     return dispatcher
 
 

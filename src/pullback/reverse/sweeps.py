@@ -18,7 +18,7 @@ from ..analysis.storage import BUFFER, LIST, VALUE
 from ..core import ir
 from ..core.errors import NumbaCompileError
 from .lower import zeros
-from .ops import Accum, Branch, LoopInfo, Reset, Restore, ReverseFor, assign, aug_add, call, comment, names_in
+from .ops import Accum, Branch, LoopInfo, Reset, Restore, ReverseFor, assign, call, comment, names_in
 
 
 def init_saved(tr) -> list:
@@ -112,11 +112,9 @@ def _fwd_if(tr, s: ir.If) -> list:
 def _fwd_for(tr, s: ir.For) -> list:
     out = tr.tape.push(s.var) if tr.needs_save(s.var, s) else []
     body = []
-    if s.exit_flag is not None:
-        body.append(aug_add(s.trips, 1))
     # The trip count is known before the loop: make room for every push
     # the body makes, so the pushes inside need no capacity check.
-    counts = pushes_per_iteration(tr, s.body)
+    counts = reservable(tr, s.body)
     if s.exit_flag is None and counts:
         out += tr.tape.reserve(counts, ast.Name(s.trips))
     saved, tr.tape.reserved = tr.tape.reserved, set(counts) \
@@ -132,7 +130,7 @@ def _fwd_for(tr, s: ir.For) -> list:
 
 def _fwd_while(tr, s: ir.While) -> list:
     saved, tr.tape.reserved = tr.tape.reserved, set()
-    body = [aug_add(s.trips, 1)] + fwd_block(tr, s.body)
+    body = fwd_block(tr, s.body)
     tr.tape.reserved = saved
     if s.exit_flag is not None:
         body.append(ast.If(ast.Name(s.exit_flag), [ast.Break()], []))
@@ -157,6 +155,23 @@ def pushes_per_iteration(tr, stmts) -> dict:
         for key, n in ir.dispatch(_PUSHES, s)(tr, s).items():
             counts[key] = counts.get(key, 0) + n
     return counts
+
+
+def reservable(tr, body) -> dict:
+    """The pushes per iteration of a loop's ``body`` that a reservation of
+    ``trips * count`` slots before the loop covers.
+
+    Invariant: such a reservation holds only for a tape that no loop nested in
+    the body pushes to.  A nested loop's pushes take slots the reservation
+    counted on, so the outer pushes after it would write past the end (an
+    inner loop that saves ``s`` inside an outer one that saves it too); those
+    tapes keep their capacity check."""
+    nested = set()
+    for loop in ir.walk(body):
+        if isinstance(loop, (ir.For, ir.While)):
+            for s in (t for block in loop.blocks() for t in ir.walk(block)):
+                nested |= set(ir.dispatch(_PUSHES, s)(tr, s))
+    return {key: n for key, n in pushes_per_iteration(tr, body).items() if key not in nested}
 
 
 def _pushes_if(tr, s: ir.If) -> dict:

@@ -19,9 +19,10 @@ import numpy as np
 
 from ..analysis import aliasing, recompute, saves, shapes, storage
 from ..core import ir
-from ..core.errors import UnsupportedSyntaxError
+from ..core.errors import InternalError, UnsupportedSyntaxError
 from ..core.kinds import Kind, kind_of_value
 from ..core.names import Names
+from ..core.optimise import ALL
 from ..core.runtime import add_into, add_product_into, trip_count
 from ..rules import registry
 from . import adjoints, cleanup, lower, sweeps
@@ -30,8 +31,9 @@ from .ops import Generated, Reset, assign, call
 
 class ReverseTransform:
     def __init__(self, fn: ir.Function, kinds: dict, active: set, wrt: list, backend,
-                 location, resolve=lambda name: None):
+                 location, resolve=lambda name: None, optimise=ALL):
         self.fn = fn
+        self.optimise = optimise            # which optimisations apply (core/optimise.py)
         self.kinds = kinds
         self.active = active
         self.wrt = wrt
@@ -116,17 +118,20 @@ class ReverseTransform:
         for p in self.fn.params:
             self.sites[p] = self.sites.get(p, 0) + 1
             self.top_level.add(p)
-        self.shapes = shapes.find(body, self.fn.params, self.kinds, self.sites, self.in_loop)
+        self.shapes = shapes.find(body, self.fn.params, self.kinds, self.sites, self.in_loop) \
+            if self.optimise.shape_facts else shapes.NONE
         self.find_single_use(body)
         adjoints.gen_adjoints(self, body)
         self.read_through_views = aliasing.read_through_views(
             body, self.kind, set(self.fn.params), self.value_reads)
         self.value_reads |= self.read_through_views
-        self.find_local_temps(body)
-        self.find_recomputable(body)
+        if self.optimise.storage:
+            self.find_local_temps(body)
+        if self.optimise.recompute:
+            self.find_recomputable(body)
         self.plan = saves.plan(body, self.fn.params, set(self.sites), self.stmt_reads,
-                               self.loop_reads)
-        if self.backend.list_buffers:
+                               self.loop_reads, flow=self.optimise.saves)
+        if self.backend.list_buffers and self.optimise.storage:
             # A 1-D gradient only ever updated one element at a time is cheapest as a
             # Python list in CPython (no NumPy scalar boxing per update).
             sets = [st for st in ir.walk(body) if isinstance(st, ir.SetItem)]
@@ -141,17 +146,31 @@ class ReverseTransform:
                 and not self._adjoint_read_whole(p, body)}
         self.storage = storage.plan(self.active, self.kinds, self.local_temps, self.list_buffers,
                                     self.buffer, self.backend.fixed_types)
-        forward = sweeps.init_saved(self) + sweeps.fwd_block(self, body)
-        swept = cleanup.drop_dead_resets(
-            lower.render(self, sweeps.initial_resets(self) + sweeps.rev_block(self, body)),
-            set(self.adj.values()), {self.d(p) for p in self.wrt})
-        reverse = self.tape.between() + sweeps.init_adjoints(self) + cleanup.propagate_copies(self, swept)
+        forward = sweeps.fwd_block(self, body)
+        _check_declared_writes(body, forward)
+        forward = sweeps.init_saved(self) + forward
+        swept = lower.render(self, sweeps.initial_resets(self) + sweeps.rev_block(self, body))
+        if self.optimise.peepholes:
+            swept = cleanup.propagate_copies(self, cleanup.drop_dead_resets(
+                swept, set(self.adj.values()), {self.d(p) for p in self.wrt}))
+        reverse = self.tape.between() + sweeps.init_adjoints(self) + swept
         for p in sorted(set(self.storage.names(storage.LIST)) & set(self.wrt)):
             dn = self.d(p)
             reverse.append(assign(dn, call(ast.Attribute(ast.Name(self.helper(np, "np")), "array",
                                                            ast.Load()), ast.Name(dn))))
         ret = body[-1]
-        cleanup.fuse_elementwise([forward, reverse], ir.atom_names(ret.value))
+        if self.optimise.fusion:
+            cleanup.fuse_elementwise([forward, reverse], ir.atom_names(ret.value))
+        if self.optimise.peepholes:
+            self._peepholes(forward, reverse)
+        adjoint_names = {p: self.d(p) for p in self.wrt}
+        return Generated(self.fn.name, self.fn.params, self.wrt, adjoint_names, forward,
+                         reverse, ret.value, self.helpers, self.fn.copied_params,
+                         self.tape.workspace)
+
+    def _peepholes(self, forward, reverse):
+        """Additions made in place, slices of adjoints kept instead of zeroed and
+        re-added, products added into their buffer (see reverse/cleanup.py)."""
         floats = {n: k.ndim for n, k in self.kinds.items() if k.ndim and k.dtype == "f"}
         ints = {n for n, k in self.kinds.items() if k.ndim == 0 and k.dtype == "i"}
         cleanup.add_in_place([forward], floats, ints, (lambda: self.helper(add_into, "add_into"))
@@ -162,10 +181,6 @@ class ReverseTransform:
         if updates:
             cleanup.products_into([forward, reverse], updates[0],
                                   lambda: self.helper(add_product_into, "add_product_into"))
-        adjoint_names = {p: self.d(p) for p in self.wrt}
-        return Generated(self.fn.name, self.fn.params, self.wrt, adjoint_names, forward,
-                         reverse, ret.value, self.helpers, self.fn.copied_params,
-                         self.tape.workspace)
 
     def prepare(self, stmts):
         """Insert the assignments that record each loop's bounds and trip count."""
@@ -275,8 +290,9 @@ class ReverseTransform:
         if s.exit_flag is None:
             out.append(ir.Assign(s.line, n, ast.Call(ast.Name(self.helper(trip_count, "trip_count")),
                                                      [lo, s.stop, st], []), callee=trip_count))
-        else:
+        else:       # left early: count the iterations as they run
             out.append(ir.Assign(s.line, n, ast.Constant(0)))
+            s.body = [_count(s.line, n)] + s.body
         s.start, s.step = lo, st
         s.trips = n
         self.kinds[n] = Kind(0, "i")
@@ -291,6 +307,7 @@ class ReverseTransform:
         s.cond = self.prepare(s.cond)
         n = self.names.fresh("_n")
         s.trips = n
+        s.body = [_count(s.line, n)] + s.body
         self.kinds[n] = Kind(0, "i")
         return [ir.Assign(s.line, n, ast.Constant(0)), s]
 
@@ -317,9 +334,11 @@ class ReverseTransform:
     def saves_element(self, s: ir.SetItem) -> bool:
         """Whether an in-place write saves what it overwrites: the reverse sweep
         reads the array's contents before it (the save plan), or through a view,
-        which the plan does not follow."""
+        which the plan does not follow.  The reference saves every write into an
+        array whose contents the reverse sweep reads."""
         return s.array in self.value_reads and (
-            s.sid in self.plan.sites or s.array in self.read_through_views)
+            s.sid in self.plan.sites or s.array in self.read_through_views
+            or not self.optimise.saves)
 
     def stable(self, name) -> bool:
         """An array whose adjoint can be one buffer updated in place: defined once,
@@ -438,6 +457,47 @@ class ReverseTransform:
                 for sub in s.blocks():
                     visit(sub)
         visit(stmts)
+
+
+def _count(line, n) -> ir.Assign:
+    """``n = n + 1``: one more iteration, an IR statement like any other, so that
+    every analysis sees that the loop rebinds its counter."""
+    return ir.Assign(line, n, ast.BinOp(ast.Name(n), ast.Add(), ast.Constant(1)))
+
+
+def _check_declared_writes(body, forward) -> None:
+    """The forward sweep rebinds a variable of the program only where an IR
+    statement says it writes it (``Stmt.writes``), as often as they say.  The
+    analyses (the save plan above all) see a program's writes only there: a
+    rebinding a sweep added on its own (a loop's iteration counter) would make a
+    variable look assigned once, holding one value for the whole call, and its
+    overwritten values would not be saved."""
+    declared = {}
+    for s in ir.walk(body):
+        for name in s.writes():
+            declared[name] = declared.get(name, 0) + 1
+    mentioned = set().union(*(ir.mentions(s) for s in ir.walk(body)))
+    stored = {}
+    for node in ast.walk(ast.Module(forward, [])):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.For)) else []
+        for name in _bound_names(targets):
+            stored[name] = stored.get(name, 0) + 1
+    extra = sorted(n for n in stored if n in mentioned and stored[n] > declared.get(n, 0))
+    if extra:
+        raise InternalError(f"the forward sweep rebinds {extra} at more places than the "
+                            "program's statements declare (Stmt.writes)")
+
+
+def _bound_names(targets) -> list:
+    """The names an assignment's targets rebind (not those of a subscript's index)."""
+    out = []
+    for t in targets:
+        if isinstance(t, ast.Name):
+            out.append(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            out += _bound_names(t.elts)
+    return out
 
 
 _PREPARE = ir.table("loop bookkeeping", {

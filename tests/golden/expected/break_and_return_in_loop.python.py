@@ -17,8 +17,8 @@ def break_and_return_in_loop_grad(x, p, _seed=1.0):
     _skip1 = False
     _n1 = 0
     for i in range(0, _t1, 1):
-        _n1 += 1
         # from: for i in range(len(p)):
+        _n1 = _n1 + 1
         _skip1 = False
         # from: if p[i] < 0.0:
         _t2 = p[i]

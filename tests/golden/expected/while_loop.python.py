@@ -20,7 +20,8 @@ def while_loop_grad(x, _seed=1.0):
         _t1 = _t3
     _n1 = 0
     while _t1:
-        _n1 += 1
+        # from: while y > 0.1 and it < 50:
+        _n1 = _n1 + 1
         # from: y = 0.5 * y + 0.01 * math.sin(y)
         _t4 = 0.5 * y
         _t5 = math.sin(y)
