@@ -152,13 +152,13 @@ def test_a_value_set_in_an_outer_loop_and_read_in_an_inner_one_is_saved():
     inner = _loop(2, "j", "0", "m", [_assign(3, "t", "w * y"), _assign(3, "s", "s + t")])
     outer = _loop(1, "i", "0", "m", [_assign(2, "w", "x * x"), inner])
     body = [outer, ir.Return(4, ast.Name("s"))]
-    reads = lambda b: {outer.body[0].sid: {"x"}, inner.body[0].sid: {"w", "y"},
-                       inner.body[1].sid: set()}
+    def reads(b):
+        return {outer.body[0].sid: {"x"}, inner.body[0].sid: {"w", "y"}, inner.body[1].sid: set()}
+
     assert outer.body[0].sid not in _plan(body, ["x", "y", "m", "s"], reads).sites
     # ... and when x changes in the outer loop, w holds another value each time.
     outer.body.append(_assign(4, "x", "x * s"))
-    reads2 = lambda b: {**reads(b), outer.body[2].sid: {"x", "s"}}
-    plan = _plan(body, ["x", "y", "m", "s"], reads2)
+    plan = _plan(body, ["x", "y", "m", "s"], lambda b: {**reads(b), outer.body[2].sid: {"x", "s"}})
     assert outer.body[0].sid in plan.sites
 
 
