@@ -177,6 +177,22 @@ def for_enumerate(p):
     return s
 
 
+def for_enumerate_zip(w, X, y):
+    """Least squares over the rows of a matrix and a vector, each row weighted."""
+    L = 0.0
+    for i, (row, yi) in enumerate(zip(X, y)):
+        r = np.dot(row, w) - yi
+        L += (i + 1) * r * r
+    return L
+
+
+def for_enumerate_zip_offset(p, w):
+    s = 0.0
+    for k, (a, b) in enumerate(zip(p, w), 2):
+        s += k * a * b * a
+    return s
+
+
 def for_reversed_range(p):
     acc = 0.0
     for i in reversed(range(len(p))):
@@ -348,6 +364,9 @@ CASES = [
     (nested_depth3, (np.arange(24.0).reshape(2, 3, 4) / 10, _p(0.5, -1.0, 0.3, 0.8)), (0, 1), None, None),
     (for_zip, (_p(0.5, -0.7, 0.2), _p(1.0, 2.0, 3.0)), (0, 1), None, None),
     (for_enumerate, (_p(0.5, -0.7, 0.2),), (0,), None, None),
+    (for_enumerate_zip, (_p(0.5, -0.7, 0.2), np.arange(12.0).reshape(4, 3) / 7 - 0.6,
+                         _p(1.0, -2.0, 0.3, 0.8)), (0, 1, 2), None, None),
+    (for_enumerate_zip_offset, (_p(0.5, -0.7, 0.2), _p(1.0, 2.0, 3.0, 4.0)), (0, 1), None, None),
     (for_reversed_range, (_p(0.5, -0.7, 0.2, 1.1),), (0,), None, None),
     (abs_min_max2, (0.7, 0.2), (0, 1), None, None),
     (abs_min_max2, (0.2, 0.7), (0, 1), None, None),

@@ -147,6 +147,7 @@ class GradientFunction:
         # With keyword-only parameters every call goes through _full_args.
         self._nparams = -1 if kwonly else self._npos
         self.__name__ = f"grad({_name(self.f)})"
+        self._api = "value_and_grad" if with_value else "grad"
         self.__doc__ = getattr(f, "__doc__", None)
 
     def compiled(self, *args) -> tuple[Compiled, tuple, bool]:
@@ -160,6 +161,8 @@ class GradientFunction:
         nums = tuple(i + nb for i in nums)
         kinds = tuple(kind_of_value(a) for a in args)
         c = derivative(self.f, nums, kinds, self.backend)
+        if c.result_items is not None:   # refused before it runs (Numba would not compile it)
+            _check_scalar((None,) * c.result_items, self.f, self._api)
         self._last = c
         return c, nums, single
 
@@ -186,8 +189,8 @@ class GradientFunction:
                 c.fn = fn.dispatcher
         except PullbackError as exc:
             raise for_user(exc) from None
-        if not self.with_value and type(value) is not float and type(value) is not np.float64:
-            _check_scalar(value, self.f)
+        if type(value) is not float and type(value) is not np.float64:
+            _check_scalar(value, self.f, self._api)
         if single:
             _, i, convert = plan[0]
             out = convert(grads[0], args[i])
@@ -268,10 +271,34 @@ def _full_args(f, args, kwargs):
     return tuple(out)
 
 
-def _check_scalar(value, f):
+def _check_scalar(value, f, api):
+    """``grad`` and ``value_and_grad`` differentiate a scalar result: a tuple or an
+    array is refused, never summed."""
+    if isinstance(value, (tuple, list)):
+        raise TypeError(f"{api} requires {_name(f)} to return a scalar, but it returned "
+                        f"a {type(value).__name__} of {len(value)} values, such as "
+                        f"(loss, aux). {_NO_AUX}: return the loss alone (compute the "
+                        "other values in a second function), or use vjp and give back() "
+                        "one cotangent per item")
     if np.ndim(value) != 0:
-        raise TypeError(f"grad requires {_name(f)} to return a scalar, but it returned "
+        raise TypeError(f"{api} requires {_name(f)} to return a scalar, but it returned "
                         f"shape {np.shape(value)}; use vjp for non-scalar outputs")
+
+
+_NO_AUX = "pullback has no has_aux option, so it does not know which item to differentiate"
+
+
+def _check_cotangent(value, cotangent, f):
+    """``back(cotangent)`` of a tuple result takes one cotangent per item: a single
+    one would differentiate the sum of the items."""
+    if isinstance(value, (tuple, list)) and not (
+            isinstance(cotangent, (tuple, list)) and len(cotangent) == len(value)):
+        n = len(value)
+        raise TypeError(f"vjp: {_name(f)} returned a {type(value).__name__} of {n} values, "
+                        f"so back() takes a tuple of {n} cotangents, one per item (e.g. "
+                        f"({', '.join(['1.0'] + ['0.0'] * (n - 1))}) for the first item "
+                        f"alone), but got {type(cotangent).__name__} {cotangent!r}; "
+                        f"{_NO_AUX}")
 
 
 def _example_args(f):
@@ -351,6 +378,7 @@ def vjp(f, *args, jit=None, **kwargs):
         raise for_user(exc) from None
 
     def back(cotangent):
+        _check_cotangent(value, cotangent, f)
         try:
             _, grads = c.fn(*args, cotangent)
         except PullbackError as exc:

@@ -47,6 +47,7 @@ class Compiled:
     pins: tuple = ()          # what the cache key names by id(): closure values, globals
     rebound: dict = field(default_factory=dict)   # Numba: cell ids -> this derivative rebound
     epoch: int = field(default_factory=lambda: _EPOCH[0])   # when it was made
+    result_items: int | None = None   # the number of items of a tuple result, if known
 
     @property
     def stale(self) -> bool:
@@ -207,9 +208,20 @@ def _derivative(f, wrt_index: tuple, kinds: tuple, backend) -> Compiled:
     fname = f"{fn_ir.name}_grad".replace("<", "").replace(">", "")
     compiled_fn, src = build(gen, fname, parsed.globals, parsed.closure, norm.externals, backend)
     compiled = Compiled(compiled_fn, src, list(norm.dependencies), tuple(wrt),
-                        dict(parsed.closure), pins)
+                        dict(parsed.closure), pins,
+                        result_items=_result_items(fn_ir, kinds_env))
     _CACHE[key] = compiled
     return compiled
+
+
+def _result_items(fn_ir, kinds_env) -> int | None:
+    """How many items the function returns, when it is known to return a tuple."""
+    for s in ir.walk(fn_ir.body):
+        if isinstance(s, ir.Return) and isinstance(s.value, ast.Name):
+            items = getattr(kinds_env.get(s.value.id), "items", None)
+            if items is not None:
+                return len(items)
+    return None
 
 
 def _keyword_only_as_positional(parsed):

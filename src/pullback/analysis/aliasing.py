@@ -82,7 +82,8 @@ def check_aliasing(stmts, kind, location, params=()) -> None:
             _, how, e = view
             bound, copied = _as_written(s, e, location)
             raise UnsupportedSyntaxError(
-                f"a write into {s.target!r}, which shares memory with another array "
+                f"a write into {_array_written(later[0], location)}, which shares memory "
+                "with another array "
                 f"({bound} {how})", location(later[0].line),
                 f"write `{copied}` to work on a copy, or write through the original array")
 
@@ -119,12 +120,67 @@ def check_stale_views(stmts, kind, location, params=()) -> None:
             read = next((r for r in ir.walk(stmts) if s.target in r.reads() and r is not w
                          and flow.reaches(w, r, s.target)), None)
             if read is not None:
-                bound, copied = _as_written(s, s.expr, location)
-                raise UnsupportedSyntaxError(
-                    f"a write into {w.array!r} while {s.target!r}, a view of it "
-                    f"({bound}), is still read later (line {read.line})", location(w.line),
-                    f"take a copy for the view, `{copied}`, or "
-                    f"write into {w.array!r} before taking the view")
+                raise UnsupportedSyntaxError(*_stale_view(s, w, read, location))
+
+
+def _stale_view(s, w, read, location) -> tuple:
+    """The message, location and hint for a write ``w`` into an array while ``s``'s
+    view of it is read later (``read``), in the user's words: a view the transform
+    made (a loop's sequence, ``_t1 = vv``) is spoken of by the user's line."""
+    array = _array_written(w, location)
+    if not _generated(s.target):
+        bound, copied = _as_written(s, s.expr, location)
+        return (f"a write into {array} while {s.target!r}, a view of it ({bound}), is "
+                f"still read later (line {read.line})", location(w.line),
+                f"take a copy for the view, `{copied}`, or write into {array} before "
+                "taking the view")
+    line = location(s.line).line.strip()
+    loop = _loop_over_copy(line, array.strip("'"))
+    if loop is not None:
+        return (f"a write into {array} inside a loop over it (line {s.line}: `{line}`), "
+                "which reads the array item by item and so would see the write",
+                location(w.line), f"iterate over a copy: `{loop}`")
+    return (f"a write into {array} while a view of it, made on line {s.line} "
+            f"(`{line}`), is still read later (line {read.line})", location(w.line),
+            f"take a copy there (`.copy()`), or write into {array} before taking the view")
+
+
+def _generated(name: str) -> bool:
+    """A name the transform made (``_t1``, an inlined helper's ``_h_v_1``), not the user's."""
+    return name.startswith("_")
+
+
+def _array_written(w, location) -> str:
+    """The array ``w`` writes into, as the user's line names it."""
+    if not _generated(w.array):
+        return repr(w.array)
+    tree = _parsed(location(w.line).line)
+    target = getattr(tree, "target", None) or (getattr(tree, "targets", None) or [None])[0]
+    while isinstance(target, ast.Subscript):
+        target = target.value
+    return repr(target.id) if isinstance(target, ast.Name) else "an array"
+
+
+def _loop_over_copy(line, array) -> str | None:
+    """``for k, a in enumerate(vv):`` over ``array`` as ``for k, a in
+    enumerate(vv.copy()):``, or None when ``line`` is no such loop."""
+    source = line + "\n    pass" if line.startswith("for ") else ""
+    tree = _parsed(source)
+    if not isinstance(tree, ast.For):
+        return None
+
+    class Copy(ast.NodeTransformer):
+        def visit_Name(self, node):
+            return ast.parse(_copy_of(node)).body[0].value if node.id == array else node
+    target = ast.get_source_segment(source, tree.target)
+    return f"for {target} in {ast.unparse(Copy().visit(tree.iter))}:"
+
+
+def _parsed(line: str):
+    try:
+        return ast.parse(line.strip()).body[0]
+    except (SyntaxError, IndexError):
+        return None
 
 
 def _copy_of(expr) -> str:
@@ -136,7 +192,7 @@ def _as_written(s, expr, location) -> tuple[str, str]:
     ``.copy()``, in the user's words.  When ``expr`` names the transform's
     temporaries (``v = _t1`` for ``v = firsthalf(p)``), the user's line is quoted
     instead, so that a message never names a variable the user did not write."""
-    if not any(n.startswith("_") for n in ir.atom_names(expr)):
+    if not _generated(s.target) and not any(map(_generated, ir.atom_names(expr))):
         return f"{s.target} = {ast.unparse(expr)}", f"{s.target} = {_copy_of(expr)}"
     line = location(s.line).line.strip()
     try:
@@ -146,6 +202,8 @@ def _as_written(s, expr, location) -> tuple[str, str]:
     if isinstance(tree, ast.Assign) and len(tree.targets) == 1 \
             and isinstance(tree.targets[0], ast.Name) and tree.targets[0].id == s.target:
         return f"line {s.line}: {line}", f"{s.target} = {_copy_of(tree.value)}"
+    if _generated(s.target):
+        return f"line {s.line}: `{line}`", "....copy()"
     return f"{s.target}, bound on line {s.line}", f"{s.target} = ....copy()"
 
 

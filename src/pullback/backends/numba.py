@@ -56,7 +56,15 @@ class NumbaBackend(Backend):
 
     def check_rule(self, tr, s, rule, bound):
         """A rule whose derivative calls one of pullback's array-API helpers that has
-        no Numba twin is refused here, naming it, before Numba sees the code."""
+        no Numba twin is refused here, naming it, before Numba sees the code; so is
+        a method of a ufunc (``np.maximum.accumulate``), which Numba does not compile."""
+        if isinstance(getattr(rule.fn, "__self__", None), np.ufunc):
+            raise tr.error(
+                s, f"{rule.name}, a method of a ufunc, under the Numba backend (jit=True): "
+                "Numba does not compile the methods of ufuncs (accumulate, reduce, outer, at)",
+                f"Use jit=False, or write the call as a function of your own compiled with "
+                f"numba.njit (a loop) and register the rule on that function instead of "
+                f"{rule.name}.", cls=NumbaCompileError)
         if rule.vjp_tuple is not None:
             return          # a user's VJP function: Numba compiles it as it is, or says why
         for pname, template in rule.adjoints.items():

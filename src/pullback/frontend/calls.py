@@ -78,6 +78,7 @@ class Calls:
             return self.bind_value(namespace, "xp")
         target, is_numba = unwrap(fn)
         rule = self._rule_for_call(e, fn, target, scope)
+        self._refuse_in_place(e, fn, rule, scope)
         if rule is None and isinstance(target, types.FunctionType) and not is_library(target):
             self._depend_on(scope, root_name(e.func))
             if target.__code__ not in self.inline_stack:
@@ -128,6 +129,27 @@ class Calls:
             f"written>): its parameters after g, ans must accept exactly what this call "
             f"passes, positional and keyword, with the defaults it needs for the rest"
             f"\n  {scope.parsed.location(e)}")
+
+    def _refuse_in_place(self, e, fn, rule, scope):
+        """A library call that writes into an array (``np.copyto(a, x)``,
+        ``np.add.at(a, i, x)``, ``out=a``) is refused: the transform follows values
+        by name, and would not see the array change."""
+        out = next((k.value for k in e.keywords if k.arg == "out"), None)
+        if isinstance(out, ast.Constant) and out.value is None:
+            out = None
+        if out is not None and (rule is None or rule.call_signature is None):
+            what = f"`out={ast.unparse(out)}`, which writes into `{ast.unparse(out)}` in place"
+        elif registry.writes_in_place(fn) and e.args:
+            what = (f"`{ast.unparse(e.func)}(...)`, which writes into "
+                    f"`{ast.unparse(e.args[0])}` in place")
+        else:
+            return
+        raise self.error(what, e, scope,
+                         "pullback follows values by name and does not see an array "
+                         "changed inside a library call: assign the result to a name "
+                         "instead (`a = a + x`, `a[i] = v`), or put the call in a function "
+                         "of your own that returns a new array and register a rule for "
+                         "it with @pullback.rule")
 
     def picked_namespace(self, e, scope):
         """The array namespace a call to a namespace picker (``array_namespace(x)``)

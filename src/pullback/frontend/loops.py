@@ -123,21 +123,22 @@ class Loops:
         """The sequences iterated over, and (target, sequence) for each item bound."""
         it, target = s.iter, s.target
         if fn is enumerate:
-            seqs = [self._iterated(it.args[0], s, scope)]
-            offset = self.lower_expr(it.args[1], scope) if len(it.args) > 1 else ast.Constant(0)
             if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
                 raise self.error("enumerate() without an `i, x` target", target, scope)
             counter, item_t = target.elts
+            inner = it.args[0]
+            if isinstance(inner, ast.Call) and self.resolve_callee(inner.func, scope) is zip:
+                seqs, items = self._zipped(inner, item_t, s, scope)   # enumerate(zip(a, b))
+            else:
+                seqs = [self._iterated(inner, s, scope)]
+                items = [(item_t, seqs[0])]
+            offset = self.lower_expr(it.args[1], scope) if len(it.args) > 1 else ast.Constant(0)
             count = index if isinstance(offset, ast.Constant) and offset.value == 0 else \
                 self._temp_in(prologue, s, ast.BinOp(index, ast.Add(), offset))
             bind(counter, count)
-            return seqs, [(item_t, seqs[0])]
+            return seqs, items
         if fn is zip:
-            seqs = [self._iterated(a, s, scope) for a in it.args]
-            if not (isinstance(target, ast.Tuple) and len(target.elts) == len(seqs)):
-                raise self.error("zip() whose target does not unpack every sequence",
-                                 target, scope)
-            return seqs, list(zip(target.elts, seqs))
+            return self._zipped(it, target, s, scope)
         if fn is reversed:
             seqs = [self._iterated(it.args[0], s, scope)]
             return seqs, [(target, seqs[0])]
@@ -146,6 +147,15 @@ class Loops:
             return seqs, [(target, seqs[0])]
         raise self.error("a for loop over this iterable", it, scope,
                          "iterate over range(...), an array, enumerate(...) or zip(...)")
+
+    def _zipped(self, call, target, s, scope):
+        """``zip(a, b)`` unpacked into ``target`` (``x, y``): its sequences, and
+        (target, sequence) for each item."""
+        seqs = [self._iterated(a, s, scope) for a in call.args]
+        if not (isinstance(target, ast.Tuple) and len(target.elts) == len(seqs)):
+            raise self.error("zip() whose target does not unpack every sequence",
+                             target, scope)
+        return seqs, list(zip(target.elts, seqs))
 
     def _iterated(self, e, s, scope):
         """The sequence a loop iterates over, as the loop found it: Python's iterator

@@ -219,9 +219,9 @@ def rule_adjoint(tr, s, fn, args, kwargs, g):
     if rule is None and _is_user_function(fn):
         return recursive_call_adjoint(tr, s, fn, args, kwargs, g)
     if rule is None:
-        name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
-        mod = getattr(fn, "__module__", None)
-        full = f"{mod}.{name}" if mod and mod != "builtins" else name
+        full = registry.describe(fn)
+        name = full if not isinstance(registry.key(fn), int) else \
+            getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
         raise tr.error(
             s, f"pullback has no derivative rule for {full}",
             f"Register one with @pullback.rule({name}) on a function "

@@ -44,8 +44,13 @@ def _untyped_before_assignment(tr, name):
     a placeholder of that type; when its kind is not known here there is none."""
     first = next((s for s in ir.walk(tr.fn.body) if name in s.writes()), None) or \
         next(s for s in ir.walk(tr.fn.body) if name in s.reads())
-    what = f"`{name}`" if not name.startswith("_") or not isinstance(first, ir.Assign) \
-        else f"the value of `{ast.unparse(first.expr)}`"
+    if not name.startswith("_"):
+        what = f"`{name}`"
+    elif isinstance(first, ir.Assign) and not any(
+            n.startswith("_") for n in ir.atom_names(first.expr)):
+        what = f"the value of `{ast.unparse(first.expr)}`"
+    else:           # the transform's own names: the user's line instead
+        what = f"a value computed on line {first.line} (`{tr.location(first.line).line.strip()}`)"
     return tr.error(first, f"{what} under the Numba backend: the reverse sweep needs it saved "
                     "before it is first assigned, and its type (a number or an array, and "
                     "its rank) is not known before the function runs",

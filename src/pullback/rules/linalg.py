@@ -368,11 +368,28 @@ def _product_twin(which, dot=False):
             return (lambda g, a, b: np.sum(g * a)) if mine == 0 and other_rank else \
                 (lambda g, a, b: g * a)
         if which == 0:
-            return {(2, 2): lambda g, a, b: g @ b.T, (2, 1): lambda g, a, b: np.outer(g, b),
-                    (1, 2): lambda g, a, b: b @ g, (1, 1): lambda g, a, b: g * b}[ra, rb]
-        return {(2, 2): lambda g, a, b: a.T @ g, (2, 1): lambda g, a, b: a.T @ g,
-                (1, 2): lambda g, a, b: np.outer(a, g), (1, 1): lambda g, a, b: g * a}[ra, rb]
+            fn = {(2, 2): lambda g, a, b: g @ b.T, (2, 1): lambda g, a, b: np.outer(g, b),
+                  (1, 2): lambda g, a, b: b @ g, (1, 1): lambda g, a, b: g * b}[ra, rb]
+        else:
+            fn = {(2, 2): lambda g, a, b: a.T @ g, (2, 1): lambda g, a, b: a.T @ g,
+                  (1, 2): lambda g, a, b: np.outer(a, g), (1, 1): lambda g, a, b: g * a}[ra, rb]
+        return _one_dtype(fn, g, a, b)
     return twin
+
+
+def _one_dtype(fn, g, a, b):
+    """``fn`` of arrays whose dtypes differ (a float32 operand, a float64 cotangent,
+    an int matrix), with each cast to their common dtype first: Numba's ``@`` takes
+    operands of one dtype."""
+    if not all(twins.is_array(t) for t in (g, a, b)):
+        return fn                       # a number times an array: no @
+    names = {str(t.dtype) for t in (g, a, b)}
+    if len(names) == 1:
+        return fn
+    import numba
+    cast = np.result_type(*names).type
+    inner = numba.njit(fn)
+    return lambda g, a, b: inner(g.astype(cast), a.astype(cast), b.astype(cast))
 
 
 numba_twin(matmul_vjp_a)(_product_twin(0))

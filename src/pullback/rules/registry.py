@@ -38,6 +38,7 @@ from __future__ import annotations
 import ast
 import inspect
 import sys
+import types
 from dataclasses import dataclass
 
 import numpy as np
@@ -184,9 +185,39 @@ class Rule:
         return checked, inputs
 
 
-_RULES: dict[int, Rule] = {}
+_RULES: dict = {}                    # key(fn) -> its rule
 _METHODS: dict[str, object] = {}     # ndarray method name -> the primitive it calls
-_SHADOWED: dict[int, Rule] = {}      # built-in rules a user's rule replaced
+_SHADOWED: dict = {}                 # key(fn) -> the built-in rule a user's rule replaced
+
+
+def key(fn):
+    """What the tables know ``fn`` by: its id, or for a method bound to an object
+    (``np.maximum.accumulate``, ``np.add.reduce``), which is made afresh at each
+    attribute access (``np.maximum.accumulate is np.maximum.accumulate`` is
+    False), the object's id and the method.  A rule keeps ``fn``, and so the
+    object, alive: the id is not reused while the rule stands."""
+    owner = getattr(fn, "__self__", None)
+    if owner is None or isinstance(owner, types.ModuleType) \
+            or not isinstance(fn, (types.BuiltinMethodType, types.MethodType)):
+        return id(fn)
+    return ("method", id(owner), getattr(fn, "__func__", None) or fn.__name__)
+
+
+# NumPy functions that write into an argument in place and return None: a rule
+# (a VJP of the result) cannot describe them, and a call to one is refused.
+_IN_PLACE = (np.copyto, np.fill_diagonal, np.put, np.place, np.putmask, np.put_along_axis)
+
+
+def writes_in_place(fn) -> bool:
+    """``fn`` writes into its first argument in place (``np.copyto``, ``np.add.at``)."""
+    if isinstance(getattr(fn, "__self__", None), np.ufunc) and fn.__name__ == "at":
+        return True
+    return any(fn is f for f in _IN_PLACE)
+
+
+def _same(rule: Rule, fn) -> bool:
+    """``rule`` was registered for ``fn`` (its key, not an id reused since)."""
+    return rule.fn is fn or not isinstance(key(fn), int)
 
 
 def _register(rule: Rule, replace: bool = False) -> Rule:
@@ -197,8 +228,8 @@ def _register(rule: Rule, replace: bool = False) -> Rule:
         raise ValueError(f"{rule.name} is registered twice; register each primitive once, "
                          "with everything about it")
     if old is not None and old.call_signature is None:
-        _SHADOWED[id(rule.fn)] = old        # a built-in rule, back when the user's goes
-    _RULES[id(rule.fn)] = rule
+        _SHADOWED[key(rule.fn)] = old       # a built-in rule, back when the user's goes
+    _RULES[key(rule.fn)] = rule
     for name in rule.methods:
         _METHODS[name] = rule.fn
     return rule
@@ -208,7 +239,10 @@ def _result(result):
     return results.BY_NAME[result] if isinstance(result, str) else result
 
 
-def _describe(fn) -> str:
+def describe(fn) -> str:
+    """``fn``'s dotted name: ``numpy.maximum.accumulate`` for a method of a ufunc."""
+    if not isinstance(key(fn), int):
+        return f"{describe(fn.__self__)}.{fn.__name__}"
     mod = getattr(fn, "__module__", None) or ""
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
     return f"{mod}.{name}" if mod and mod != "builtins" else name
@@ -233,8 +267,8 @@ def defrule(fn, signature: str, *, result="like", view: bool = False, methods: t
     """
     if namespace is None:
         namespace = sys._getframe(1).f_globals
-    params, trees, helpers = read_templates(signature, adjoints, namespace, _describe(fn))
-    return _register(Rule(fn=fn, name=name or _describe(fn), params=params, adjoints=trees,
+    params, trees, helpers = read_templates(signature, adjoints, namespace, describe(fn))
+    return _register(Rule(fn=fn, name=name or describe(fn), params=params, adjoints=trees,
                           helpers=helpers, result=_result(result), view=view,
                           methods=tuple(methods)))
 
@@ -242,7 +276,7 @@ def defrule(fn, signature: str, *, result="like", view: bool = False, methods: t
 def defnondiff(fn, *, result=results.generic, methods: tuple = ()) -> Rule:
     """Register ``fn`` as non-differentiable: no derivative flows from its arguments
     to its result (comparisons, ``len``, ``floor``, ``argmax``, array factories)."""
-    return _register(Rule(fn=fn, name=_describe(fn), params=(), adjoints={}, helpers={},
+    return _register(Rule(fn=fn, name=describe(fn), params=(), adjoints={}, helpers={},
                           result=_result(result), differentiable=False,
                           methods=tuple(methods)))
 
@@ -252,7 +286,7 @@ def defnamespace(fn) -> Rule:
     returns the array namespace of its arguments, which for the values pullback
     differentiates is NumPy (:data:`NUMPY_NAMESPACE`).  The frontend binds its
     result when transforming, so ``xp.sum(...)`` is ``np.sum(...)`` and its rule."""
-    return _register(Rule(fn=fn, name=_describe(fn), params=(), adjoints={}, helpers={},
+    return _register(Rule(fn=fn, name=describe(fn), params=(), adjoints={}, helpers={},
                           differentiable=False, namespace=True))
 
 
@@ -260,7 +294,7 @@ def defprimitive(fn, *, result, view: bool = False, methods: tuple = ()) -> Rule
     """Register what is known of ``fn`` without a derivative rule yet (its result
     kind, whether it returns a view): differentiating through it still raises
     MissingRuleError, but kind inference and the aliasing check know it."""
-    return _register(Rule(fn=fn, name=_describe(fn), params=(), adjoints={}, helpers={},
+    return _register(Rule(fn=fn, name=describe(fn), params=(), adjoints={}, helpers={},
                           result=_result(result), view=view, methods=tuple(methods)))
 
 
@@ -280,8 +314,14 @@ def defvjp(fn, vjp, *, argnums=None, result: str = "any") -> Rule:
     (default: every one) says which of those parameters may carry a derivative;
     keyword-only parameters and ``*args``/``**kwargs`` never do.
     """
-    call_signature, adjoints, marker, n = read_vjp(vjp, argnums, _describe(fn))
-    rule = _register(Rule(fn=fn, name=_describe(fn), params=(), adjoints=adjoints,
+    if writes_in_place(fn):
+        raise ValueError(
+            f"{describe(fn)} writes into its first argument in place and returns None, so "
+            "a rule (the derivative of a result) cannot describe it: write a function of "
+            "your own that returns the new array (`def add_at(a, i, b): a = a.copy(); "
+            "np.add.at(a, i, b); return a`) and register the rule on that function")
+    call_signature, adjoints, marker, n = read_vjp(vjp, argnums, describe(fn))
+    rule = _register(Rule(fn=fn, name=describe(fn), params=(), adjoints=adjoints,
                           helpers={"__vjp__": vjp, "checked_cotangents": checked_cotangents},
                           result=_result(result), vjp_tuple=marker,
                           call_signature=call_signature, cotangents=n),
@@ -303,8 +343,8 @@ def checked_cotangents(cotangents, n, rule, where):
 
 def lookup(fn) -> Rule | None:
     """The rule registered for ``fn``, or None."""
-    rule = _RULES.get(id(fn))
-    if rule is not None and rule.fn is fn:
+    rule = _RULES.get(key(fn))
+    if rule is not None and _same(rule, fn):
         return rule
     return None
 
@@ -407,10 +447,10 @@ def unregister(fn) -> None:
     Those told by :func:`on_change` hear of it (the pipeline drops its derivatives)."""
     if lookup(fn) is None:
         return
-    del _RULES[id(fn)]
-    shadowed = _SHADOWED.pop(id(fn), None)
-    if shadowed is not None and shadowed.fn is fn:
-        _RULES[id(fn)] = shadowed
+    del _RULES[key(fn)]
+    shadowed = _SHADOWED.pop(key(fn), None)
+    if shadowed is not None and _same(shadowed, fn):
+        _RULES[key(fn)] = shadowed
     _changed()
 
 
