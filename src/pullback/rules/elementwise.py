@@ -241,7 +241,7 @@ def _sum_onto(g, x):
     the result is carried from one entry to the next (no division per entry), and
     a run along g's last axis that x does not have is summed in a register."""
     gc = np.ascontiguousarray(g).ravel()
-    out = np.zeros(x.size)
+    out = np.zeros(x.size, gc.dtype)    # g's dtype: the twin also returns g itself
     gshape, xshape = g.shape, x.shape
     nd = len(gshape)
     off = nd - len(xshape)
