@@ -93,3 +93,36 @@ def test_a_chain_is_not_recomputed_when_an_operand_changes_before_its_last_reade
     sites = {"_t1": 1, "_t2": 1, "y": 1, "a": 1, "x": 2}
     found = recompute.find_cheap(body, set(), sites, KINDS, array_reads=True)
     assert "_t2" not in found
+
+
+def _for(line, var, start, stop, body):
+    return ir.For(line, var, _e(start), _e(stop), ast.Constant(1), body)
+
+
+def test_a_temporary_of_an_outer_loop_read_in_an_inner_loop_is_not_recomputed():
+    # for i: _t1 = x * x; for j: y = _t1 * y  -- the reader is in another block
+    # (the inner loop, whose reverse runs before the outer body's): not recomputed.
+    inner = _for(2, "j", "0", "i", [ir.Assign(3, "y", _e("_t1 * y"))])
+    outer = _for(1, "i", "0", "n", [ir.Assign(2, "_t1", _e("x * x")), inner])
+    body = [outer, ir.Return(4, _e("y"))]
+    sites = {"_t1": 1, "y": 1, "i": 1, "j": 1}
+    assert recompute.find_cheap(body, set(), sites, KINDS, array_reads=True) == {}
+
+
+def test_a_temporary_read_after_a_nested_loop_is_not_recomputed():
+    # _t1 = x * x; for j: x = x * 0.5; y = _t1 * y  -- an operand changes inside a
+    # loop between the temporary and its reader.
+    loop = _for(2, "j", "0", "i", [ir.Assign(2, "x", _e("x * 0.5"))])
+    body = [ir.Assign(1, "_t1", _e("x * x")), loop, ir.Assign(3, "y", _e("_t1 * y")),
+            ir.Return(4, _e("y"))]
+    sites = {"_t1": 1, "y": 1, "x": 2, "j": 1}
+    assert recompute.find_cheap(body, set(), sites, KINDS, array_reads=True) == {}
+
+
+def test_an_element_of_an_array_written_in_a_loop_is_not_recomputed():
+    # _t2 = a[i] with a written in place elsewhere: the reverse sweep would read a
+    # later value.
+    body = [ir.Assign(1, "_t2", _e("a[i]")), ir.Assign(1, "y", _e("_t2 * x")),
+            ir.SetItem(2, "a", _e("i"), _e("y")), ir.Return(3, _e("y"))]
+    sites = {"_t2": 1, "y": 1, "a": 1}
+    assert recompute.find_cheap(body, set(), sites, KINDS, array_reads=True) == {}
