@@ -40,7 +40,9 @@ class Tally:
         self.save.mkdir(parents=True, exist_ok=True)
         path = self.save / f"{self.backend}-{n:04d}-{outcome.kind}.py"
         path.write_text(f"# {outcome}\n# constructs: {', '.join(sorted(program.constructs))}\n"
-                        f"{program.source}\nARGS = {format_args(program.args)}\n")
+                        f"{program.source}\nARGS = {format_args(program.args)}\n"
+                        + ("" if program.other_args is None
+                           else f"OTHER_ARGS = {format_args(program.other_args)}\n"))
 
     def summary(self) -> str:
         judged = sum(n for k, n in self.counts.items() if k != "discard")
