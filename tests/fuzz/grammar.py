@@ -428,7 +428,7 @@ class Builder:
         if sc.depth < MAX_DEPTH:
             opts.append(("if_stmt", lambda: self.if_stmt(sc), 3))
             if sc.loop is None or self.on("nested_loops"):
-                opts.append(("pair_sum", lambda: self.pair_sum(sc), 4))
+                opts.append(("pair_sum", lambda: self.pair_sum(sc), 3))
             if sc.loop is None or self.on("nested_loops"):
                 opts += [("for_range", lambda: self.for_range(sc), 4),
                          ("while_loop", lambda: self.while_loop(sc), 2),
@@ -758,7 +758,9 @@ class Builder:
             self.emit(body, f"{total} {op} {self.pair_term(body, indices, carried)}")
             if self.coin():
                 self.statement(body)
-        if not exit_first and self.coin():
+        # The innermost loop mostly has an exit: its count of iterations then
+        # varies from one outer iteration to the next.
+        if not exit_first and (left == 1 or self.coin()):
             self.nest_exit(body, i)
         if step is not None:
             self.emit(body, step)
@@ -858,8 +860,16 @@ class Builder:
             self.new_array(sc)
         if self.coin() and self.use("local_matrix"):
             self.new_matrix(sc)
-        for _ in range(self.integer(1, TOP)):
-            self.statement(sc)
+        count = self.integer(1, TOP)
+        # Loop nests left early are where reverse mode keeps the most state (a
+        # count of iterations per outer iteration): half the programs get one
+        # at a drawn place, besides those that statement() draws.
+        nest_at = self.integer(0, count) if self.on("pair_sum") and self.coin() else None
+        for place in range(count + 1):
+            if place == nest_at:
+                self.pair_sum(sc)
+            if place < count:
+                self.statement(sc)
         self.emit(sc, f"return {self.result(sc)}")
 
     def program(self) -> Program:
