@@ -9,6 +9,8 @@ Files:
 * oracle.py     runs a program through value_and_grad, grad and vjp and
                 classifies the outcome against the plain call and Richardson
                 finite differences: correct, refused, mutated, wrong or crash;
+                the gradient functions are called again on a second argument
+                set whose arrays have another length;
 * test_fuzz.py  the random-program test, one per backend;
 * test_regressions.py  the smallest program of each cause found, strict xfail
                 while it fails;

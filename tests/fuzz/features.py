@@ -31,6 +31,17 @@ FEATURES: dict[str, str] = {
     "for_array": "for over an array, and over enumerate(array)",
     "nested_loops": "a loop inside a loop",
     "nested_reuse": "an inner for loop reusing the enclosing loop's variable",
+    "dependent_range": "a for loop whose range starts or stops at an enclosing index: "
+                       "range(i + 1, n), range(i, n), range(i), range(j, i), range(i - 1, -1, -1)",
+    "pair_sum": "a nest of loops over index pairs, for i ...: for j in range(i + 1, n): "
+                "E += x[i] * x[j], with cutoffs and exits (if x[j] > c: continue, break, "
+                "return) before or after the inner loop, at every depth",
+    "triple_loop": "pair_sum three loops deep (triples of indices)",
+    "while_around_for": "pair_sum's outer loop as a bounded while, around the for loops",
+    "outer_value": "a value computed in an outer loop's body and read in the inner loop's: "
+                   "w = x[i] * x[i]",
+    "loop_helper": "a module-level helper with a for loop and a return inside it, "
+                   "scan(a, s, lo), called in loops and in pair sums (inlined)",
     "while_loop": "while with a bounded counter and-ed (or or-ed) with data",
     "break": "if ...: break inside a for loop",
     "while_exit": "if ...: break, or return, directly inside a while loop",

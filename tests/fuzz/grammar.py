@@ -7,7 +7,10 @@ features.py).  Programs are built so that the *primal* is well defined:
 * every variable is read only where it is definitely assigned (a name made in
   a block is forgotten when the block ends, and every name is fresh);
 * every index is in bounds: loop ranges and index expressions only produce
-  values in ``[0, length)`` of the array they index;
+  values in ``[0, length)`` of the array they index, at *both* argument sets:
+  the array parameters share one length N, drawn twice (``args`` and
+  ``other_args``), and every length that depends on N is written with
+  ``len(p)``, never as a literal (see ``Size``);
 * every loop terminates: ``for`` runs over a ``range`` or an array, and a
   ``while`` loop is and-ed with a counter that changes at the end of every
   iteration (so a ``while`` body holds no ``continue`` of its own);
@@ -39,9 +42,33 @@ class Program:
     wrt: tuple[int, ...]              # positions of float and float-array parameters
     constructs: frozenset[str]        # the features the program actually uses
     name: str = "f"
+    other_args: tuple | None = None   # a second argument set, arrays of another length
 
     def __repr__(self) -> str:      # what Hypothesis prints for a falsifying example
-        return f"\n{self.source}\nargs = {format_args(self.args)}\n"
+        other = "" if self.other_args is None else f"other_args = {format_args(self.other_args)}\n"
+        return f"\n{self.source}\nargs = {format_args(self.args)}\n" + other
+
+
+@dataclass(frozen=True, order=True)
+class Size:
+    """A length or an exclusive index bound: ``offset``, plus the common length
+    N of the array parameters when ``scaled``.  N differs between a program's
+    two argument sets, so a size is checked at both (``Builder.least``,
+    ``Builder.fits``) and a scaled one is written as ``len(p) + offset``."""
+
+    scaled: bool
+    offset: int
+
+    def at(self, n: int) -> int:
+        """The value when the array parameters have length ``n``."""
+        return self.offset + (n if self.scaled else 0)
+
+    def plus(self, k: int) -> Size:
+        return Size(self.scaled, self.offset + k)
+
+
+def constant(k: int) -> Size:
+    return Size(False, k)
 
 
 def format_args(args) -> str:
@@ -61,10 +88,10 @@ class Scope:
     """
 
     floats: list[str]
-    arrays: dict[str, int]            # readable 1-D arrays -> length
+    arrays: dict[str, Size]           # readable 1-D arrays -> length
     writable: set[str]                # local arrays that may be written into
-    mats: dict[str, tuple[int, int]]  # local 2-D arrays -> shape
-    ints: dict[str, int]              # index expressions -> exclusive upper bound
+    mats: dict[str, tuple[Size, Size]]  # local 2-D arrays -> shape
+    ints: dict[str, Size]             # index expressions -> exclusive upper bound
     for_vars: list[str]               # enclosing for-loop int variables
     tuples: dict[str, int]            # tuple variables -> size
     loop: str | None = None           # innermost loop: None, "for" or "while"
@@ -114,9 +141,11 @@ class Builder:
         self.lines: list[str] = []
         self.counter = 0
         self.helper: list[str] | None = None
+        self.scan: list[str] | None = None       # the helper with a loop (loop_helper)
         self.float_params: list[str] = []
-        self.array_params: dict[str, int] = {}
+        self.array_params: dict[str, Size] = {}
         self.int_param: str | None = None
+        self.lengths: tuple[int, ...] = ()   # N at each argument set
 
     # ---------------------------------------------------------- drawing
     def on(self, feature: str) -> bool:
@@ -158,27 +187,42 @@ class Builder:
     def emit(self, sc: Scope, line: str) -> None:
         self.lines.append("    " * (sc.depth + 1) + line)
 
+    # ---------------------------------------------------------- sizes
+    def least(self, size: Size) -> int:
+        """The smallest value ``size`` takes over the argument sets."""
+        return min(size.at(n) for n in self.lengths)
+
+    def fits(self, small: Size, large: Size) -> bool:
+        """Whether ``small <= large`` at every argument set."""
+        return all(small.at(n) <= large.at(n) for n in self.lengths)
+
+    def gap(self, large: Size, small: Size) -> int:
+        """The least of ``large - small`` over the argument sets."""
+        return min(large.at(n) - small.at(n) for n in self.lengths)
+
+    def length(self, size: Size) -> str:
+        """``size`` as source: a literal, or ``len(p) + offset`` of an array parameter."""
+        if not size.scaled:
+            return str(size.offset)
+        base = f"len({self.choice(sorted(self.array_params))})"
+        if size.offset == 0:
+            return base
+        return f"{base} {'-' if size.offset < 0 else '+'} {abs(size.offset)}"
+
     # ---------------------------------------------------------- leaves
     def literal(self) -> str:
         return self.choice(LITERALS)
 
-    def index(self, sc: Scope, length: int) -> str:
-        """An int expression with a value in ``[0, length)``."""
-        opts = [(None, lambda: str(self.integer(0, length - 1)))]
-        fits = [v for v, b in sc.ints.items() if b <= length]
+    def index(self, sc: Scope, length: Size) -> str:
+        """An int expression with a value in ``[0, length)`` at every argument set."""
+        opts = [(None, lambda: str(self.integer(0, self.least(length) - 1)))]
+        fits = [v for v, b in sc.ints.items() if self.fits(b, length)]
         if fits:
             opts.append((None, lambda: self.choice(fits), 3))
         exact = [v for v, b in sc.ints.items() if b == length and v in sc.for_vars]
         if exact:
-            opts.append((None, lambda: f"{length - 1} - {self.choice(exact)}"))
+            opts.append((None, lambda: f"{self.length(length.plus(-1))} - {self.choice(exact)}"))
         return self.pick(opts)
-
-    def length(self, n: int) -> str:
-        """``n`` as a literal or as ``len(p)`` of a parameter of that length."""
-        same = [p for p, m in self.array_params.items() if m == n]
-        if same and self.coin():
-            return f"len({self.choice(same)})"
-        return str(n)
 
     def leaf(self, sc: Scope) -> str:
         opts = [(None, self.literal)]
@@ -270,10 +314,10 @@ class Builder:
             return base
         return self.var(sc)
 
-    def some_length(self, sc: Scope) -> int:
+    def some_length(self, sc: Scope) -> Size:
         return self.choice(sorted(set(sc.arrays.values())))
 
-    def array_expr(self, sc: Scope, n: int, depth: int = 1) -> str:
+    def array_expr(self, sc: Scope, n: Size, depth: int = 1) -> str:
         """A 1-D float array expression of length ``n`` (some array has that length)."""
         def row(form):
             h = self.choice(rows)
@@ -352,6 +396,8 @@ class Builder:
                 ("augassign", lambda: self.emit(
                     sc, f"{self.choice(mine)} {self.choice(('+=', '-=', '*='))} {self.expr(sc, 1)}"), update),
                 ("helper_tuple", lambda: self.helper_call(sc)),
+                ("loop_helper", lambda: self.emit(
+                    sc, f"{self.choice(mine)} += {self.scan_call(sc)}"), 2 if sc.loop else 1),
                 ("tuple_index", lambda: self.new_tuple(sc))]
         if self.float_params:
             opts.append(("param_reassign", lambda: self.param_reassign(sc)))
@@ -381,6 +427,8 @@ class Builder:
         opts = []
         if sc.depth < MAX_DEPTH:
             opts.append(("if_stmt", lambda: self.if_stmt(sc), 3))
+            if sc.loop is None or self.on("nested_loops"):
+                opts.append(("pair_sum", lambda: self.pair_sum(sc), 3))
             if sc.loop is None or self.on("nested_loops"):
                 opts += [("for_range", lambda: self.for_range(sc), 4),
                          ("while_loop", lambda: self.while_loop(sc), 2),
@@ -454,11 +502,11 @@ class Builder:
 
     def new_view(self, sc: Scope) -> None:
         """``r = a[start:]``: readable, never written through (that is refused)."""
-        a = self.choice(sorted(a for a, m in sc.arrays.items() if m >= 2))   # the parameters are
-        start = self.integer(1, sc.arrays[a] - 1)
+        a = self.choice(sorted(a for a, m in sc.arrays.items() if self.least(m) >= 2))  # the parameters are
+        start = self.integer(1, self.least(sc.arrays[a]) - 1)
         r = self.fresh("r")
         self.emit(sc, f"{r} = {a}[{start}:]")
-        sc.arrays[r] = sc.arrays[a] - start
+        sc.arrays[r] = sc.arrays[a].plus(-start)
 
     def store_op(self, augmented: tuple[str, ...]) -> str:
         """``=``, or (with the augassign feature) one of ``augmented``."""
@@ -472,35 +520,41 @@ class Builder:
     def slice_write(self, sc: Scope, arrays: list[str]) -> None:
         h = self.choice(arrays)
         n = sc.arrays[h]
-        lo = self.integer(0, n - 1)
-        hi = self.integer(lo + 1, n)
-        width = hi - lo
+        lo = constant(self.integer(0, self.least(n) - 1))
+        stop = self.integer(lo.offset + 1, self.least(n))
+        # Up to the end: a width that follows N, or a fixed one.
+        hi = n if stop == self.least(n) and self.coin() else constant(stop)
+        width = Size(hi.scaled, hi.offset - lo.offset)
         op = self.store_op(("+=",))
 
         def from_array():
-            a = self.choice(sorted(a for a, m in sc.arrays.items() if m >= width))
-            c = self.integer(0, sc.arrays[a] - width)
-            return f"{a}[{c}:{c + width}] * {self.expr(sc, 1)}"
+            a = self.choice(sorted(a for a, m in sc.arrays.items() if self.fits(width, m)))
+            c = self.integer(0, self.gap(sc.arrays[a], width))
+            return f"{a}[{c}:{self.length(width.plus(c))}] * {self.expr(sc, 1)}"
 
         def stencil():
             # Slices of h itself, of the target's width (or of width 1: broadcast),
             # their bounds written from either end: h[1:-1] + e * (h[2:] - h[:-2]).
             def part():
-                w = width if self.coin() else 1
-                c = self.integer(0, n - w)
-                return f"{h}[{self.bounds(c, c + w, n)}]"
+                w = width if self.coin() else constant(1)
+                c = self.integer(0, self.gap(n, w))
+                return f"{h}[{self.bounds(constant(c), w.plus(c), n)}]"
             return f"{part()} + {self.expr(sc, 1)} * ({part()} - {part()})"
         value = self.pick([(None, from_array), ("slice_broadcast", lambda: self.expr(sc, 1)),
                            ("offset_slices", stencil)])
-        target = f"{h}[:]" if (lo, hi) == (0, n) and self.coin() else \
-            f"{h}[{self.bounds(lo, hi, n) if self.on('offset_slices') else f'{lo}:{hi}'}]"
+        plain = f"{self.length(lo)}:{self.length(hi)}"
+        target = f"{h}[:]" if (lo.offset, hi) == (0, n) and self.coin() else \
+            f"{h}[{self.bounds(lo, hi, n) if self.on('offset_slices') else plain}]"
         self.emit(sc, f"{target} {op} {value}")
 
-    def bounds(self, lo: int, hi: int, n: int) -> str:
+    def bounds(self, lo: Size, hi: Size, n: Size) -> str:
         """``lo:hi`` of an array of length ``n``, each bound written from the start,
-        from the end (negative) or left out where that means the same."""
-        start = self.choice([str(lo), str(lo - n)] + ([""] if lo == 0 else []))
-        stop = self.choice([str(hi)] + ([str(hi - n)] if hi < n else [""]))
+        from the end (negative, where ``n - bound`` is the same at every argument
+        set) or left out where that means the same."""
+        def from_end(bound: Size) -> list[str]:
+            return [str(bound.offset - n.offset)] if bound.scaled == n.scaled and bound != n else []
+        start = self.choice([self.length(lo)] + from_end(lo) + ([""] if lo == constant(0) else []))
+        stop = self.choice([self.length(hi)] + (from_end(hi) if hi != n else [""]))
         return f"{start}:{stop}"
 
     def array_aug(self, sc: Scope, arrays: list[str]) -> None:
@@ -514,8 +568,9 @@ class Builder:
         (made at the top level only, so that array stays in scope)."""
         n = self.some_length(sc)
         h = self.fresh("H")
-        rows = self.integer(2, 3)
-        self.emit(sc, f"{h} = np.zeros(({rows}, {self.length(n)}))")
+        # Square ones (N by N) take part in matrix-vector products.
+        rows = self.pick([(None, lambda: constant(self.integer(2, 3))), ("matvec", lambda: n)])
+        self.emit(sc, f"{h} = np.zeros(({self.length(rows)}, {self.length(n)}))")
         sc.mats[h] = (rows, n)
 
     def matrix_write(self, sc: Scope) -> None:
@@ -548,24 +603,26 @@ class Builder:
             self.emit(sc, "else:")
             self.block(sc.child())
 
-    def range_of(self, n: int) -> str:
+    def range_of(self, n: Size) -> str:
         """A ``range`` whose values all lie in ``[0, n)``."""
         def up():           # shrinks towards range(n)
-            lo = self.integer(0, n - 1)
-            hi = n - self.integer(0, n - 1 - lo)
+            lo = self.integer(0, self.least(n) - 1)
+            back = self.integer(0, self.least(n) - 1 - lo)
+            # The stop counted back from n, or a literal no larger than n anywhere.
+            stop = self.length(n.plus(-back)) if not self.coin() else \
+                str(self.integer(lo + 1, self.least(n)))
             step = self.integer(1, 3)
-            stop = self.length(n) if hi == n else str(hi)
             if lo == 0 and step == 1 and self.coin():
                 return f"range({stop})"
             return f"range({lo}, {stop}" + (f", {step})" if step > 1 else ")")
 
         def down():         # shrinks towards range(n - 1, -1, -1)
-            start = n - 1 - self.integer(0, n - 1)
-            stop = self.integer(-1, start - 1)
-            first = f"{self.length(n)} - 1" if start == n - 1 else str(start)
-            return f"range({first}, {stop}, -{self.integer(1, 2)})"
+            back = self.integer(0, self.least(n) - 1)
+            start = n.plus(-1 - back)
+            stop = self.integer(-1, self.least(start) - 1)
+            return f"range({self.length(start)}, {stop}, -{self.integer(1, 2)})"
         opts = [(None, up), ("negative_step", down), ("reversed_range", lambda: f"reversed({up()})")]
-        if self.int_param and n in self.array_params.values():
+        if self.int_param and n == Size(True, 0):
             k = self.int_param
             opts += [("int_param", lambda: f"range({k})"),
                      ("int_param", lambda: f"range({k}, {self.length(n)})"),
@@ -579,9 +636,13 @@ class Builder:
         reusable = [v for v in sc.for_vars if sc.ints.get(v) == n]
         reused = bool(reusable) and self.on("nested_reuse") and self.integer(0, 2) > 0
         i = self.choice(reusable) if reused else self.fresh("i")
-        self.emit(sc, f"for {i} in {self.range_of(n)}:")
+        if not reused and sc.ints and self.coin() and self.use("dependent_range"):
+            text, bound = self.dependent_range(sc, n, self.choice(sorted(sc.ints)))
+        else:
+            text, bound = self.range_of(n), n
+        self.emit(sc, f"for {i} in {text}:")
         body = sc.child(loop="for")
-        body.ints[i] = n
+        body.ints[i] = bound
         if not reused:
             body.for_vars.append(i)
         self.block(body)
@@ -611,11 +672,18 @@ class Builder:
         self.block(body)
 
     def while_loop(self, sc: Scope) -> None:
-        """``while <counter bound> and <data>``, or ``while (<data> or c == 0)
-        and <counter bound>``; the counter moves at the end of the body."""
+        """A bounded while loop (see ``open_while``) around a block."""
         if sc.loop is not None:
             self.used.add("nested_loops")
-        n = self.some_length(sc)
+        body, step = self.open_while(sc, self.some_length(sc))
+        self.block(body)
+        self.emit(body, step)
+
+    def open_while(self, sc: Scope, n: Size) -> tuple[Scope, str]:
+        """Emit ``while <counter bound> and <data>``, or ``while (<data> or c == 0)
+        and <counter bound>``, the counter running over ``[0, n)``; return the
+        body's scope and the statement that moves the counter, which the caller
+        emits at the end of the body."""
         c = self.fresh("c")
         data = self.cond(sc)
         if self.coin():           # counting up
@@ -630,30 +698,161 @@ class Builder:
             self.emit(sc, f"while {bound} and {data}:")
         body = sc.child(loop="while")
         body.ints[c] = n
-        self.block(body)
-        self.emit(body, step)
+        return body, step
+
+    def dependent_range(self, sc: Scope, n: Size, i: str) -> tuple[str, Size]:
+        """A ``range`` that starts or stops at the enclosing index ``i`` (a
+        triangle of index pairs), and the bound of its values: ``range(i + 1,
+        n)`` and ``range(i, n)`` stay below ``n``; ``range(i)``, ``range(j, i)``
+        and ``range(i - 1, -1, -1)`` below ``i``'s own bound."""
+        below = sc.ints[i]
+        others = [v for v in sorted(sc.ints) if v != i]
+        return self.pick([
+            (None, lambda: (f"range({i} + 1, {self.length(n)})", n), 2),
+            (None, lambda: (f"range({i}, {self.length(n)})", n)),
+            (None, lambda: (f"range({i})", below)),
+            (None, lambda: (f"range({self.choice(others) if others else 1}, {i})", below)),
+            ("negative_step", lambda: (f"range({i} - 1, -1, -1)", below)),
+        ])
+
+    # ---------------------------------------------------------- loop nests
+    def pair_sum(self, sc: Scope) -> None:
+        """A nest of two or three loops over pairs (triples) of indices, each
+        inner range starting or stopping at the enclosing index, the outer one
+        sometimes a while loop; at every level maybe a value read further in
+        (``w = x[i] * x[i]``) and an exit (``if x[j] > c: continue``, break,
+        return) before or after the inner loop; the innermost body adds a
+        term of the indices' elements into a sum of the enclosing scope.  The
+        shape of pair potentials and of U-statistics."""
+        self.used.update(("pair_sum", "nested_loops"))
+        levels = 3 if sc.depth == 0 and self.coin() and self.use("triple_loop") else 2
+        mine = [v for v in sc.floats if v not in self.float_params]
+        self.nest_level(sc, self.some_length(sc), levels, self.choice(mine), [])
+
+    def nest_level(self, sc: Scope, n: Size, left: int, total: str, indices: list[str]) -> None:
+        """One loop of ``pair_sum``, with ``left`` loops (itself included) to go."""
+        if not indices and self.coin() and self.use("while_around_for"):
+            body, step = self.open_while(sc, n)
+            i = next(v for v in body.ints if v not in sc.ints)
+        else:
+            i, step = self.fresh("i"), None
+            text, bound = (self.dependent_range(sc, n, indices[-1])
+                           if indices and self.use("dependent_range") else (self.range_of(n), n))
+            self.emit(sc, f"for {i} in {text}:")
+            body = sc.child(loop="for")
+            body.ints[i] = bound
+            body.for_vars.append(i)
+        indices = indices + [i]
+        if left > 1 and self.coin() and self.use("outer_value"):
+            w = self.fresh("w")
+            self.emit(body, f"{w} = {self.pair_term(body, indices, [])}")
+            body.floats.append(w)
+        exit_first = self.coin()
+        if exit_first and self.integer(0, 2) > 0:
+            self.nest_exit(body, i)
+        if left > 1:
+            self.nest_level(body, n, left - 1, total, indices)
+        else:
+            carried = [v for v in body.floats if v.startswith("w")]
+            op = "+=" if self.use("augassign") else f"= {total} +"
+            self.emit(body, f"{total} {op} {self.pair_term(body, indices, carried)}")
+            if self.coin():
+                self.statement(body)
+        # The innermost loop mostly has an exit: its count of iterations then
+        # varies from one outer iteration to the next.
+        if not exit_first and (left == 1 or self.coin()):
+            self.nest_exit(body, i)
+        if step is not None:
+            self.emit(body, step)
+
+    def element_at(self, sc: Scope, i: str) -> str:
+        """``a[i]`` of an array that ``i`` indexes in bounds (else any element)."""
+        fit = sorted(a for a, m in sc.arrays.items() if self.fits(sc.ints[i], m))
+        return f"{self.choice(fit)}[{i}]" if fit else self.element(sc)
+
+    def pair_term(self, sc: Scope, indices: list[str], carried: list[str]) -> str:
+        """A term of the elements at the nest's indices and of the values
+        ``carried`` from outer bodies: x[i] * y[j], (x[i] - x[j]) ** 2, w * x[j]."""
+        at = lambda: self.element_at(sc, self.choice(indices))
+        opts = [(None, lambda: f"{at()} * {at()}", 2),
+                (None, lambda: f"{at()} * {self.expr(sc, 1)}"),
+                ("pow", lambda: f"({at()} - {at()}) ** 2"),
+                ("division", lambda: f"{at()} / (1.0 + ({at()} - {at()}) ** 2)"),
+                ("loop_helper", lambda: self.scan_call(sc))]
+        if carried:
+            opts.append((None, lambda: f"{self.choice(carried)} * {at()}", 3))
+        return self.pick(opts)
+
+    def nest_exit(self, sc: Scope, i: str) -> None:
+        """``if <cutoff on x[i], or a condition>: continue / break / return``
+        (no continue in a while loop, whose counter moves at the end of the body)."""
+        in_for = sc.loop == "for"
+        cond = self.pick([(None, lambda: f"{self.element_at(sc, i)} {self.choice('<>')} {self.literal()}", 2),
+                          (None, lambda: self.cond(sc))])
+        what = self.pick(([("continue", lambda: "continue", 2)] if in_for else [])
+                         + [("break" if in_for else "while_exit", lambda: "break"),
+                            ("return_in_loop" if in_for else "while_exit",
+                             lambda: f"return {self.result(sc)}")])
+        self.emit(sc, f"if {cond}:")
+        self.emit(sc.child(), what)
+
+    def scan_call(self, sc: Scope) -> str:
+        """``scan(a, e, lo)`` with ``lo`` in ``[0, len(a)]``: the helper's loop
+        runs over ``a[lo:]``."""
+        if self.scan is None:
+            self.scan = self.make_scan()
+        a = self.choice(sorted(sc.arrays))
+        return f"scan({a}, {self.expr(sc, 1)}, {self.index(sc, sc.arrays[a].plus(1))})"
+
+    def make_scan(self) -> list[str]:
+        """``def scan(a, s, lo)``: a for loop over ``a[lo:]`` that returns from
+        inside when a condition on the element holds, and otherwise adds to a
+        running value that it returns after the loop (pullback inlines it)."""
+        outer = self.lines, self.array_params, self.int_param
+        self.lines, self.array_params, self.int_param = [], {}, None
+        top = Scope.top(["s"], {}, {})
+        self.emit(top, f"t = {self.expr(top, 1)}")
+        top.floats.append("t")
+        self.emit(top, "for m in range(lo, len(a)):")
+        body = top.child(loop="for")
+        self.emit(body, "v = a[m]")
+        body.floats.append("v")
+        self.emit(body, f"if {self.cond(body)}:")
+        self.emit(body.child(), f"return t + v * {self.expr(body, 1)}")
+        self.emit(body, f"t = t + v * {self.expr(body, 1)}")
+        self.emit(top, "return t")
+        lines = ["def scan(a, s, lo):"] + self.lines
+        self.lines, self.array_params, self.int_param = outer
+        return lines
 
     # ---------------------------------------------------------- the function
-    def parameters(self) -> tuple[list[str], list]:
-        """Draw the parameter list and the arguments: 0-2 floats, 1-2 arrays of
-        one length, and sometimes an int index ``k``."""
+    def parameters(self) -> tuple[list[str], list, list]:
+        """Draw the parameter list and two argument sets: 0-2 floats, 1-2 arrays
+        of one length N (2-4 in the first set, another length in 2-6 in the
+        second), and sometimes an int index ``k`` below N."""
         n_floats, n_arrays, size = self.integer(0, 2), self.integer(1, 2), self.integer(2, 4)
-        names, args = [], []
+        other = self.integer(2, 5)
+        other += other >= size          # never the first length
+        self.lengths = (size, other)
+        names, args, other_args = [], [], []
         for i in range(n_floats):
             self.float_params.append(f"x{i}")
             args.append(self.draw(VALUES))
+            other_args.append(self.draw(VALUES))
         for i in range(n_arrays):
-            self.array_params[f"p{i}"] = size
+            self.array_params[f"p{i}"] = Size(True, 0)
             args.append(np.array(self.draw(st.lists(VALUES, min_size=size, max_size=size))))
+            other_args.append(np.array(self.draw(st.lists(VALUES, min_size=other, max_size=other))))
         names = self.float_params + list(self.array_params)
         if self.coin() and self.use("int_param"):
             self.int_param = "k"
             names.append("k")
             args.append(self.integer(0, size - 1))
-        return names, args
+            other_args.append(self.integer(0, other - 1))
+        return names, args, other_args
 
     def body(self) -> None:
-        ints = {self.int_param: next(iter(self.array_params.values()))} if self.int_param else {}
+        ints = {self.int_param: Size(True, 0)} if self.int_param else {}
         sc = Scope.top(self.float_params, self.array_params, ints)
         # Declarations first, so that the statements after them can update them.
         self.assign(sc)           # an accumulator
@@ -661,22 +860,31 @@ class Builder:
             self.new_array(sc)
         if self.coin() and self.use("local_matrix"):
             self.new_matrix(sc)
-        for _ in range(self.integer(1, TOP)):
-            self.statement(sc)
+        count = self.integer(1, TOP)
+        # Loop nests left early are where reverse mode keeps the most state (a
+        # count of iterations per outer iteration): half the programs get one
+        # at a drawn place, besides those that statement() draws.
+        nest_at = self.integer(0, count) if self.on("pair_sum") and self.coin() else None
+        for place in range(count + 1):
+            if place == nest_at:
+                self.pair_sum(sc)
+            if place < count:
+                self.statement(sc)
         self.emit(sc, f"return {self.result(sc)}")
 
     def program(self) -> Program:
-        names, args = self.parameters()
+        names, args, other_args = self.parameters()
         self.body()
         signature = f"def f({', '.join(names)}):"
-        text = "\n".join((self.helper + ["", ""] if self.helper else []) + [signature] + self.lines) + "\n"
+        helpers = [line for h in (self.helper, self.scan) if h for line in h + ["", ""]]
+        text = "\n".join(helpers + [signature] + self.lines) + "\n"
         if not self.use("shared_code"):
             # A docstring makes f's code object differ from every other program's.
             digest = hashlib.sha1(text.encode()).hexdigest()[:12]
             text = text.replace(signature + "\n", f'{signature}\n    """Program {digest}."""\n', 1)
         source = "import math\n\nimport numpy as np\n\n\n" + text
         wrt = tuple(i for i, a in enumerate(args) if not isinstance(a, int))
-        return Program(source, tuple(args), wrt, frozenset(self.used))
+        return Program(source, tuple(args), wrt, frozenset(self.used), other_args=tuple(other_args))
 
 
 @st.composite

@@ -18,6 +18,13 @@ Outcomes, from best to worst:
 ``discard`` marks a program that cannot be judged: the primal raises, is not
 finite, a min/max/abs meets a tie, or finite differences are unstable (a branch
 or kink close to the arguments).
+
+A program comes with a second argument set whose arrays have another length
+(``Program.other_args``).  The functions made by ``value_and_grad`` and
+``grad`` are called on it after the first set, so their second call reuses
+what the first one built and compiled (pullback's cache, Numba's
+specialisation) with arrays of another size.  Where that set cannot be judged,
+only the first is.
 """
 from __future__ import annotations
 
@@ -213,8 +220,9 @@ def _np_max(a):
 '''
 
 
-def meets_tie(program: Program, directory: Path) -> bool:
-    """Whether a min, max, abs or np.max meets a tie at these arguments.
+def meets_tie(program: Program, directory: Path, args: tuple | None = None) -> bool:
+    """Whether a min, max, abs or np.max meets a tie at ``args`` (by default the
+    program's first argument set).
 
     There pullback returns a subgradient by its convention (as JAX and PyTorch
     do), which finite differences cannot judge, even where f itself is smooth:
@@ -225,7 +233,7 @@ def meets_tie(program: Program, directory: Path) -> bool:
     fn = load(dataclasses.replace(program, source=TIE_PRELUDE + source), directory)
     ties = sys.modules[fn.__module__].TIES
     ties.clear()
-    call(fn, program.args)
+    call(fn, program.args if args is None else args)
     return any(ties)
 
 
@@ -302,31 +310,54 @@ def first_problem(*checks) -> tuple[str, str] | None:
     return None
 
 
-def check_value_and_grad(fn, program: Program, ref: Reference, jit: bool) -> Outcome:
-    """value_and_grad, called twice: the second call must agree with the first
-    (a derivative that keeps state between calls would not)."""
+@dataclass(frozen=True)
+class Case:
+    """One argument set and its reference; ``label`` names it in a report."""
+
+    args: tuple
+    ref: Reference
+    label: str = ""
+
+
+def labelled(problem: tuple[str, str] | None, case: Case) -> tuple[str, str] | None:
+    """``problem`` with the argument set it was seen on, if that is not the first."""
+    if problem is None or not case.label:
+        return problem
+    return problem[0], f"{problem[1]} {case.label}"
+
+
+def check_value_and_grad(fn, program: Program, cases: list[Case], jit: bool) -> Outcome:
+    """value_and_grad, called twice on the first argument set (the second call
+    must agree with the first: a derivative that keeps state between calls
+    would not), then once on each other set."""
     def body():
         g = pullback.value_and_grad(fn, argnums=program.wrt, jit=jit)
-        for _ in range(2):
-            args = fresh(program.args)
+        for case in [cases[0]] + cases:
+            args = fresh(case.args)
             before = fresh(args)
             value, grads = g(*args)
             problem = first_problem(("mutated", mutation(args, before)),
-                                    ("wrong", value_error(value, ref)),
-                                    ("wrong", grad_error(grads, ref, program.wrt)))
+                                    ("wrong", value_error(value, case.ref)),
+                                    ("wrong", grad_error(grads, case.ref, program.wrt)))
             if problem:
-                return problem
+                return labelled(problem, case)
         return None
     return guarded("value_and_grad", body)
 
 
-def check_grad(fn, program: Program, ref: Reference, jit: bool) -> Outcome:
+def check_grad(fn, program: Program, cases: list[Case], jit: bool) -> Outcome:
+    """grad, called on each argument set in turn."""
     def body():
-        args = fresh(program.args)
-        before = fresh(args)
-        grads = pullback.grad(fn, argnums=program.wrt, jit=jit)(*args)
-        return first_problem(("mutated", mutation(args, before)),
-                             ("wrong", grad_error(grads, ref, program.wrt)))
+        g = pullback.grad(fn, argnums=program.wrt, jit=jit)
+        for case in cases:
+            args = fresh(case.args)
+            before = fresh(args)
+            grads = g(*args)
+            problem = first_problem(("mutated", mutation(args, before)),
+                                    ("wrong", grad_error(grads, case.ref, program.wrt)))
+            if problem:
+                return labelled(problem, case)
+        return None
     return guarded("grad", body)
 
 
@@ -353,12 +384,25 @@ def check_vjp(fn, program: Program, ref: Reference, jit: bool) -> Outcome:
     return guarded("vjp", body)
 
 
+def judged(fn, program: Program, args: tuple, directory: Path) -> Reference | None:
+    """The reference at ``args``, or None where it cannot be trusted."""
+    if meets_tie(program, directory, args):
+        return None
+    return reference(fn, args, program.wrt)
+
+
 def check(program: Program, jit: bool, directory: Path) -> Outcome:
-    """The outcome of one program on one backend (``discard`` if it cannot be judged)."""
+    """The outcome of one program on one backend (``discard`` if its first
+    argument set cannot be judged)."""
     fn = load(program, directory)
-    ref = None if meets_tie(program, directory) else reference(fn, program.args, program.wrt)
+    ref = judged(fn, program, program.args, directory)
     if ref is None:
         return Outcome("discard")
-    return worst([check_value_and_grad(fn, program, ref, jit),
-                  check_grad(fn, program, ref, jit),
+    cases = [Case(program.args, ref)]
+    if program.other_args is not None:
+        other = judged(fn, program, program.other_args, directory)
+        if other is not None:
+            cases.append(Case(program.other_args, other, "(on the second argument set, other length)"))
+    return worst([check_value_and_grad(fn, program, cases, jit),
+                  check_grad(fn, program, cases, jit),
                   check_vjp(fn, program, ref, jit)])

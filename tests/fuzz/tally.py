@@ -22,6 +22,12 @@ class Tally:
     refusals: Counter = field(default_factory=Counter)
     constructs: Counter = field(default_factory=Counter)   # judged programs using each
     stopped: bool = False      # set at the first failure when not keeping going
+    first_failure: int | None = None   # the number of the first failing judged program
+
+    @property
+    def judged(self) -> int:
+        """Programs judged so far (all but the discarded)."""
+        return sum(n for k, n in self.counts.items() if k != "discard")
 
     def record(self, program: Program, outcome: Outcome) -> None:
         if self.stopped:
@@ -32,6 +38,8 @@ class Tally:
         if outcome.kind == "refused":
             self.refusals[outcome.signature.removeprefix("refused: ")] += 1
         if outcome.failed:
+            if self.first_failure is None:
+                self.first_failure = self.judged
             self.failures.append((program, outcome))
             if self.save is not None:
                 self.write(program, outcome, len(self.failures))
@@ -40,13 +48,16 @@ class Tally:
         self.save.mkdir(parents=True, exist_ok=True)
         path = self.save / f"{self.backend}-{n:04d}-{outcome.kind}.py"
         path.write_text(f"# {outcome}\n# constructs: {', '.join(sorted(program.constructs))}\n"
-                        f"{program.source}\nARGS = {format_args(program.args)}\n")
+                        f"{program.source}\nARGS = {format_args(program.args)}\n"
+                        + ("" if program.other_args is None
+                           else f"OTHER_ARGS = {format_args(program.other_args)}\n"))
 
     def summary(self) -> str:
-        judged = sum(n for k, n in self.counts.items() if k != "discard")
         parts = [f"{k} {self.counts[k]}" for k in SEVERITY[1:]]
-        line = (f"{self.backend}: {judged} programs judged: " + ", ".join(parts)
+        line = (f"{self.backend}: {self.judged} programs judged: " + ", ".join(parts)
                 + f" ({self.counts['discard']} discarded)")
+        if self.first_failure is not None:
+            line += f"\n    first failure: judged program {self.first_failure}"
         if self.refusals:
             line += "".join(f"\n    refused {n}: {k}" for k, n in self.refusals.most_common())
         unused = sorted(self.features - set(self.constructs))

@@ -32,8 +32,19 @@ def test_programs_run(program, tmp_path_factory):
     (overflow, math domain), never with an error of the generator's making:
     an unbound name, an index out of range, a bad type."""
     fn = load(program, tmp_path_factory.getbasetemp())
-    value = call(fn, program.args)
-    assert value is None or math.isfinite(value)
+    for args in (program.args, program.other_args):
+        try:
+            with np.errstate(all="ignore"):
+                fn(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+        except ArithmeticError:
+            pass
+        except ValueError as exc:     # a broadcast of mismatched lengths is the grammar's fault
+            assert "math domain" in str(exc), exc
+        value = call(fn, args)
+        assert value is None or math.isfinite(value)
+    lengths = {len(a) for args in (program.args, program.other_args)
+               for a in args if isinstance(a, np.ndarray)}
+    assert len(lengths) == 2      # the two sets differ in the arrays' length
     assert program.wrt == tuple(i for i, a in enumerate(program.args) if not isinstance(a, int))
     assert program.constructs <= set(FEATURES)
 
