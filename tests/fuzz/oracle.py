@@ -25,6 +25,11 @@ A program comes with a second argument set whose arrays have another length
 what the first one built and compiled (pullback's cache, Numba's
 specialisation) with arrays of another size.  Where that set cannot be judged,
 only the first is.
+
+Every judged argument set is also differentiated by the reference derivative
+(``pullback.core.optimise``: every optimisation off), which the optimised one
+must equal to 1e-12 of its largest entry (``tests/reference.py``): "wrong" too
+when it is not, however close both are to finite differences.
 """
 from __future__ import annotations
 
@@ -41,8 +46,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from reference import differs
 
 import pullback
+from pullback.core import optimise
 
 from .grammar import Program
 
@@ -384,6 +391,21 @@ def check_vjp(fn, program: Program, ref: Reference, jit: bool) -> Outcome:
     return guarded("vjp", body)
 
 
+def check_reference(fn, program: Program, cases: list[Case], jit: bool) -> Outcome:
+    """value_and_grad against the reference derivative's on each argument set."""
+    def body():
+        optimised = pullback.value_and_grad(fn, argnums=program.wrt, jit=jit)
+        with optimise.reference():
+            plain = pullback.value_and_grad(fn, argnums=program.wrt, jit=jit)
+            for case in cases:
+                why = differs(optimised(*fresh(case.args)), plain(*fresh(case.args)))
+                if why:
+                    return labelled(("wrong", f"optimised against the reference derivative: "
+                                              f"{why}"), case)
+        return None
+    return guarded("reference", body)
+
+
 def judged(fn, program: Program, args: tuple, directory: Path) -> Reference | None:
     """The reference at ``args``, or None where it cannot be trusted."""
     if meets_tie(program, directory, args):
@@ -405,4 +427,5 @@ def check(program: Program, jit: bool, directory: Path) -> Outcome:
             cases.append(Case(program.other_args, other, "(on the second argument set, other length)"))
     return worst([check_value_and_grad(fn, program, cases, jit),
                   check_grad(fn, program, cases, jit),
-                  check_vjp(fn, program, ref, jit)])
+                  check_vjp(fn, program, ref, jit),
+                  check_reference(fn, program, cases, jit)])

@@ -18,9 +18,11 @@ import pytest
 
 from .features import BACKENDS
 from .grammar import Program
+from .oracle import Case as ArgumentSet
 from .oracle import (
     Reference,
     check_grad,
+    check_reference,
     check_value_and_grad,
     check_vjp,
     fd_gradient,
@@ -315,15 +317,18 @@ def params():
 
 @pytest.mark.parametrize("name, backend", list(params()))
 def test_regression(name, backend, tmp_path):
-    """Correct on every entry point: value, gradient, no argument changed.
-    A refusal (PullbackError) is not enough here unless the case documents why it
+    """Correct on every entry point: value, gradient, no argument changed, and
+    the gradient of the reference derivative (every optimisation off).  A refusal (PullbackError) is not enough here unless the case documents why it
     is the right answer (``refused``): these programs must work."""
     case = CASES[name]
     program = Program(source="", args=case.args, wrt=case.wrt, constructs=frozenset())
     ref = Reference(case.value, list(case.grads))
+    cases = [ArgumentSet(case.args, ref)]
     jit = backend == "numba"
-    outcome = worst([check(case.fn, program, ref, jit)
-                     for check in (check_value_and_grad, check_grad, check_vjp)])
+    outcome = worst([check_value_and_grad(case.fn, program, cases, jit),
+                     check_grad(case.fn, program, cases, jit),
+                     check_vjp(case.fn, program, ref, jit),
+                     check_reference(case.fn, program, cases, jit)])
     allowed = {"correct", "refused"} if backend in case.refused else {"correct"}
     assert outcome.kind in allowed, str(outcome)
 
