@@ -12,7 +12,7 @@ from pathlib import Path
 from .features import FEATURES, ci_features, parse_features
 
 PYTHON_COUNT = 100     # default programs per run: CI takes about 30 s on 2 cores
-NUMBA_COUNT = 15
+NUMBA_COUNT = 10
 
 
 def add_options(parser) -> None:
@@ -33,7 +33,7 @@ def add_options(parser) -> None:
                     help="check every program and report counts, instead of stopping (and "
                          "shrinking) at the first failure")
     group.addoption("--fuzz-save", default=None, metavar="DIR",
-                    help="write every failing program to DIR, one file each")
+                    help="write every failing or refused program to DIR, one file each")
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,8 @@ class Tally:
             self.constructs.update(program.constructs)
         if outcome.kind == "refused":
             self.refusals[outcome.signature.removeprefix("refused: ")] += 1
+            if self.save is not None:
+                self.write(program, outcome, sum(self.refusals.values()))
         if outcome.failed:
             if self.first_failure is None:
                 self.first_failure = self.judged
