@@ -79,6 +79,28 @@ def unsupported(what: str):
                       "use jit=False")
 
 
+def one_dtype(fn, *ts):
+    """``fn``, or ``fn`` with its array arguments cast to their common dtype first when
+    their dtypes differ (``ts`` their Numba types, in order): a float32 operand with the
+    float64 cotangent Numba computes for it, or an int array.  Numba's ``@``, ``np.dot``
+    and the BLAS calls behind them take operands of one dtype, and branches that
+    return arrays of different dtypes do not unify."""
+    names = {str(t.dtype) for t in ts if is_array(t)}
+    if len(names) <= 1:
+        return fn
+    from numba import njit
+    cast = np.result_type(*names).type
+    params = fn.__code__.co_varnames[:fn.__code__.co_argcount]
+    defaults = fn.__defaults__ or ()
+    first = len(params) - len(defaults)         # the parameters with a default keep it
+    heads = [p if i < first else f"{p}=_d{i - first}" for i, p in enumerate(params)]
+    args = ", ".join(f"{p}.astype(_cast)" if is_array(t) else p for p, t in zip(params, ts))
+    args += "".join(f", {p}" for p in params[len(ts):])
+    ns = {"_inner": njit(fn), "_cast": cast, **{f"_d{i}": d for i, d in enumerate(defaults)}}
+    exec(f"def impl({', '.join(heads)}):\n    return _inner({args})\n", ns)
+    return ns["impl"]
+
+
 def tuple_impl(params: str, n: int, item, namespace: dict | None = None):
     """An implementation ``def impl(params): return (item(0), ..., item(n - 1),)``;
     ``item(i)`` is source text, which may name what ``namespace`` holds."""
