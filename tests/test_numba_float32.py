@@ -60,3 +60,45 @@ def test_twins_in_float32_and_float64(f, args, dtype, nums):
         np.testing.assert_allclose(n, p, rtol=tol, atol=tol * max(1.0, np.abs(p).max()))
         if dtype == np.float64:
             assert_fd_close(n, fd_estimate(f, args, k))
+
+
+# The twins that gave Numba's @ and np.linalg operands of different dtypes (a float32
+# operand and its float64 cotangent, an int array): several twins per program, every
+# argument differentiated (each program is two Numba compiles).
+def products(b, A, c):
+    T = A.reshape(2, 3, 2)
+    return (np.sum(np.sin(np.outer(b, c[:, 0]))) + np.sum(np.inner(A, A) * 0.5)
+            + np.sum(np.kron(b, c.ravel()) ** 2) + np.sum(np.tensordot(T, A.reshape(3, 2, 2), axes=2))
+            + np.sum(np.sin(T @ A.T[:2])))
+
+
+def products_with_ints(b, A, c):
+    k = np.arange(4)
+    K = np.arange(12).reshape(3, 4)
+    return (np.sum(np.outer(b, k) ** 2) + np.sum(np.inner(A, K)) + np.dot(A @ k, c[:, 0])
+            + np.sum(np.matmul(A, k) ** 2))
+
+
+def linear_algebra(b, S, c):
+    w, v = np.linalg.eigh(S)
+    x = np.linalg.solve(S, c)
+    return (np.sum(np.sin(np.linalg.inv(S))) + np.linalg.det(S) + np.sum(x * b[:3, None])
+            + np.sum(w * w) + np.sum(v[:, 0] ** 4) + np.sum(np.sin(np.linalg.pinv(S[:, :2]))))
+
+
+def stacked_linear_algebra(b, S, c):
+    T = np.stack((S, S.T + 2.0 * np.eye(3)))
+    return (np.sum(np.sin(np.linalg.inv(T))) + np.sum(np.linalg.det(T))
+            + np.sum(np.linalg.solve(T, T) * b[0]))
+
+
+_M = RNG.normal(size=(3, 3))
+SPD = _M @ _M.T + 3.0 * np.eye(3)
+PROGRAMS = [(products, (B, A, C)), (products_with_ints, (B, A, C)),
+            (linear_algebra, (B, SPD, C)), (stacked_linear_algebra, (B, SPD, C))]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("f, args", PROGRAMS, ids=[c[0].__name__ for c in PROGRAMS])
+def test_product_and_linalg_twins_in_float32_and_float64(f, args, dtype):
+    test_twins_in_float32_and_float64(f, args, dtype, (0, 1, 2))

@@ -17,7 +17,7 @@ from numba.extending import overload
 
 from ..core import runtime
 from ..rules import linalg, registry
-from ..rules.twins import is_array, is_number, is_tuple, jitted, literal, rank, tuple_impl
+from ..rules.twins import is_array, is_number, is_tuple, jitted, literal, one_dtype, rank, tuple_impl
 from . import in_place
 
 _INSTALLED: set = set()
@@ -57,8 +57,10 @@ def _install_bool_casts() -> None:
 
 @functools.cache
 def _install_stacked_matmul() -> None:
-    """``a @ b`` of stacks (an operand of more than 2 dimensions), which Numba's own
-    ``@`` refuses: through linalg's twin.  Installed once; only adds that case."""
+    """``a @ b`` of stacks (an operand of more than 2 dimensions), and of operands of
+    different dtypes (a float32 matrix and an int vector), which Numba's own ``@``
+    refuses: through linalg's twin, or with both cast to their common dtype, as NumPy
+    computes it.  Installed once; only adds those cases."""
     import operator
     stacked = linalg.stacked_matmul
 
@@ -66,6 +68,8 @@ def _install_stacked_matmul() -> None:
     def _matmul_of_stacks(a, b):
         if is_array(a) and is_array(b) and max(a.ndim, b.ndim) > 2:
             return lambda a, b: stacked(a, b)
+        if is_array(a) and is_array(b) and a.dtype != b.dtype:
+            return one_dtype(lambda a, b: a @ b, a, b)
         return None
 
 

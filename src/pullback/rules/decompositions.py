@@ -332,7 +332,7 @@ def _cholesky_vjp_numba(g, ans, a, upper=False):
     _matrix_or_stack(a, "the derivative of np.linalg.cholesky")
     up = _flag(upper, "np.linalg.cholesky's upper=")
     st = twins.compiled_with(_cholesky_grad_stack, _s3=twins.stack3, _one=_cholesky_grad)
-    return lambda g, ans, a, upper=False: st(g, ans, up)
+    return twins.one_dtype(lambda g, ans, a, upper=False: st(g, ans, up), g, ans, a)
 
 
 # eigh and svd: the cotangent of the tuple arrives as a tuple of arrays (zeros where
@@ -415,7 +415,7 @@ def _eigh_vjp_numba(g, ans, a, UPLO="L"):
     if not twins.is_tuple(g):
         return None
     st = twins.compiled_with(_eigh_grad_stack, _s3=twins.stack3, _one=_eigh_grad)
-    return lambda g, ans, a, UPLO="L": st(g, ans, lower)
+    return twins.one_dtype(lambda g, ans, a, UPLO="L": st(g, ans, lower), g, ans, a)
 
 
 def _svd_grad(gu, gs, gvt, u, s, vt):
@@ -533,11 +533,15 @@ def _svd_vjp_numba(g, ans, a, full_matrices=True, compute_uv=True, hermitian=Fal
                        "the derivative of np.linalg.svd")
     if not uv:
         sv = twins.compiled_with(_svd_values_grad_stack, _s3=twins.stack3, _one=_svd_grad)
-        return lambda g, ans, a, full_matrices=True, compute_uv=True, hermitian=False: sv(g, a)
+        return twins.one_dtype(
+            lambda g, ans, a, full_matrices=True, compute_uv=True, hermitian=False: sv(g, a),
+            g, ans, a)
     if not twins.is_tuple(g):
         return None
     st = twins.compiled_with(_svd_grad_stack, _s3=twins.stack3, _one=_svd_grad)
-    return lambda g, ans, a, full_matrices=True, compute_uv=True, hermitian=False: st(g, ans)
+    return twins.one_dtype(
+        lambda g, ans, a, full_matrices=True, compute_uv=True, hermitian=False: st(g, ans),
+        g, ans, a)
 
 
 # pinv: NumPy's cutoff is rcond (or rtol) times the largest singular value, rcond
@@ -617,6 +621,6 @@ def _pinv_vjp_numba(g, ans, a, hermitian=False):
         twins.unsupported("the derivative of np.linalg.pinv(hermitian=True)")
     if a.ndim == 2:
         one = twins.jitted(_pinv_grad)
-        return lambda g, ans, a, hermitian=False: one(g, ans, a)
+        return twins.one_dtype(lambda g, ans, a, hermitian=False: one(g, ans, a), g, ans, a)
     st = twins.compiled_with(_pinv_grad_stack, _s3=twins.stack3, _one=_pinv_grad)
-    return lambda g, ans, a, hermitian=False: st(g, ans, a)
+    return twins.one_dtype(lambda g, ans, a, hermitian=False: st(g, ans, a), g, ans, a)

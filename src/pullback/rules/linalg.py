@@ -313,14 +313,14 @@ def _stacked_matmul_numba(a, b):
 
     def impl(a, b):
         a3, b3, ia, ib, shape = plan(a, b)
-        out = np.empty((ia.shape[0], a3.shape[1], b3.shape[2]))
+        out = np.empty((ia.shape[0], a3.shape[1], b3.shape[2]), a3.dtype)
         for k in range(ia.shape[0]):
             out[k] = a3[ia[k]] @ b3[ib[k]]
         return out.reshape(shape)
-    return impl
+    return twins.one_dtype(impl, a, b)        # the result in the operands' common dtype
 
 
-def _stacked_vjp(which, a, b):
+def _stacked_vjp(which, g, a, b):
     """The twin of the cotangent of operand ``which`` of a stacked ``a @ b``: each
     result batch's contribution added into the matrix of the stack it came from
     (the sum over broadcast batch dimensions)."""
@@ -330,7 +330,7 @@ def _stacked_vjp(which, a, b):
     def vjp_a(g, a, b):
         a3, b3, ia, ib, shape = plan(a, b)
         g3 = np.ascontiguousarray(g).reshape((ia.shape[0], a3.shape[1], b3.shape[2]))
-        out = np.zeros(a3.shape)
+        out = np.zeros(a3.shape, g3.dtype)
         for k in range(ia.shape[0]):
             out[ia[k]] += g3[k] @ b3[ib[k]].T
         return out.reshape(a.shape)
@@ -338,11 +338,11 @@ def _stacked_vjp(which, a, b):
     def vjp_b(g, a, b):
         a3, b3, ia, ib, shape = plan(a, b)
         g3 = np.ascontiguousarray(g).reshape((ia.shape[0], a3.shape[1], b3.shape[2]))
-        out = np.zeros(b3.shape)
+        out = np.zeros(b3.shape, g3.dtype)
         for k in range(ia.shape[0]):
             out[ib[k]] += a3[ia[k]].T @ g3[k]
         return out.reshape(b.shape)
-    return vjp_b if which else vjp_a
+    return twins.one_dtype(vjp_b if which else vjp_a, g, a, b)
 
 
 def _product_twin(which, dot=False):
@@ -358,7 +358,7 @@ def _product_twin(which, dot=False):
             twins.unsupported("the derivative of np.dot with a second operand of more than "
                               "2 dimensions")
         if (ra > 2 or rb > 2) and min(ra, rb) >= 1:
-            return _stacked_vjp(which, a, b)    # dot(N-D, vector or matrix) is matmul
+            return _stacked_vjp(which, g, a, b)    # dot(N-D, vector or matrix) is matmul
         if ra == 0 or rb == 0:          # np.dot with a number multiplies
             other_rank = rb if which == 0 else ra
             mine = ra if which == 0 else rb
@@ -383,13 +383,7 @@ def _one_dtype(fn, g, a, b):
     operands of one dtype."""
     if not all(twins.is_array(t) for t in (g, a, b)):
         return fn                       # a number times an array: no @
-    names = {str(t.dtype) for t in (g, a, b)}
-    if len(names) == 1:
-        return fn
-    import numba
-    cast = np.result_type(*names).type
-    inner = numba.njit(fn)
-    return lambda g, a, b: inner(g.astype(cast), a.astype(cast), b.astype(cast))
+    return twins.one_dtype(fn, g, a, b)
 
 
 numba_twin(matmul_vjp_a)(_product_twin(0))
@@ -401,14 +395,16 @@ numba_twin(dot_vjp_b)(_product_twin(1, dot=True))
 def _outer_vjp_a_numba(g, a, b):
     if not (twins.is_array(a) and twins.is_array(b)):
         twins.unsupported("np.outer of numbers")
-    return lambda g, a, b: (g @ np.ascontiguousarray(b).ravel()).reshape(a.shape)
+    return twins.one_dtype(lambda g, a, b: (g @ np.ascontiguousarray(b).ravel()).reshape(a.shape),
+                           g, a, b)
 
 
 @numba_twin(outer_vjp_b)
 def _outer_vjp_b_numba(g, a, b):
     if not (twins.is_array(a) and twins.is_array(b)):
         twins.unsupported("np.outer of numbers")
-    return lambda g, a, b: (np.ascontiguousarray(a).ravel() @ g).reshape(b.shape)
+    return twins.one_dtype(lambda g, a, b: (np.ascontiguousarray(a).ravel() @ g).reshape(b.shape),
+                           g, a, b)
 
 
 @numba_twin(np.matmul)
@@ -418,7 +414,7 @@ def _matmul_numba(x1, x2, out=None):
         return None
     if max(twins.rank(x1) or 0, twins.rank(x2) or 0) > 2:
         return lambda x1, x2, out=None: stacked_matmul(x1, x2)
-    return lambda x1, x2, out=None: x1 @ x2
+    return twins.one_dtype(lambda x1, x2, out=None: x1 @ x2, x1, x2)
 
 
 @numba_twin(np.dot)
@@ -433,7 +429,7 @@ def _dot_numba(a, b, out=None):
         twins.unsupported("np.dot with a second operand of more than 2 dimensions")
     if ra is not None and ra > 2:        # (..., n, m) . (m,) or (m, p): matmul
         return lambda a, b, out=None: stacked_matmul(a, b)
-    return lambda a, b, out=None: np.dot(a, b)
+    return twins.one_dtype(lambda a, b, out=None: np.dot(a, b), a, b)
 
 
 # inner: the last axes of vectors and matrices (Numba has no np.inner).
@@ -449,8 +445,8 @@ def _inner_numba(a, b):
     ra, rb = _inner_ranks(a, b)
     if ra == 0 or rb == 0:
         return lambda a, b: a * b
-    return {(1, 1): lambda a, b: np.dot(a, b), (2, 2): lambda a, b: a @ b.T,
-            (1, 2): lambda a, b: b @ a, (2, 1): lambda a, b: a @ b}[ra, rb]
+    return twins.one_dtype({(1, 1): lambda a, b: np.dot(a, b), (2, 2): lambda a, b: a @ b.T,
+                            (1, 2): lambda a, b: b @ a, (2, 1): lambda a, b: a @ b}[ra, rb], a, b)
 
 
 def _inner_twin(which):
@@ -464,10 +460,12 @@ def _inner_twin(which):
         if other == 0:
             return (lambda g, a, b: g * b) if which == 0 else (lambda g, a, b: g * a)
         if which == 0:
-            return {(1, 1): lambda g, a, b: g * b, (2, 2): lambda g, a, b: g @ b,
-                    (1, 2): lambda g, a, b: g @ b, (2, 1): lambda g, a, b: np.outer(g, b)}[ra, rb]
-        return {(1, 1): lambda g, a, b: g * a, (2, 2): lambda g, a, b: g.T @ a,
-                (1, 2): lambda g, a, b: np.outer(g, a), (2, 1): lambda g, a, b: g @ a}[ra, rb]
+            fn = {(1, 1): lambda g, a, b: g * b, (2, 2): lambda g, a, b: g @ b,
+                  (1, 2): lambda g, a, b: g @ b, (2, 1): lambda g, a, b: np.outer(g, b)}[ra, rb]
+        else:
+            fn = {(1, 1): lambda g, a, b: g * a, (2, 2): lambda g, a, b: g.T @ a,
+                  (1, 2): lambda g, a, b: np.outer(g, a), (2, 1): lambda g, a, b: g @ a}[ra, rb]
+        return twins.one_dtype(fn, g, a, b)
     return twin
 
 

@@ -154,7 +154,7 @@ def _stacked(kernel):
 def _solve_stack(a, b):
     _same_batches(a, b)
     a3, b3 = _s3(a), _s3(b)
-    out = np.empty(b3.shape)
+    out = np.empty(b3.shape, b3.dtype)
     for i in range(a3.shape[0]):
         out[i] = np.linalg.solve(a3[i], b3[i])
     return out.reshape(b.shape)
@@ -164,7 +164,7 @@ def _solve_t_stack(a, g):
     """solve(a.T, g) for each matrix of the stacks a and g."""
     _same_batches(a, g)
     a3, g3 = _s3(a), _s3(g)
-    out = np.empty(g3.shape)
+    out = np.empty(g3.shape, g3.dtype)
     for i in range(a3.shape[0]):
         out[i] = np.linalg.solve(np.ascontiguousarray(a3[i].T), g3[i])
     return out.reshape(g.shape)
@@ -172,14 +172,23 @@ def _solve_t_stack(a, g):
 
 def _solve_a_stack(gb, x):
     gb3, x3 = _s3(gb), _s3(x)
-    out = np.empty((gb3.shape[0], gb3.shape[1], x3.shape[1]))
+    out = np.empty((gb3.shape[0], gb3.shape[1], x3.shape[1]), gb3.dtype)
     for i in range(gb3.shape[0]):
         out[i] = -(gb3[i] @ x3[i].T)
     return out
 
 
+# The twins below cast operands of different dtypes (a float32 matrix, the float64
+# cotangent Numba computes for it, an int right-hand side) to their common dtype
+# (twins.one_dtype): Numba's np.linalg and @ take operands of one dtype.  The
+# kernels allocate in their operands' dtype, as NumPy returns.
+
 @numba_twin(solve_vjp_b)
 def _solve_vjp_b_numba(g, ans, a, b):
+    return twins.one_dtype(_solve_vjp_b_impl(g, ans, a, b), g, ans, a, b)
+
+
+def _solve_vjp_b_impl(g, ans, a, b):
     if _square(a, "np.linalg.solve"):
         return lambda g, ans, a, b: np.linalg.solve(np.ascontiguousarray(a.T), g)
     if not twins.is_array(b, a.ndim):
@@ -190,6 +199,10 @@ def _solve_vjp_b_numba(g, ans, a, b):
 
 @numba_twin(solve_vjp_a)
 def _solve_vjp_a_numba(g, ans, a, b):
+    return twins.one_dtype(_solve_vjp_a_impl(g, ans, a, b), g, ans, a, b)
+
+
+def _solve_vjp_a_impl(g, ans, a, b):
     if _square(a, "np.linalg.solve"):
         if twins.is_array(b, 1):
             return lambda g, ans, a, b: -np.outer(
@@ -204,16 +217,16 @@ def _solve_vjp_a_numba(g, ans, a, b):
 @numba_twin(np.linalg.solve)
 def _solve_numba(a, b):
     if twins.is_array(a, 2):
-        return lambda a, b: np.linalg.solve(a, b)
+        return twins.one_dtype(lambda a, b: np.linalg.solve(a, b), a, b)
     if twins.is_array(a) and twins.is_array(b, a.ndim):
         st = _stacked(_solve_stack)
-        return lambda a, b: st(a, b)
+        return twins.one_dtype(lambda a, b: st(a, b), a, b)
     return None
 
 
 def _inv_stack(a):
     a3 = _s3(a)
-    out = np.empty(a3.shape)
+    out = np.empty(a3.shape, a3.dtype)
     for i in range(a3.shape[0]):
         out[i] = np.linalg.inv(a3[i])
     return out.reshape(a.shape)
@@ -237,7 +250,7 @@ numba_twin(np.linalg.inv, always=True)(_one_or_stacked(np.linalg.inv, _inv_stack
 
 def _inv_grad_stack(g, ans):
     g3, x3 = _s3(g), _s3(ans)
-    out = np.empty(g3.shape)
+    out = np.empty(g3.shape, g3.dtype)
     for i in range(g3.shape[0]):
         out[i] = -(x3[i].T @ g3[i] @ x3[i].T)
     return out.reshape(ans.shape)
@@ -246,16 +259,16 @@ def _inv_grad_stack(g, ans):
 @numba_twin(inv_vjp)
 def _inv_vjp_numba(g, ans, a):
     if _square(a, "np.linalg.inv"):
-        return lambda g, ans, a: -(ans.T @ g @ ans.T)
+        return twins.one_dtype(lambda g, ans, a: -(ans.T @ g @ ans.T), g, ans, a)
     st = _stacked(_inv_grad_stack)
-    return lambda g, ans, a: st(g, ans)
+    return twins.one_dtype(lambda g, ans, a: st(g, ans), g, ans, a)
 
 
 def _det_adjugate_t(a):
     """Numba: the transposed adjugate of ``a`` from its SVD (exact when singular)."""
     u, s, vh = np.linalg.svd(a, full_matrices=False)
     n = s.shape[0]
-    p = np.ones(n)
+    p = np.ones(n, s.dtype)             # a's dtype: u * p @ vh takes one dtype
     left = 1.0
     for i in range(n):
         p[i] = left
@@ -269,7 +282,7 @@ def _det_adjugate_t(a):
 
 def _det_stack(a):
     a3 = _s3(a)
-    out = np.empty(a3.shape[0])
+    out = np.empty(a3.shape[0], a3.dtype)
     for i in range(a3.shape[0]):
         out[i] = np.linalg.det(a3[i])
     return out.reshape(a.shape[:-2])
@@ -277,7 +290,7 @@ def _det_stack(a):
 
 def _slogdet_stack(a):
     a3 = _s3(a)
-    sign, logdet = np.empty(a3.shape[0]), np.empty(a3.shape[0])
+    sign, logdet = np.empty(a3.shape[0], a3.dtype), np.empty(a3.shape[0], a3.dtype)
     for i in range(a3.shape[0]):
         sign[i], logdet[i] = np.linalg.slogdet(a3[i])
     return sign.reshape(a.shape[:-2]), logdet.reshape(a.shape[:-2])
@@ -294,7 +307,7 @@ def _per_matrix_grad(kernel):
     def stack(g, a):
         a3 = _s3(a)
         gf = np.ascontiguousarray(g).ravel()
-        out = np.empty(a3.shape)
+        out = np.empty(a3.shape, a3.dtype)
         for i in range(a3.shape[0]):
             out[i] = gf[i] * k(a3[i])
         return out.reshape(a.shape)
@@ -311,7 +324,7 @@ def _det_vjp_numba(g, ans, a):
         adj = twins.jitted(_det_adjugate_t)
         return lambda g, ans, a: g * adj(a)
     st = _per_matrix_grad(_det_adjugate_t)
-    return lambda g, ans, a: st(g, a)
+    return twins.one_dtype(lambda g, ans, a: st(g, a), g, ans, a)
 
 
 @numba_twin(slogdet_vjp)
@@ -321,7 +334,7 @@ def _slogdet_vjp_numba(g, ans, a):
     if twins.is_tuple(g):       # (g_sign, g_logabsdet): the sign is piecewise constant
         if one:
             return lambda g, ans, a: g[1] * np.linalg.inv(a).T
-        return lambda g, ans, a: st(g[1], a)
+        return twins.one_dtype(lambda g, ans, a: st(g[1], a), g, ans, a)
     if one:
         return lambda g, ans, a: g * np.linalg.inv(a).T
     return None

@@ -101,17 +101,18 @@ def _kron_twin(which):
         ra, rb = twins.rank(a), twins.rank(b)
         if ra != rb or ra not in (1, 2):
             twins.unsupported("np.kron of these arguments")
-        if ra == 1:
+        if ra == 1:         # Numba's @ takes operands of one dtype
             if which == 0:
-                return lambda g, a, b: np.ascontiguousarray(g).reshape(
-                    (a.shape[0], b.shape[0])) @ b
-            return lambda g, a, b: a @ np.ascontiguousarray(g).reshape((a.shape[0], b.shape[0]))
+                return twins.one_dtype(lambda g, a, b: np.ascontiguousarray(g).reshape(
+                    (a.shape[0], b.shape[0])) @ b, g, a, b)
+            return twins.one_dtype(lambda g, a, b: a @ np.ascontiguousarray(g).reshape(
+                (a.shape[0], b.shape[0])), g, a, b)
 
         def blocks(g, a, b):
             p, q = a.shape
             r, s = b.shape
             G4 = np.ascontiguousarray(g).reshape((p, r, q, s))
-            out = np.zeros(a.shape if which == 0 else b.shape)
+            out = np.zeros(a.shape if which == 0 else b.shape, G4.dtype)
             for i in range(p):
                 for j in range(q):
                     block = G4[i, :, j, :]
@@ -120,7 +121,7 @@ def _kron_twin(which):
                     else:
                         out += block * a[i, j]
             return out
-        return blocks
+        return twins.one_dtype(blocks, g, a, b)
     return twin
 
 

@@ -158,7 +158,15 @@ def _tensordot_numba(a, b, axes=2):
         A2 = np.ascontiguousarray(np.transpose(a, pa)).reshape((M, K))
         B2 = np.ascontiguousarray(np.transpose(b, pb)).reshape((K, N))
         return (A2 @ B2).reshape(out)
-    return impl
+    return twins.one_dtype(impl, a, b)      # Numba's @ takes operands of one dtype
+
+
+def _full_like_operand(g, M, N, other):
+    return np.full((M, N), g, other.dtype)
+
+
+def _as_grid(g, M, N, other):
+    return np.ascontiguousarray(g).reshape((M, N))
 
 
 def _tensordot_vjp_twin(which):
@@ -166,19 +174,20 @@ def _tensordot_vjp_twin(which):
         plan = _tensordot_plan(axes, *_tensordot_ranks(a, b))
         from numba import types
         scalar = not isinstance(g, types.Array) or g.ndim == 0    # a result of rank 0
+        # g as an (M, N) matrix; a number in the other operand's dtype, for its @
+        grid = twins.jitted(_full_like_operand if scalar else _as_grid)
 
         def impl(g, a, b, axes=2):
             pa, pb, ia, ib, M, K, N, ta, tb, _ = plan(a.shape, b.shape, axes)
-            if scalar:
-                G2 = np.zeros((M, N)) + g
-            else:
-                G2 = np.ascontiguousarray(g).reshape((M, N))
             if which == 0:
-                B2 = np.ascontiguousarray(np.transpose(b, pb)).reshape((K, N))
-                return np.transpose((G2 @ B2.T).reshape(ta), ia)
-            A2 = np.ascontiguousarray(np.transpose(a, pa)).reshape((M, K))
-            return np.transpose((A2.T @ G2).reshape(tb), ib)
-        return impl
+                O2 = np.ascontiguousarray(np.transpose(b, pb)).reshape((K, N))
+            else:
+                O2 = np.ascontiguousarray(np.transpose(a, pa)).reshape((M, K))
+            G2 = grid(g, M, N, O2)
+            if which == 0:
+                return np.transpose((G2 @ O2.T).reshape(ta), ia)
+            return np.transpose((O2.T @ G2).reshape(tb), ib)
+        return twins.one_dtype(impl, g, a, b)      # Numba's @ takes operands of one dtype
     return twin
 
 

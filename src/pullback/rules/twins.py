@@ -79,6 +79,48 @@ def unsupported(what: str):
                       "use jit=False")
 
 
+def _arrays_in(ts):
+    """The array types among ``ts`` and among the items of the tuples in ``ts``."""
+    for t in ts:
+        if is_array(t):
+            yield t
+        elif is_tuple(t):
+            yield from (item for item in t if is_array(item))
+
+
+def _cast_source(p, t):
+    """Source text: parameter ``p`` (of Numba type ``t``) cast to ``_cast``, item by
+    item for a tuple."""
+    if is_array(t):
+        return f"{p}.astype(_cast)"
+    if is_tuple(t):
+        return "(" + "".join((f"{p}[{i}].astype(_cast)" if is_array(item) else f"{p}[{i}]")
+                             + ", " for i, item in enumerate(t)) + ")"
+    return p
+
+
+def one_dtype(fn, *ts):
+    """``fn``, or ``fn`` with its array arguments cast to their common dtype first when
+    their dtypes differ (``ts`` their Numba types, in order): a float32 operand with the
+    float64 cotangent Numba computes for it, or an int array); a tuple's arrays too.
+    Numba's ``@``, ``np.dot`` and ``np.linalg`` (BLAS, LAPACK) take operands of one
+    dtype, and branches that return arrays of different dtypes do not unify."""
+    names = {str(t.dtype) for t in _arrays_in(ts)}
+    if len(names) <= 1:
+        return fn
+    from numba import njit
+    cast = np.result_type(*names).type
+    params = fn.__code__.co_varnames[:fn.__code__.co_argcount]
+    defaults = fn.__defaults__ or ()
+    first = len(params) - len(defaults)         # the parameters with a default keep it
+    heads = [p if i < first else f"{p}=_d{i - first}" for i, p in enumerate(params)]
+    args = ", ".join(_cast_source(p, t) for p, t in zip(params, ts))
+    args += "".join(f", {p}" for p in params[len(ts):])
+    ns = {"_inner": njit(fn), "_cast": cast, **{f"_d{i}": d for i, d in enumerate(defaults)}}
+    exec(f"def impl({', '.join(heads)}):\n    return _inner({args})\n", ns)
+    return ns["impl"]
+
+
 def tuple_impl(params: str, n: int, item, namespace: dict | None = None):
     """An implementation ``def impl(params): return (item(0), ..., item(n - 1),)``;
     ``item(i)`` is source text, which may name what ``namespace`` holds."""
