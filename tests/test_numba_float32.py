@@ -42,14 +42,16 @@ def with_ints(b, A, c):
 RNG = np.random.default_rng(7)
 X, Y, W = RNG.normal(size=(5, 3)), RNG.normal(size=5), RNG.normal(size=3)
 A, B, C = RNG.normal(size=(3, 4)), RNG.normal(size=4), RNG.normal(size=(3, 1))
-CASES = [(least_squares, (W, X, Y)), (residual_squares, (W, X, Y)), (column_residuals, (W, X, Y)),
-         (bias_broadcast, (B, A, C)), (reductions, (B, A, C)), (dot_and_matmul, (B, A, C)),
-         (with_ints, (B, A, C))]
+# (program, arguments, which are differentiated): the report's residual_squares
+# failed with the first argument alone.
+CASES = [(least_squares, (W, X, Y), (0, 1, 2)), (residual_squares, (W, X, Y), (0,)),
+         (column_residuals, (W, X, Y), (0,)), (bias_broadcast, (B, A, C), (0, 1, 2)),
+         (reductions, (B, A, C), (0, 1, 2)), (dot_and_matmul, (B, A, C), (0, 1, 2)),
+         (with_ints, (B, A, C), (0, 1, 2))]
 
 
-@pytest.mark.parametrize("nums", [(0,), (0, 1, 2)], ids=["first", "all"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("f, args", CASES, ids=[c[0].__name__ for c in CASES])
+@pytest.mark.parametrize("f, args, nums", CASES, ids=[c[0].__name__ for c in CASES])
 def test_twins_in_float32_and_float64(f, args, dtype, nums):
     args = tuple(a.astype(dtype) for a in args)
     py = pullback.grad(f, argnums=nums, jit=False)(*args)
@@ -98,7 +100,8 @@ PROGRAMS = [(products, (B, A, C)), (products_with_ints, (B, A, C)),
             (linear_algebra, (B, SPD, C)), (stacked_linear_algebra, (B, SPD, C))]
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("f, args", PROGRAMS, ids=[c[0].__name__ for c in PROGRAMS])
-def test_product_and_linalg_twins_in_float32_and_float64(f, args, dtype):
-    test_twins_in_float32_and_float64(f, args, dtype, (0, 1, 2))
+def test_product_and_linalg_twins_in_float32(f, args):
+    # float32 only: the float64 gradients of these twins are checked against finite
+    # differences by their own tests (test_numba_twins, test_numba_stacks).
+    test_twins_in_float32_and_float64(f, args, np.float32, (0, 1, 2))

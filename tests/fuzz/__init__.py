@@ -16,12 +16,15 @@ Files:
                 while it fails;
 * test_harness.py  checks of the grammar and of the oracle themselves.
 
-The CI run is ``pytest tests/fuzz``: 100 programs on the Python backend and 15
-on Numba, from a fixed seed, known-broken constructs off.  A long run, with
-every construct on, counting every outcome instead of stopping at the first
-failure, and writing each failing program to a file::
+The CI run is ``pytest tests/fuzz``: 100 programs on the Python backend and 6
+on Numba (each compiled twice: the optimised and the reference derivative),
+from a fixed seed, known-broken constructs off.  Every program is checked
+against finite differences and against the reference derivative (every
+optimisation off, to 1e-12).  A long run, with every construct on, counting
+every outcome instead of stopping at the first failure, and writing each
+failing or refused program to a file::
 
-    pytest tests/fuzz/test_fuzz.py --fuzz-count 1000 --fuzz-count-numba 200 \
+    pytest tests/fuzz/test_fuzz.py --fuzz-count 2000 --fuzz-count-numba 300 \
         --fuzz-all --fuzz-keep-going --fuzz-save /tmp/fuzz-failures
 
 Other options: ``--fuzz-features all,-dead_param`` (or a list of constructs),

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from .features import FEATURES, ci_features, parse_features
 
-PYTHON_COUNT = 100     # default programs per run: CI takes about 30 s on 2 cores
-NUMBA_COUNT = 10
+PYTHON_COUNT = 100     # default programs per run (each Numba one is two compiles: the
+                       # optimised and the reference derivative)
+NUMBA_COUNT = 6
 
 
 def add_options(parser) -> None:
