@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from ..core import ir
 from ..core.errors import UnsupportedSyntaxError
@@ -70,7 +71,7 @@ def check_aliasing(stmts, kind, location, params=()) -> None:
     atom's kind, ``location(line)`` the user's source location, ``params`` the
     function's parameters."""
     loops = _enclosing_loops(stmts)
-    sets = [st for st in ir.walk(stmts) if isinstance(st, ir.SetItem)]
+    sets = in_place_writes(stmts, kind)
     for s in ir.walk(stmts):
         if not isinstance(s, ir.Assign):
             continue
@@ -86,6 +87,36 @@ def check_aliasing(stmts, kind, location, params=()) -> None:
                 "with another array "
                 f"({bound} {how})", location(later[0].line),
                 f"write `{copied}` to work on a copy, or write through the original array")
+
+
+def in_place_writes(stmts, kind) -> list:
+    """The statements that write into an array in place, as :class:`_Write` records:
+    element and slice writes (``a[i] = v``), and augmented assignments of a whole
+    array (``h += e``: NumPy adds into ``h``'s memory, which the IR writes as
+    ``h = h + e``, a new array under the old name)."""
+    out = []
+    for st in ir.walk(stmts):
+        if isinstance(st, ir.SetItem):
+            out.append(_Write(st, st.array))
+        elif isinstance(st, ir.Assign) and st.augmented and kind(ast.Name(st.target)).ndim != 0:
+            out.append(_Write(st, st.target))
+    return out
+
+
+@dataclass(frozen=True)
+class _Write:
+    """A statement that writes into ``array`` in place."""
+
+    stmt: ir.Stmt
+    array: str
+
+    @property
+    def sid(self) -> int:
+        return self.stmt.sid
+
+    @property
+    def line(self) -> int:
+        return self.stmt.line
 
 
 def _may_be_view(s: ir.Assign) -> bool:
@@ -111,14 +142,14 @@ def check_stale_views(stmts, kind, location, params=()) -> None:
     bases = {}
     for s, base in views:
         bases.setdefault(s.target, set()).add(base)
-    sets = [st for st in ir.walk(stmts) if isinstance(st, ir.SetItem)]
+    sets = in_place_writes(stmts, kind)
     for s, _ in views:
         reaches = _base_closure(s.target, bases)
         for w in sets:
-            if w.array not in reaches or not flow.reaches(s, w, w.array):
+            if w.array not in reaches or not flow.reaches(s, w.stmt, w.array):
                 continue
-            read = next((r for r in ir.walk(stmts) if s.target in r.reads() and r is not w
-                         and flow.reaches(w, r, s.target)), None)
+            read = next((r for r in ir.walk(stmts) if s.target in r.reads() and r is not w.stmt
+                         and flow.reaches(w.stmt, r, s.target)), None)
             if read is not None:
                 raise UnsupportedSyntaxError(*_stale_view(s, w, read, location))
 

@@ -45,6 +45,9 @@ class Assign(Stmt):
     expr: ast.expr
     callee: object = None        # the resolved callable when expr is a Call
     method: str | None = None    # ``x.name(...)`` called on a local value
+    #: Written ``target op= e``: on an array NumPy updates ``target`` in place, which
+    #: another name for the same memory (a view) sees; the analyses check that none does.
+    augmented: bool = False
 
     def reads(self):
         return atom_names(self.expr)

@@ -253,7 +253,11 @@ class Normalizer(Expressions, Loops, Calls, Resolver):
         if isinstance(s.target, ast.Name):
             value = ast.BinOp(ast.Name(s.target.id, ctx=ast.Load()), op, s.value)
             ast.copy_location(value, s)
-            return self.assign(ast.Name(s.target.id, ctx=ast.Store()), value, scope, s)
+            self.assign(ast.Name(s.target.id, ctx=ast.Store()), value, scope, s)
+            last = self.out[-1] if self.out else None
+            if isinstance(last, ir.Assign) and last.target == self.local_name(s.target.id, scope):
+                last.augmented = True
+            return
         if isinstance(s.target, ast.Subscript):
             array = self.lower_expr(s.target.value, scope)
             index = self.lower_index(s.target.slice, scope)
