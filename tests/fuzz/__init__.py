@@ -16,7 +16,7 @@ Files:
                 while it fails;
 * test_harness.py  checks of the grammar and of the oracle themselves.
 
-The CI run is ``pytest tests/fuzz``: 100 programs on the Python backend and 6
+The CI run is ``pytest tests/fuzz``: 100 programs on the Python backend and 5
 on Numba (each compiled twice: the optimised and the reference derivative),
 from a fixed seed, known-broken constructs off.  Every program is checked
 against finite differences and against the reference derivative (every

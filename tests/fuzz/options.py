@@ -13,7 +13,7 @@ from .features import FEATURES, ci_features, parse_features
 
 PYTHON_COUNT = 100     # default programs per run (each Numba one is two compiles: the
                        # optimised and the reference derivative)
-NUMBA_COUNT = 6
+NUMBA_COUNT = 5
 
 
 def add_options(parser) -> None:
