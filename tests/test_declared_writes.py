@@ -11,7 +11,7 @@ import pytest
 
 from pullback.core import ir
 from pullback.core.errors import InternalError
-from pullback.reverse.transform import _check_declared_writes
+from pullback.reverse.declared import check_declared_writes
 
 
 def _assign(target, src):
@@ -27,7 +27,7 @@ def test_a_rebinding_the_program_does_not_declare_is_an_internal_error():
     body = [_assign("n", "0"), ir.For(1, "i", ast.Constant(0), ast.Name("m"), ast.Constant(1),
                                       [_assign("s", "s * x")]), ir.Return(2, ast.Name("s"))]
     with pytest.raises(InternalError, match=r"rebinds \['n'\]"):
-        _check_declared_writes(body, _forward("n = 0\nfor i in range(m):\n    n += 1\n"
+        check_declared_writes(body, _forward("n = 0\nfor i in range(m):\n    n += 1\n"
                                               "    s = s * x\n"))
 
 
@@ -37,7 +37,7 @@ def test_declared_rebindings_and_bookkeeping_names_pass():
     loop = ir.For(1, "i", ast.Constant(0), ast.Name("m"), ast.Constant(1),
                   [_assign("n", "n + 1"), _assign("s", "s * x")])
     body = [_assign("n", "0"), loop, ir.Return(2, ast.Name("s"))]
-    _check_declared_writes(body, _forward(
+    check_declared_writes(body, _forward(
         "n = 0\nfor i in range(m):\n    n = n + 1\n    _tape_s[_k_s] = s\n    _k_s += 1\n"
         "    s = s * x\n"))
 

@@ -4,8 +4,10 @@
 active set and returns the forward and reverse sweeps (:class:`.ops.Generated`).
 The steps live in their own modules: :mod:`.adjoints` (each statement's
 adjoint), :mod:`.sweeps` (forward and reverse sweeps), :mod:`.lower`
-(pseudo-statements to Python), :mod:`.cleanup` (peepholes), and the analyses
-in :mod:`pullback.analysis` (aliasing, recomputation, saves).
+(pseudo-statements to Python), :mod:`.cleanup` (peepholes), :mod:`.declared` (the forward sweep rebinds only
+what the IR declares), and the analyses in :mod:`pullback.analysis` (aliasing,
+recomputation, saves).  ``optimise`` (:mod:`pullback.core.optimise`) says which
+optimisations apply; the reference derivative has none.
 
 Reading an array element ``p[i]`` becomes, in the reverse sweep, the single
 in-place update ``dp[i] += d_t`` of one gradient buffer allocated once.
@@ -19,13 +21,14 @@ import numpy as np
 
 from ..analysis import aliasing, recompute, saves, shapes, storage
 from ..core import ir
-from ..core.errors import InternalError, UnsupportedSyntaxError
+from ..core.errors import UnsupportedSyntaxError
 from ..core.kinds import Kind, kind_of_value
 from ..core.names import Names
 from ..core.optimise import ALL
 from ..core.runtime import add_into, add_product_into, trip_count
 from ..rules import registry
 from . import adjoints, cleanup, lower, sweeps
+from .declared import check_declared_writes
 from .ops import Generated, Reset, assign, call
 
 
@@ -147,7 +150,7 @@ class ReverseTransform:
         self.storage = storage.plan(self.active, self.kinds, self.local_temps, self.list_buffers,
                                     self.buffer, self.backend.fixed_types)
         forward = sweeps.fwd_block(self, body)
-        _check_declared_writes(body, forward)
+        check_declared_writes(body, forward)
         forward = sweeps.init_saved(self) + forward
         swept = lower.render(self, sweeps.initial_resets(self) + sweeps.rev_block(self, body))
         if self.optimise.peepholes:
@@ -463,41 +466,6 @@ def _count(line, n) -> ir.Assign:
     """``n = n + 1``: one more iteration, an IR statement like any other, so that
     every analysis sees that the loop rebinds its counter."""
     return ir.Assign(line, n, ast.BinOp(ast.Name(n), ast.Add(), ast.Constant(1)))
-
-
-def _check_declared_writes(body, forward) -> None:
-    """The forward sweep rebinds a variable of the program only where an IR
-    statement says it writes it (``Stmt.writes``), as often as they say.  The
-    analyses (the save plan above all) see a program's writes only there: a
-    rebinding a sweep added on its own (a loop's iteration counter) would make a
-    variable look assigned once, holding one value for the whole call, and its
-    overwritten values would not be saved."""
-    declared = {}
-    for s in ir.walk(body):
-        for name in s.writes():
-            declared[name] = declared.get(name, 0) + 1
-    mentioned = set().union(*(ir.mentions(s) for s in ir.walk(body)))
-    stored = {}
-    for node in ast.walk(ast.Module(forward, [])):
-        targets = node.targets if isinstance(node, ast.Assign) else \
-            [node.target] if isinstance(node, (ast.AugAssign, ast.For)) else []
-        for name in _bound_names(targets):
-            stored[name] = stored.get(name, 0) + 1
-    extra = sorted(n for n in stored if n in mentioned and stored[n] > declared.get(n, 0))
-    if extra:
-        raise InternalError(f"the forward sweep rebinds {extra} at more places than the "
-                            "program's statements declare (Stmt.writes)")
-
-
-def _bound_names(targets) -> list:
-    """The names an assignment's targets rebind (not those of a subscript's index)."""
-    out = []
-    for t in targets:
-        if isinstance(t, ast.Name):
-            out.append(t.id)
-        elif isinstance(t, (ast.Tuple, ast.List)):
-            out += _bound_names(t.elts)
-    return out
 
 
 _PREPARE = ir.table("loop bookkeeping", {
