@@ -226,10 +226,7 @@ def _as_written(s, expr, location) -> tuple[str, str]:
     if not _generated(s.target) and not any(map(_generated, ir.atom_names(expr))):
         return f"{s.target} = {ast.unparse(expr)}", f"{s.target} = {_copy_of(expr)}"
     line = location(s.line).line.strip()
-    try:
-        tree = ast.parse(line).body[0]
-    except (SyntaxError, IndexError):
-        tree = None
+    tree = _parsed(line)
     if isinstance(tree, ast.Assign) and len(tree.targets) == 1 \
             and isinstance(tree.targets[0], ast.Name) and tree.targets[0].id == s.target:
         return f"line {s.line}: {line}", f"{s.target} = {_copy_of(tree.value)}"
