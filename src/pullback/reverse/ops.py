@@ -122,10 +122,6 @@ def assign(name, value):
     return ast.Assign([ast.Name(name, ast.Store())], value)
 
 
-def aug_add(name, k):
-    return ast.AugAssign(ast.Name(name, ast.Store()), ast.Add(), ast.Constant(k))
-
-
 def call(fn, *args):
     return ast.Call(ast.Name(fn) if isinstance(fn, str) else fn, list(args), [])
 
