@@ -65,6 +65,50 @@ def test_page_renders(page):
     assert "<!-- output" not in out and "<!-- primitives -->" not in out
 
 
+def test_readme_examples_run():
+    """README.md's examples run and their ``# ->`` comments hold, as the pages' do."""
+    ran = hooks.run_page((ROOT / "README.md").read_text(), "README.md")
+    assert ran and not [r for r in ran if r.skipped]
+
+
+def test_readme_is_a_short_guide_with_its_two_commands():
+    """README.md is a user's guide; the history and the long tables live in docs/.
+    Its two commands stay as they are: .ci/run runs the test command."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 250
+    assert "\npip install -e . && python -m pullback demo\n" in text
+    assert ("\npip install -e '.[test,peers,dask,docs,bench]' && "
+            "python -m pytest -q -n auto --dist worksteal\n") in text
+
+
+# Files over the limit while they are being split; this list only shrinks.
+_OVER_500_LINES_ALLOWED = {
+    "src/pullback/rules/decompositions.py",
+    "src/pullback/reverse/cleanup.py",
+}
+
+
+def _over_500_lines(folder):
+    found = set()
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if not rel.startswith("tests/golden/expected/") and len(path.read_text().splitlines()) > 500:
+            found.add(rel)
+    return found
+
+
+def test_no_source_file_exceeds_500_lines():
+    assert _over_500_lines("src") - _OVER_500_LINES_ALLOWED == set()
+
+
+@pytest.mark.skip(reason="tests/ still has files over 500 lines: test_control_flow.py, "
+                         "test_correctness.py, test_numba_twins.py, rules/test_prod.py, "
+                         "corpus/scientific.py, fuzz/grammar.py, peers/autograd_cases.py, "
+                         "peers/tangent_cases.py")
+def test_no_test_file_exceeds_500_lines():
+    assert _over_500_lines("tests") == set()
+
+
 def test_expected_value_comments_are_checked():
     page = "```python\nx = 2.0\nx * 3  # -> 6.0\n```\n"
     hooks.run_page(page, "ok.md")
