@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import builtins
 import importlib
+import sys
 from pathlib import Path
 
 import pullback.rules
@@ -163,13 +164,24 @@ def checked_primitives() -> set:
     return keys
 
 
+def _defined_by_a_test(fn) -> bool:
+    """``fn`` is a test's own function (a module under tests/, or code run by exec)."""
+    module = getattr(fn, "__module__", None)
+    if module is None:
+        return False
+    if module not in sys.modules:
+        return True
+    path = getattr(sys.modules[module], "__file__", None)
+    return path is not None and Path(path).resolve().is_relative_to(TESTS_DIR.parent.resolve())
+
+
 def _checkable(rule) -> bool:
     """A built-in rule with a derivative.  Not checkable by category: primitives no
     derivative flows through (``defnondiff``), namespace pickers, primitives known by
-    their result kind only, and users' rules (a test may leave one registered)."""
-    module = getattr(rule.fn, "__module__", None) or ""
+    their result kind only, users' rules and rules a test registered for its own
+    function (while that test runs, in the same process)."""
     return (rule.differentiable and rule.has_derivative and rule.call_signature is None
-            and not module.startswith("tests"))
+            and not _defined_by_a_test(rule.fn))
 
 
 def test_every_primitive_with_a_rule_has_a_check_vjp_case():
