@@ -1,5 +1,5 @@
-"""Infinite inputs of the binary rules whose textbook derivative is inf - inf or
-inf / inf there (logaddexp, logaddexp2, hypot; math.hypot): the limit of the
+"""Infinite inputs of the rules whose textbook derivative is inf - inf or inf / inf
+there (logaddexp, logaddexp2, hypot; math.hypot; scipy.special.logsumexp): the limit of the
 derivative instead of NaN, checked against the analytic limit, against the
 derivative at large finite inputs, against PyTorch float64 where it gives a
 limit, and under Numba (the templates inline into compiled code).
@@ -121,3 +121,49 @@ def _on_arrays(a, b, c, d, e, f):
 
 def _on_numbers(a, b, c, d, e, f, p, q):
     return np.logaddexp(a, b) + np.logaddexp2(c, d) + np.hypot(e, f) + math.hypot(p, q)
+
+
+# ---------------------------------------------------------------------------
+# scipy.special.logsumexp: d/da_i = b_i exp(a_i - ans); at an infinite result the
+# entries equal to it share it in proportion to b (the limit along a tie), the rest 0.
+
+LOGSUMEXP_LIMITS = [
+    ([INF, 1.0], None, [1.0, 0.0]),
+    ([-INF, 1.0], None, [0.0, 1.0]),
+    ([INF, INF, 2.0], None, [0.5, 0.5, 0.0]),
+    ([-INF, -INF, -INF], None, [1 / 3, 1 / 3, 1 / 3]),
+    ([INF, -INF], None, [1.0, 0.0]),
+    ([INF, INF, 1.0], [1.0, 3.0, 2.0], [0.25, 0.75, 0.0]),
+    ([-INF, -INF], [1.0, 3.0], [0.25, 0.75]),
+]
+
+
+@pytest.mark.parametrize("a, b, want", LOGSUMEXP_LIMITS)
+def test_logsumexp_limits(a, b, want):
+    special = pytest.importorskip("scipy.special")
+    a = np.array(a)
+    kw = {} if b is None else {"b": np.array(b)}
+    with np.errstate(invalid="ignore"):
+        ans = special.logsumexp(a, **kw)
+        got = rule_vjp(special.logsumexp, "a")(1.0, ans, a, **kw)
+        np.testing.assert_allclose(got, want, rtol=1e-15, atol=0)
+        if b is not None:      # d/db_i = exp(a_i - ans): the share of a_i divided by b_i
+            got_b = rule_vjp(special.logsumexp, "b")(1.0, ans, a, **kw)
+            np.testing.assert_allclose(got_b, np.array(want) / np.array(b), rtol=1e-15, atol=0)
+
+
+def test_logsumexp_limits_along_an_axis_and_nan():
+    special = pytest.importorskip("scipy.special")
+    a = np.array([[INF, 1.0, INF], [0.0, 1.0, 2.0], [-INF, -INF, -INF]])
+    with np.errstate(invalid="ignore"):
+        ans = special.logsumexp(a, axis=1)
+        got = rule_vjp(special.logsumexp, "a")(np.ones(3), ans, a, axis=1)
+    np.testing.assert_allclose(got[0], [0.5, 0.0, 0.5], rtol=1e-15)
+    np.testing.assert_allclose(got[2], [1 / 3] * 3, rtol=1e-15)
+    finite = a[1:2]            # a finite row keeps the ordinary derivative
+    fd = check_vjp(lambda x: special.logsumexp(x, axis=1),
+                   lambda g, ans, x: rule_vjp(special.logsumexp, "a")(g, ans, x, axis=1),
+                   [finite], 0, g=np.ones(1))
+    np.testing.assert_allclose(got[1:2], fd, rtol=1e-12)
+    nan = np.array([np.nan, 1.0])
+    assert np.isnan(rule_vjp(special.logsumexp, "a")(1.0, special.logsumexp(nan), nan)).all()
