@@ -4,12 +4,17 @@ with a derivative rule is named in a ``check_vjp`` case of ``tests/rules/``.
 
 "Named in a check_vjp case" is read from the test files' source with ``ast``
 (no record kept at run time, which would depend on which tests ran and on
-which worker): a dotted name (``np.logaddexp``, ``math.sin``, ``abs``) counts
-when it appears in the arguments of a call to ``check_vjp`` or ``check_rule`` (or of a function
-of the same file that calls it, such as a local ``_check``), in the
-``parametrize`` decorators or ``for`` loops of a test that calls one, or in a
-module-level constant such places name.  Each name is resolved in the test
-module's namespace, so ``np.max`` and ``np.amax`` are told apart by identity.
+which worker).  In a test function that calls ``check_vjp`` or ``check_rule``
+(or a function of the same file that calls one, such as a local ``_check``),
+the dotted names (``np.logaddexp``, ``math.sin``, ``abs``) in those calls'
+arguments and in the test's ``parametrize`` decorators count, and so do, for a
+name bound in the test or at module level, the names in what binds it: an
+assigned value (``f = lambda x: np.sin(x)``, a list of cases), a nested or
+module-level ``def``, the iterable of a ``for``.  Each name is resolved in the
+test module's namespace, so ``np.max`` and ``np.amax`` are told apart by
+identity.  This errs on the side of counting (a name used only in a forward
+function passed to check_vjp counts too): it finds primitives with no case at
+all, it does not prove a case is thorough.
 """
 from __future__ import annotations
 
