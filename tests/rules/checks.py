@@ -88,6 +88,24 @@ def rule_vjp(fn, param):
     return vjp
 
 
+def check_rule(fn, args, *, kwargs=None, only=None, **tolerances):
+    """``check_vjp`` of ``fn``'s registered template for each differentiable parameter
+    that ``args`` passes positionally (or those named in ``only``), with ``kwargs``
+    passed to the primal and to the template alike."""
+    rule = lookup(fn)
+    assert rule is not None, f"no rule registered for {fn}"
+    kwargs = kwargs or {}
+    positional = [p.name for p in rule.params if not p.kw_only and not p.variadic]
+    checked = 0
+    for k, name in enumerate(positional[:len(args)]):
+        if name in rule.adjoints and (only is None or name in only):
+            r = rule_vjp(fn, name)
+            check_vjp(lambda *a: fn(*a, **kwargs),
+                      lambda g, ans, *a, r=r: r(g, ans, *a, **kwargs), args, k, **tolerances)
+            checked += 1
+    assert checked, f"no differentiable parameter of {rule.name} among the arguments"
+
+
 def bind_values(rule, args, kwargs):
     """Parameter name -> value for a call, defaults filled, as Rule.bind does for AST nodes."""
     positional = [p for p in rule.params if not p.kw_only and not p.variadic]

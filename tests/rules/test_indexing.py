@@ -120,3 +120,10 @@ def test_torch_against_autograd(torch_device):
     ct = setitem_vjp_x(g, x, (slice(None), np.array([0, 2])))
     assert float(ct.sum()) == 6.0
     assert tuple(setitem_vjp_v(g, x, (slice(None), np.array([0, 2])), torch.zeros(2)).shape) == (2,)
+
+
+@pytest.mark.parametrize("index", [1, slice(1, None), (slice(None), 0), ([0, 2, 2], slice(1, None)),
+                                   (Ellipsis, None, 1), np.array([[True, False, True, True]] * 3)])
+def test_getitem_rule_against_finite_differences(index):
+    x = array_values(4, (3, 4))
+    check_vjp(operator.getitem, rule_vjp(operator.getitem, "x"), [x, index], 0)

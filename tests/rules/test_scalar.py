@@ -1,12 +1,14 @@
 import math
+import operator
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from pullback.rules import scalar
 
-from .checks import SETTINGS, check_vjp, rule_vjp
+from .checks import SETTINGS, check_rule, check_vjp, rule_vjp
 
 
 @pytest.mark.parametrize("fn", [math.gamma, math.lgamma], ids=lambda f: f.__name__)
@@ -30,3 +32,45 @@ def test_gamma_compiles_with_numba():
     def f(x):
         return math.gamma(x) + math.lgamma(x)
     assert pullback.grad(f, jit=True)(2.5) == pytest.approx(pullback.grad(f, jit=False)(2.5))
+
+
+# (function, domain): every other scalar rule, on Python floats, away from poles and kinks.
+UNARY = [
+    (operator.neg, (-2, 2)), (operator.pos, (-2, 2)), (math.sin, (-3, 3)), (math.cos, (-3, 3)),
+    (math.tan, (-1.2, 1.2)), (math.exp, (-2, 2)), (math.expm1, (-2, 2)), (math.log, (0.2, 3)),
+    (math.log1p, (-0.5, 3)), (math.log2, (0.2, 3)), (math.log10, (0.2, 3)),
+    (math.sqrt, (0.2, 3)), (math.tanh, (-2, 2)), (math.sinh, (-2, 2)), (math.cosh, (-2, 2)),
+    (math.atan, (-2, 2)), (math.asin, (-0.9, 0.9)), (math.acos, (-0.9, 0.9)),
+    (math.asinh, (-2, 2)), (math.acosh, (1.2, 3)), (math.atanh, (-0.8, 0.8)),
+    (math.erf, (-2, 2)), (math.erfc, (-2, 2)), (math.fabs, (0.2, 2)), (math.fabs, (-2, -0.2)),
+    (abs, (0.2, 2)), (abs, (-2, -0.2)), (float, (-2, 2)),
+]
+BINARY = [
+    (operator.add, (-2, 2), (-2, 2)), (operator.sub, (-2, 2), (-2, 2)),
+    (operator.mul, (-2, 2), (-2, 2)), (operator.truediv, (-2, 2), (0.5, 2)),
+    (operator.pow, (0.3, 2), (-2, 2)), (operator.mod, (-3, 3), (0.7, 2)),
+    (math.pow, (0.3, 2), (-2, 2)), (pow, (0.3, 2), (-2, 2)), (math.atan2, (-2, 2), (-2, 2)),
+    (math.hypot, (-2, 2), (-2, 2)), (math.copysign, (-2, 2), (0.2, 2)),
+    (math.copysign, (-2, 2), (-2, -0.2)), (max, (-2, 2), (-2, 2)), (min, (-2, 2), (-2, 2)),
+]
+
+
+@pytest.mark.parametrize("fn, dom", UNARY, ids=[f"{f.__name__}{d}" for f, d in UNARY])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_unary(fn, dom, seed):
+    x = float(np.random.default_rng(seed).uniform(*dom))
+    check_rule(fn, [x])
+
+
+@pytest.mark.parametrize("fn, d1, d2", BINARY, ids=[f"{f.__name__}{d}" for f, _, d in BINARY])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_binary(fn, d1, d2, seed):
+    rng = np.random.default_rng(seed)
+    check_rule(fn, [float(rng.uniform(*d1)), float(rng.uniform(*d2))])
+
+
+def test_pow_at_small_integer_exponents_and_zero():
+    for y in (0.0, 1.0, 2.0, 3.0):
+        check_rule(operator.pow, [1.3, y], only=("x",))
+    assert rule_vjp(operator.pow, "x")(1.0, 0.0, 0.0, 2.0) == 0.0
+    assert rule_vjp(operator.pow, "y")(1.0, 0.0, 0.0, 2.0) == 0.0

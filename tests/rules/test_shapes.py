@@ -147,6 +147,7 @@ def test_identities():
     x32 = x.astype(np.float32)
     ct = rule_vjp(astype, "a")(np.ones((2, 3)), None, x32, np.float64)
     assert ct.dtype == np.float32
+    check_vjp(astype, rule_vjp(astype, "a"), [x, np.float64], 0)
 
 
 # ---------------------------------------------------------------------------

@@ -30,7 +30,12 @@ Choices at points where a derivative is not defined:
 * ``fmax``/``fmin``: as ``maximum``/``minimum``; against a NaN the number gets ``g``.
 * ``remainder``/``fmod`` at a jump (``x1 / x2`` an integer): the derivative of
   the piece the result comes from (``d/dx1 = 1``, ``d/dx2 = -floor(x1/x2)``).
-* ``hypot`` at (0, 0) and ``sinc`` at 0: 0.  ``nan_to_num``: 0 at non-finite entries.
+* ``logaddexp``/``logaddexp2`` at infinite inputs: the limit, ``(1, 0)`` at
+  ``(inf, x)`` and ``(inf, -inf)``, ``(0, 1)`` at ``(-inf, x)``, and ``(1/2, 1/2)``
+  at ``(inf, inf)`` and ``(-inf, -inf)``, as at every tie.
+* ``hypot`` at (0, 0) and ``sinc`` at 0: 0.  ``hypot`` at an infinite input: the
+  limit, ``sign(x1)`` against a finite ``x2`` and ``sign(x1) / sqrt(2)`` against an
+  infinite one.  ``nan_to_num``: 0 at non-finite entries.
 * ``power`` is zero-safe: d/dy x**y is 0 at x == 0 (not 0*log 0 = NaN) and
   d/dx x**y is 0 when y == 0 (not 0 * x**-1 = NaN at x == 0).  ``sqrt`` and
   ``log`` at 0 give inf legitimately.
@@ -438,11 +443,26 @@ defrule(np.minimum, "x1, x2, /",
 # x1 - x2 * floor(x1 / x2) and x1 - x2 * trunc(x1 / x2), piecewise linear.
 defrule(np.remainder, "x1, x2, /", x1="g", x2="-g * np.floor(x1 / x2)")   # np.mod is np.remainder
 defrule(np.fmod, "x1, x2, /", x1="g", x2="-g * np.trunc(x1 / x2)")
-defrule(np.logaddexp, "x1, x2, /", x1="g * np.exp(x1 - ans)", x2="g * np.exp(x2 - ans)")
-defrule(np.logaddexp2, "x1, x2, /", x1="g * np.exp2(x1 - ans)", x2="g * np.exp2(x2 - ans)")
-# hypot at (0, 0): 0, as the 2-norm of a zero vector (x1 == 0 there, so 0 / 1).
-defrule(np.hypot, "x1, x2, /", x1="g * x1 / (ans + (ans == 0))",
-        x2="g * x2 / (ans + (ans == 0))")
+# logaddexp: d/dx1 = exp(x1 - ans), a weight in [0, 1].  Where x1 - ans is inf - inf
+# (x1 infinite) fmin takes the limit instead: 0 in the exponent (weight 1) against a
+# smaller x2, log(1/2) (weight 1/2, as at every tie, so that logaddexp(x, x) = x + log 2
+# has derivative 1) against an equal x2, NaN for a NaN input (0 * sign(NaN)).
+defrule(np.logaddexp, "x1, x2, /",
+        x1="g * np.exp(np.fmin(x1 - ans, 0.0 * np.sign(ans) - 0.6931471805599453 * (x1 == x2)))",
+        x2="g * np.exp(np.fmin(x2 - ans, 0.0 * np.sign(ans) - 0.6931471805599453 * (x1 == x2)))")
+defrule(np.logaddexp2, "x1, x2, /",
+        x1="g * np.exp2(np.fmin(x1 - ans, 0.0 * np.sign(ans) - 1.0 * (x1 == x2)))",
+        x2="g * np.exp2(np.fmin(x2 - ans, 0.0 * np.sign(ans) - 1.0 * (x1 == x2)))")
+# hypot at (0, 0): 0, as the 2-norm of a zero vector (x1 == 0 there, so 0 / 1).  Where
+# x1 / ans is inf / inf (x1 infinite) fmax takes the limit instead, the lower bound it
+# gets there: sign(x1) against a finite x2, sign(x1) / sqrt(2) against an infinite one
+# (the value along |x1| == |x2|, as at every such finite point); elsewhere the bound is
+# -1 <= x1 / ans, so fmax keeps the quotient; NaN where ans is (0 * sign(NaN)).
+defrule(np.hypot, "x1, x2, /",
+        x1="g * np.fmax(x1 / (ans + (ans == 0)), np.isinf(x1) * (np.sign(x1) * "
+           "(1.0 - 0.2928932188134524 * np.isinf(x2)) + 1.0) - 1.0 + 0.0 * np.sign(ans))",
+        x2="g * np.fmax(x2 / (ans + (ans == 0)), np.isinf(x2) * (np.sign(x2) * "
+           "(1.0 - 0.2928932188134524 * np.isinf(x1)) + 1.0) - 1.0 + 0.0 * np.sign(ans))")
 defrule(np.arctan2, "x1, x2, /", x1="g * x2 / (x1 * x1 + x2 * x2)",
         x2="-g * x1 / (x1 * x1 + x2 * x2)")
 # fmax/fmin: as maximum/minimum, and a NaN loses to a number.

@@ -109,7 +109,12 @@ defrule(math.asinh, "x", x="g / math.sqrt(x * x + 1.0)")
 defrule(math.acosh, "x", x="g / math.sqrt(x * x - 1.0)")
 defrule(math.atanh, "x", x="g / (1.0 - x * x)")
 defrule(math.atan2, "y, x", y="g * x / (x * x + y * y)", x="-g * y / (x * x + y * y)")
-defrule(math.hypot, "x, y", x="g * x / ans", y="g * y / ans")
+# hypot at (0, 0): 0; at an infinite input the limit, as np.hypot (rules/elementwise.py).
+defrule(math.hypot, "x, y",
+        x="g * (math.copysign(1.0 - 0.2928932188134524 * math.isinf(y), x) if math.isinf(x) "
+          "else (x / ans if ans != 0.0 else 0.0))",
+        y="g * (math.copysign(1.0 - 0.2928932188134524 * math.isinf(x), y) if math.isinf(y) "
+          "else (y / ans if ans != 0.0 else 0.0))")
 defrule(math.erf, "x", x="g * 1.1283791670955126 * math.exp(-x * x)")
 defrule(math.erfc, "x", x="-g * 1.1283791670955126 * math.exp(-x * x)")
 defrule(math.gamma, "x", x="g * ans * digamma(x)")

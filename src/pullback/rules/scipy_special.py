@@ -10,7 +10,9 @@ Choices where the derivative is not defined:
 * ``xlogy(x, y)`` and ``xlog1py(x, y)`` are 0 wherever ``x == 0``, so their
   derivative in ``y`` is 0 there (not ``0 / 0``).
 * ``logsumexp(a, b=b)`` assumes ``sum(b * exp(a)) > 0``; ``return_sign=True``
-  (a tuple) raises NotImplementedError.
+  (a tuple) raises NotImplementedError.  At an infinite result (an entry +inf, or
+  every entry -inf) its derivative is the limit: the entries equal to the result
+  share it in proportion to ``b``, the others get 0.
 """
 from __future__ import annotations
 
@@ -54,7 +56,14 @@ def _logsumexp_parts(g, ans, a, axis, b, keepdims, return_sign):
         kept = tuple(1 if i in axes else n for i, n in enumerate(shape))
         g, ans = (xp.reshape(as_array(xp, v, A), kept) for v in (g, ans))
     ge = expand_reduced(g, shape, axes, keepdims, xp, A)
-    weights = xp.exp(A - expand_reduced(ans, shape, axes, keepdims, xp, A))
+    ANS = expand_reduced(ans, shape, axes, keepdims, xp, A)
+    # exp(A - ans) is inf - inf where an entry equals an infinite result: the limit
+    # shares the result among those entries, in proportion to b, as at a finite tie.
+    infinite = xp.isinf(ANS)
+    weights = xp.exp(A - xp.where(infinite, xp.zeros_like(ANS), ANS))
+    tied = xp.astype(A == ANS, weights.dtype)
+    count = xp.sum(tied if B is None else tied * B, axis=axes, keepdims=True)
+    weights = xp.where(infinite, tied / (count + xp.astype(count == 0, count.dtype)), weights)
     return ge, weights, B
 
 
