@@ -77,8 +77,11 @@ class ReverseTransform:
     def helper(self, obj, preferred: str) -> str:
         key = id(obj)
         if key not in self._helper_alias and self.resolve(preferred) is obj \
-                and preferred not in self.sites and preferred not in self.fn.params:
-            # The user's own global of that name is this object: read it as they do.
+                and preferred not in self.sites and preferred not in self.fn.params \
+                and self.backend.bind_helper(obj) is obj:
+            # The user's own global of that name is this object, and the backend calls
+            # it as it is (Numba calls a compiled copy of a plain helper): read it as
+            # they do.
             self._helper_alias[key] = preferred
         if key not in self._helper_alias:
             name = preferred if preferred not in self.names.used else self.names.fresh(
