@@ -1,4 +1,4 @@
-"""The fusion peephole (reverse/cleanup.fuse_elementwise): an
+"""The fusion peephole (reverse/fusion.fuse_elementwise): an
 arithmetic temporary read once moves into its reader only when that computes
 the same values; and fused derivatives still match finite differences."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 
 import pullback
 from helpers import assert_fd_close, fd_estimate
-from pullback.reverse.cleanup import fuse_elementwise
+from pullback.reverse.fusion import fuse_elementwise
 from pullback.reverse.ops import comment
 
 

@@ -1,7 +1,7 @@
 """The pipeline: the transform's stages in order, and the cache of their results.
 
     parse -> fence -> normalize -> kinds -> activity -> (reverse transform: aliasing,
-    adjoints, recompute, saves, sweeps, lowering, cleanup) -> emit -> backend
+    adjoints, recompute, saves, sweeps, lowering, cleanup, fusion) -> emit -> backend
 
 ``derivative`` runs them for one function, set of differentiated arguments,
 argument kinds and backend, and caches the result; a cached derivative is

@@ -38,7 +38,7 @@ class Optimisations:
     shape_facts: bool = True    # analysis/shapes.py: no unbroadcast where nothing broadcast
     loop_sums: bool = True      # reverse/loopsums.py: per-iteration buffer updates summed after
     peepholes: bool = True      # reverse/cleanup.py: dead resets, copies, in-place additions
-    fusion: bool = True         # reverse/cleanup.py: elementwise temporaries fused
+    fusion: bool = True         # reverse/fusion.py: elementwise temporaries fused
     storage: bool = True        # list buffers and local temporaries for adjoints
 
 

@@ -4,7 +4,8 @@
 active set and returns the forward and reverse sweeps (:class:`.ops.Generated`).
 The steps live in their own modules: :mod:`.adjoints` (each statement's
 adjoint), :mod:`.sweeps` (forward and reverse sweeps), :mod:`.lower`
-(pseudo-statements to Python), :mod:`.cleanup` (peepholes), :mod:`.declared` (the forward sweep rebinds only
+(pseudo-statements to Python), :mod:`.cleanup` (peepholes), :mod:`.fusion` (elementwise
+temporaries fused), :mod:`.declared` (the forward sweep rebinds only
 what the IR declares), and the analyses in :mod:`pullback.analysis` (aliasing,
 recomputation, saves).  ``optimise`` (:mod:`pullback.core.optimise`) says which
 optimisations apply; the reference derivative has none.
@@ -27,7 +28,7 @@ from ..core.names import Names
 from ..core.optimise import ALL
 from ..core.runtime import add_into, add_product_into, trip_count
 from ..rules import registry
-from . import adjoints, cleanup, lower, sweeps
+from . import adjoints, cleanup, fusion, lower, sweeps
 from .declared import check_declared_writes
 from .ops import Generated, Reset, assign, call
 
@@ -166,7 +167,7 @@ class ReverseTransform:
                                                            ast.Load()), ast.Name(dn))))
         ret = body[-1]
         if self.optimise.fusion:
-            cleanup.fuse_elementwise([forward, reverse], ir.atom_names(ret.value))
+            fusion.fuse_elementwise([forward, reverse], ir.atom_names(ret.value))
         if self.optimise.peepholes:
             self._peepholes(forward, reverse)
         adjoint_names = {p: self.d(p) for p in self.wrt}
