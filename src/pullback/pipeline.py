@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import copy
-import dataclasses
 import threading
 import types
 from dataclasses import dataclass, field
@@ -165,8 +163,6 @@ def _derivative(f, wrt_index: tuple, kinds: tuple, backend) -> Compiled:
         if still_valid(hit):
             return hit
     parsed = parse_function(py)
-    if parsed.node.args.kwonlyargs:
-        parsed = _keyword_only_as_positional(parsed)
     fn_ir, norm = normalize(parsed)
     params = fn_ir.params
     arg_kinds = dict(zip(params, kinds))
@@ -222,16 +218,4 @@ def _result_items(fn_ir, kinds_env) -> int | None:
             if items is not None:
                 return len(items)
     return None
-
-
-def _keyword_only_as_positional(parsed):
-    """The derivative takes every parameter by position (``_full_args`` fills keyword-only
-    ones from keywords and defaults), so keyword-only parameters follow the others."""
-    a = parsed.node.args
-    node = copy.copy(parsed.node)       # the parsed tree is shared: never edit it in place
-    node.args = ast.arguments(posonlyargs=a.posonlyargs, args=a.args + a.kwonlyargs,
-                              vararg=a.vararg, kwonlyargs=[], kw_defaults=[], kwarg=a.kwarg,
-                              defaults=[])     # every value is passed
-    return dataclasses.replace(parsed, node=node)
-
 
