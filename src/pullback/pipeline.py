@@ -10,7 +10,6 @@ dropped when a global or closure value it inlined changes.
 from __future__ import annotations
 
 import ast
-import builtins
 import threading
 import types
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from .core.kinds import MISSING, kind_of_value
 from .emit import build, rebind
 from .frontend.normalize import normalize
 from .frontend.parse import parse_function, unwrap
+from .frontend.resolve import value_lookup
 from .reverse.transform import ReverseTransform
 from .rules import registry
 
@@ -167,18 +167,7 @@ def _derivative(f, wrt_index: tuple, kinds: tuple, backend) -> Compiled:
     params = fn_ir.params
     arg_kinds = dict(zip(params, kinds))
 
-    def lookup_value(name):
-        if name in norm.externals:
-            return norm.externals[name]
-        if name in parsed.closure:
-            try:
-                return parsed.closure[name].cell_contents
-            except ValueError:
-                return MISSING
-        if name in parsed.globals:
-            return parsed.globals[name]
-        return getattr(builtins, name, MISSING)
-
+    lookup_value = value_lookup(parsed, norm.externals)
     kinds_env = KindInference(fn_ir, arg_kinds, lookup_value).run()
     wrt = [params[i] for i in wrt_index]
     active = activity(fn_ir, kinds_env, set(wrt))
@@ -195,11 +184,7 @@ def _derivative(f, wrt_index: tuple, kinds: tuple, backend) -> Compiled:
                             f"Write this step with real floats (the real and imaginary parts "
                             f"as separate values).\n{location(s.line)}")
 
-    def resolve(name):
-        v = lookup_value(name)
-        return None if v is MISSING else v
-
-    gen = ReverseTransform(fn_ir, kinds_env, active, wrt, backend, location, resolve,
+    gen = ReverseTransform(fn_ir, kinds_env, active, wrt, backend, location, lookup_value,
                            optimisations).run()
     fname = f"{fn_ir.name}_grad".replace("<", "").replace(">", "")
     compiled_fn, src = build(gen, fname, parsed.globals, parsed.closure, norm.externals, backend)

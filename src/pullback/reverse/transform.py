@@ -22,7 +22,7 @@ import numpy as np
 from ..analysis import aliasing, recompute, saves, shapes, storage
 from ..core import ir
 from ..core.errors import UnsupportedSyntaxError
-from ..core.kinds import Kind, kind_of_value
+from ..core.kinds import MISSING, Kind, kind_of_value
 from ..core.names import Names
 from ..core.optimise import ALL
 from ..core.runtime import add_into, add_product_into, trip_count
@@ -34,7 +34,7 @@ from .ops import Generated, Reset, assign, call
 
 class ReverseTransform:
     def __init__(self, fn: ir.Function, kinds: dict, active: set, wrt: list, backend,
-                 location, resolve=lambda name: None, optimise=ALL):
+                 location, lookup=lambda name: MISSING, optimise=ALL):
         self.fn = fn
         self.optimise = optimise            # which optimisations apply (core/optimise.py)
         self.kinds = kinds
@@ -42,7 +42,7 @@ class ReverseTransform:
         self.wrt = wrt
         self.backend = backend
         self.location = location            # line -> Location, for errors
-        self.resolve = resolve              # name -> the object the user's code sees
+        self.lookup = lookup                # name -> the object the user's code sees (or MISSING)
         self.names = Names(set(fn.names) | set(kinds))
         self.helpers: dict[str, object] = {}
         self._helper_alias: dict[int, str] = {}
@@ -76,7 +76,7 @@ class ReverseTransform:
 
     def helper(self, obj, preferred: str) -> str:
         key = id(obj)
-        if key not in self._helper_alias and self.resolve(preferred) is obj \
+        if key not in self._helper_alias and self.lookup(preferred) is obj \
                 and preferred not in self.sites and preferred not in self.fn.params:
             # The user's own global of that name is this object: read it as they do.
             self._helper_alias[key] = preferred
@@ -214,7 +214,7 @@ class ReverseTransform:
             return [s]
         if not (isinstance(e, ast.Call) and isinstance(e.func, ast.Name)
                 and s.callee is not None and s.method is None) \
-                or self.resolve(e.func.id) is s.callee:
+                or self.lookup(e.func.id) is s.callee:
             return [s]
         s = copy.copy(s)
         s.expr = ast.Call(ast.Name(self.helper(s.callee, e.func.id)), e.args, e.keywords)
