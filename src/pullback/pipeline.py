@@ -10,6 +10,7 @@ dropped when a global or closure value it inlined changes.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import threading
 import types
 from dataclasses import dataclass, field
@@ -18,8 +19,9 @@ from .analysis.activity import KindInference, activity
 from .backends.numba import NUMBA
 from .backends.python import PYTHON
 from .core import ir, optimise
-from .core.errors import Location
+from .core.errors import InternalError, Location
 from .core.kinds import MISSING, kind_of_value
+from .core.runtime import CALL_VJP
 from .emit import build, rebind
 from .frontend.normalize import normalize
 from .frontend.parse import parse_function, unwrap
@@ -139,16 +141,18 @@ _LOCK = threading.RLock()
 registry.on_change(clear_cache)
 
 
-def derivative(f, wrt_index: tuple, kinds: tuple, backend) -> Compiled:
+def derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp=None) -> Compiled:
     """Generate (or fetch from the cache) the derivative of f for these argument kinds.
 
+    ``call_vjp(f, g, *args)``, the API's run-time vjp of a call, is what the
+    derivative of a recursive call calls (see :data:`.core.runtime.CALL_VJP`).
     Closures of one code object share a derivative: it is rebound to each closure's
     cells, which it reads when it runs, as the primal does.  Thread-safe."""
     with _LOCK:
-        return _derivative(f, wrt_index, kinds, backend)
+        return _derivative(f, wrt_index, kinds, backend, call_vjp)
 
 
-def _derivative(f, wrt_index: tuple, kinds: tuple, backend) -> Compiled:
+def _derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp) -> Compiled:
     py, _ = unwrap(f)
     cells = getattr(py, "__closure__", None) or ()
     closure_key, pins = _closure_key(cells)
@@ -186,6 +190,8 @@ def _derivative(f, wrt_index: tuple, kinds: tuple, backend) -> Compiled:
 
     gen = ReverseTransform(fn_ir, kinds_env, active, wrt, backend, location, lookup_value,
                            optimisations).run()
+    gen = dataclasses.replace(gen, helpers={
+        name: _run_time(obj, call_vjp) for name, obj in gen.helpers.items()})
     fname = f"{fn_ir.name}_grad".replace("<", "").replace(">", "")
     compiled_fn, src = build(gen, fname, parsed.globals, parsed.closure, norm.externals, backend)
     compiled = Compiled(compiled_fn, src, list(norm.dependencies), tuple(wrt),
@@ -193,6 +199,16 @@ def _derivative(f, wrt_index: tuple, kinds: tuple, backend) -> Compiled:
                         result_items=_result_items(fn_ir, kinds_env))
     _CACHE[key] = compiled
     return compiled
+
+
+def _run_time(helper, call_vjp):
+    """The object the generated code's namespace binds for ``helper``."""
+    if helper is CALL_VJP:
+        if call_vjp is None:
+            raise InternalError("a recursive call's derivative needs the run-time vjp: "
+                                "pass call_vjp to derivative()")
+        return call_vjp
+    return helper
 
 
 def _result_items(fn_ir, kinds_env) -> int | None:
