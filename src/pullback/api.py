@@ -10,10 +10,11 @@ import types
 
 import numpy as np
 
+from .analysis.activity import COMPLEX_UNSUPPORTED
 from .core.errors import PullbackError
 from .core.kinds import kind_of_value
 from .frontend.parse import parse_function, unwrap
-from .pipeline import COMPLEX_UNSUPPORTED, Compiled, choose_backend, derivative, still_valid
+from .pipeline import Compiled, choose_backend, derivative, still_valid
 from .rules import registry
 
 

@@ -1,7 +1,12 @@
 """The pipeline: the transform's stages in order, and the cache of their results.
 
-    parse -> fence -> normalize -> kinds -> activity -> (reverse transform: aliasing,
-    adjoints, recompute, saves, sweeps, lowering, cleanup) -> emit -> backend
+    parse -> fence -> normalize -> loop bookkeeping -> kinds -> the primal as the
+    backend runs it -> activity -> (reverse transform: aliasing, adjoints,
+    recompute, saves, sweeps, lowering, cleanup) -> emit -> backend
+
+Only the stages up to the primal's lowering rewrite the IR, each returning a new
+one; after it the IR and the kinds are final, activity runs on them, and nothing
+edits the three again.
 
 ``derivative`` runs them for one function, set of differentiated arguments,
 argument kinds and backend, and caches the result; a cached derivative is
@@ -15,22 +20,21 @@ import threading
 import types
 from dataclasses import dataclass, field
 
-from .analysis.activity import KindInference, activity
+from .analysis.activity import KindInference, activity, refuse_complex
 from .backends.numba import NUMBA
+from .backends.primal import lower_primal
 from .backends.python import PYTHON
 from .core import ir, optimise
-from .core.errors import InternalError, Location
+from .core.errors import InternalError
 from .core.kinds import MISSING, kind_of_value
 from .core.runtime import CALL_VJP
 from .emit import build, rebind
+from .frontend.bookkeeping import insert_bookkeeping
 from .frontend.normalize import normalize
 from .frontend.parse import parse_function, unwrap
 from .frontend.resolve import value_lookup
 from .reverse.transform import ReverseTransform
 from .rules import registry
-
-COMPLEX_UNSUPPORTED = "complex differentiation is not supported yet"
-
 
 # Bumped by clear_cache: a derivative made before it is stale, even one that a
 # gradient function holds (it asks for a new one at its next call).
@@ -168,28 +172,16 @@ def _derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp) -> Compile
             return hit
     parsed = parse_function(py)
     fn_ir, norm = normalize(parsed)
-    params = fn_ir.params
-    arg_kinds = dict(zip(params, kinds))
-
-    lookup_value = value_lookup(parsed, norm.externals)
-    kinds_env = KindInference(fn_ir, arg_kinds, lookup_value).run()
-    wrt = [params[i] for i in wrt_index]
+    lookup = value_lookup(parsed, norm.externals)
+    book = insert_bookkeeping(fn_ir, lookup)
+    kinds_env = KindInference(book.fn, dict(zip(book.fn.params, kinds)), lookup, book.kinds).run()
+    low = lower_primal(book.fn, kinds_env, backend, lookup, parsed.at_line, book.helpers)
+    fn_ir, kinds_env = low.fn, {**kinds_env, **low.kinds}       # final from here on
+    wrt = [fn_ir.params[i] for i in wrt_index]
     active = activity(fn_ir, kinds_env, set(wrt))
-
-    def location(line):
-        text = parsed.lines[line - 1].rstrip("\n") if 0 < line <= len(parsed.lines) else ""
-        return Location(parsed.filename, line, text, parsed.fn.__qualname__)
-
-    for s in ir.walk(fn_ir.body):
-        if isinstance(s, ir.Assign) and s.target in active \
-                and getattr(kinds_env.get(s.target), "dtype", None) == "c":
-            raise TypeError(f"{parsed.fn.__qualname__} computes a complex value from the arguments "
-                            f"it is differentiated with respect to, and {COMPLEX_UNSUPPORTED}. "
-                            f"Write this step with real floats (the real and imaginary parts "
-                            f"as separate values).\n{location(s.line)}")
-
-    gen = ReverseTransform(fn_ir, kinds_env, active, wrt, backend, location, lookup_value,
-                           optimisations).run()
+    refuse_complex(fn_ir, kinds_env, active, parsed.fn.__qualname__, parsed.at_line)
+    gen = ReverseTransform(fn_ir, kinds_env, active, wrt, backend, parsed.at_line, lookup,
+                           optimisations, low.helpers).run()
     gen = dataclasses.replace(gen, helpers={
         name: _run_time(obj, call_vjp) for name, obj in gen.helpers.items()})
     fname = f"{fn_ir.name}_grad".replace("<", "").replace(">", "")
