@@ -176,9 +176,10 @@ def _derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp) -> Compile
     book = insert_bookkeeping(fn_ir, lookup)
     kinds_env = KindInference(book.fn, dict(zip(book.fn.params, kinds)), lookup, book.kinds).run()
     low = lower_primal(book.fn, kinds_env, backend, lookup, parsed.at_line, book.helpers)
-    fn_ir, kinds_env = low.fn, {**kinds_env, **low.kinds}       # final from here on
+    # Final from here on: read-only, so that no later step can edit them.
+    fn_ir, kinds_env = low.fn, types.MappingProxyType({**kinds_env, **low.kinds})
     wrt = [fn_ir.params[i] for i in wrt_index]
-    active = activity(fn_ir, kinds_env, set(wrt))
+    active = frozenset(activity(fn_ir, kinds_env, set(wrt)))
     refuse_complex(fn_ir, kinds_env, active, parsed.fn.__qualname__, parsed.at_line)
     gen = ReverseTransform(fn_ir, kinds_env, active, wrt, backend, parsed.at_line, lookup,
                            optimisations, low.helpers).run()

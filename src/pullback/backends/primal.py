@@ -79,9 +79,10 @@ class _Lowering:
         return cls(f"{what}\n  {loc}" + (f"\n{hint}" if hint else ""))
 
     def block(self, stmts) -> list:
+        """The statements, each a copy (numbering them must not edit the given IR)."""
         out = []
         for s in stmts:
-            out += ir.dispatch(_LOWERING, s)(self, s)
+            out += ir.dispatch(_LOWERING, s)(self, copy.copy(s))
         return out
 
     def _assign(self, s: ir.Assign) -> list:
@@ -94,7 +95,6 @@ class _Lowering:
         twin = self.backend.primal_twin(s.callee, s.method, e, self.kind) \
             if isinstance(e, ast.Call) else None
         if twin is not None:
-            s = copy.copy(s)
             args = ([e.func.value] if s.method is not None else []) + e.args
             s.callee, s.method = registry.method(s.method) if s.method else s.callee, None
             s.expr = ast.Call(ast.Name(self.helpers.name(twin, twin.__name__)), args, e.keywords)
@@ -103,14 +103,13 @@ class _Lowering:
                 and s.callee is not None and s.method is None) \
                 or self.lookup(e.func.id) is s.callee:
             return [s]
-        s = copy.copy(s)
         s.expr = ast.Call(ast.Name(self.helpers.name(s.callee, e.func.id)), e.args, e.keywords)
         return [s]
 
     def _numbers_as_arrays(self, s: ir.Assign) -> tuple[list, ir.Assign]:
         """``np.mean([x, y])``: the statements making each tuple of numbers (a float
-        among them) passed to a library function an array, and ``s`` reading the
-        arrays (a copy, when there are any)."""
+        among them) passed to a library function an array, and ``s`` (a copy of the
+        given IR's statement) made to read the arrays."""
         if not (self.backend.sequences_as_arrays and registry.lookup(s.callee) is not None) \
                 or s.callee in (np.array, np.asarray):
             return [], s
@@ -126,7 +125,6 @@ class _Lowering:
                 ast.Name(self.helpers.name(np.array, "array")), [a], []), callee=np.array))
             args[k] = ast.Name(name)
         if out:
-            s = copy.copy(s)
             s.expr = ast.Call(s.expr.func, args, s.expr.keywords)
         return out, s
 
@@ -140,17 +138,14 @@ class _Lowering:
         return [s]
 
     def _if(self, s: ir.If) -> list:
-        s = copy.copy(s)
         s.body, s.orelse = self.block(s.body), self.block(s.orelse)
         return [s]
 
     def _for(self, s: ir.For) -> list:
-        s = copy.copy(s)
         s.body = self.block(s.body)
         return [s]
 
     def _while(self, s: ir.While) -> list:
-        s = copy.copy(s)
         s.body, s.cond = self.block(s.body), self.block(s.cond)
         return [s]
 
