@@ -16,7 +16,7 @@ from pullback.core.errors import InternalError
 
 # The passes known to dispatch on statements; a new one adds its table here.
 EXPECTED_TABLES = {"forward sweep", "reverse sweep", "pushes per iteration", "adjoints",
-                   "loop bookkeeping", "saves", "kind inference"}
+                   "loop bookkeeping", "primal lowering", "saves", "kind inference"}
 
 
 def test_every_expected_table_exists():

@@ -10,11 +10,11 @@ import types
 
 import numpy as np
 
+from .analysis.activity import COMPLEX_UNSUPPORTED
 from .core.errors import PullbackError
 from .core.kinds import kind_of_value
-from .core.runtime import install_recursive_vjp
 from .frontend.parse import parse_function, unwrap
-from .pipeline import COMPLEX_UNSUPPORTED, Compiled, choose_backend, derivative, still_valid
+from .pipeline import Compiled, choose_backend, derivative, still_valid
 from .rules import registry
 
 
@@ -160,7 +160,7 @@ class GradientFunction:
         _check_differentiable(args[nb:], nums, name)
         nums = tuple(i + nb for i in nums)
         kinds = tuple(kind_of_value(a) for a in args)
-        c = derivative(self.f, nums, kinds, self.backend)
+        c = derivative(self.f, nums, kinds, self.backend, call_vjp)
         if c.result_items is not None:   # refused before it runs (Numba would not compile it)
             _check_scalar((None,) * c.result_items, self.f, self._api)
         self._last = c
@@ -373,7 +373,7 @@ def vjp(f, *args, jit=None, **kwargs):
         return value, lambda ct: tuple(None for _ in range(npos - nb))
     kinds = tuple(kind_of_value(a) for a in args)
     try:
-        c = derivative(f, nums, kinds, backend)
+        c = derivative(f, nums, kinds, backend, call_vjp)
     except PullbackError as exc:
         raise for_user(exc) from None
 
@@ -395,7 +395,12 @@ def _copy_arrays(args):
     return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
 
 
-install_recursive_vjp(vjp)
+def call_vjp(f, g, *args):
+    """Cotangents of a call ``f(*args)`` whose result has cotangent ``g``: what the
+    derivative of a recursive function calls, at run time, for its recursive call
+    (each level differentiates the next).  Passed to the pipeline for that."""
+    _, back = vjp(f, *args, jit=False)
+    return back(g)
 
 
 def show(g, *args) -> None:

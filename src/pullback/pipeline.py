@@ -1,7 +1,12 @@
 """The pipeline: the transform's stages in order, and the cache of their results.
 
-    parse -> fence -> normalize -> kinds -> activity -> (reverse transform: aliasing,
-    adjoints, recompute, saves, sweeps, lowering, cleanup, fusion) -> emit -> backend
+    parse -> fence -> normalize -> loop bookkeeping -> kinds -> the primal as the
+    backend runs it -> activity -> (reverse transform: aliasing, adjoints,
+    recompute, saves, sweeps, lowering, cleanup, fusion) -> emit -> backend
+
+Only the stages up to the primal's lowering rewrite the IR, each returning a new
+one; after it the IR and the kinds are final, activity runs on them, and nothing
+edits the three again.
 
 ``derivative`` runs them for one function, set of differentiated arguments,
 argument kinds and backend, and caches the result; a cached derivative is
@@ -10,27 +15,26 @@ dropped when a global or closure value it inlined changes.
 from __future__ import annotations
 
 import ast
-import builtins
-import copy
 import dataclasses
 import threading
 import types
 from dataclasses import dataclass, field
 
-from .analysis.activity import KindInference, activity
+from .analysis.activity import KindInference, activity, refuse_complex
 from .backends.numba import NUMBA
+from .backends.primal import lower_primal
 from .backends.python import PYTHON
 from .core import ir, optimise
-from .core.errors import Location
+from .core.errors import InternalError
 from .core.kinds import MISSING, kind_of_value
+from .core.runtime import CALL_VJP
 from .emit import build, rebind
+from .frontend.bookkeeping import insert_bookkeeping
 from .frontend.normalize import normalize
 from .frontend.parse import parse_function, unwrap
+from .frontend.resolve import value_lookup
 from .reverse.transform import ReverseTransform
 from .rules import registry
-
-COMPLEX_UNSUPPORTED = "complex differentiation is not supported yet"
-
 
 # Bumped by clear_cache: a derivative made before it is stale, even one that a
 # gradient function holds (it asks for a new one at its next call).
@@ -141,16 +145,18 @@ _LOCK = threading.RLock()
 registry.on_change(clear_cache)
 
 
-def derivative(f, wrt_index: tuple, kinds: tuple, backend) -> Compiled:
+def derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp=None) -> Compiled:
     """Generate (or fetch from the cache) the derivative of f for these argument kinds.
 
+    ``call_vjp(f, g, *args)``, the API's run-time vjp of a call, is what the
+    derivative of a recursive call calls (see :data:`.core.runtime.CALL_VJP`).
     Closures of one code object share a derivative: it is rebound to each closure's
     cells, which it reads when it runs, as the primal does.  Thread-safe."""
     with _LOCK:
-        return _derivative(f, wrt_index, kinds, backend)
+        return _derivative(f, wrt_index, kinds, backend, call_vjp)
 
 
-def _derivative(f, wrt_index: tuple, kinds: tuple, backend) -> Compiled:
+def _derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp) -> Compiled:
     py, _ = unwrap(f)
     cells = getattr(py, "__closure__", None) or ()
     closure_key, pins = _closure_key(cells)
@@ -165,46 +171,20 @@ def _derivative(f, wrt_index: tuple, kinds: tuple, backend) -> Compiled:
         if still_valid(hit):
             return hit
     parsed = parse_function(py)
-    if parsed.node.args.kwonlyargs:
-        parsed = _keyword_only_as_positional(parsed)
     fn_ir, norm = normalize(parsed)
-    params = fn_ir.params
-    arg_kinds = dict(zip(params, kinds))
-
-    def lookup_value(name):
-        if name in norm.externals:
-            return norm.externals[name]
-        if name in parsed.closure:
-            try:
-                return parsed.closure[name].cell_contents
-            except ValueError:
-                return MISSING
-        if name in parsed.globals:
-            return parsed.globals[name]
-        return getattr(builtins, name, MISSING)
-
-    kinds_env = KindInference(fn_ir, arg_kinds, lookup_value).run()
-    wrt = [params[i] for i in wrt_index]
-    active = activity(fn_ir, kinds_env, set(wrt))
-
-    def location(line):
-        text = parsed.lines[line - 1].rstrip("\n") if 0 < line <= len(parsed.lines) else ""
-        return Location(parsed.filename, line, text, parsed.fn.__qualname__)
-
-    for s in ir.walk(fn_ir.body):
-        if isinstance(s, ir.Assign) and s.target in active \
-                and getattr(kinds_env.get(s.target), "dtype", None) == "c":
-            raise TypeError(f"{parsed.fn.__qualname__} computes a complex value from the arguments "
-                            f"it is differentiated with respect to, and {COMPLEX_UNSUPPORTED}. "
-                            f"Write this step with real floats (the real and imaginary parts "
-                            f"as separate values).\n{location(s.line)}")
-
-    def resolve(name):
-        v = lookup_value(name)
-        return None if v is MISSING else v
-
-    gen = ReverseTransform(fn_ir, kinds_env, active, wrt, backend, location, resolve,
-                           optimisations).run()
+    lookup = value_lookup(parsed, norm.externals)
+    book = insert_bookkeeping(fn_ir, lookup, backend.calls_as_is)
+    kinds_env = KindInference(book.fn, dict(zip(book.fn.params, kinds)), lookup, book.kinds).run()
+    low = lower_primal(book.fn, kinds_env, backend, lookup, parsed.at_line, book.helpers)
+    # Final from here on: read-only, so that no later step can edit them.
+    fn_ir, kinds_env = low.fn, types.MappingProxyType({**kinds_env, **low.kinds})
+    wrt = [fn_ir.params[i] for i in wrt_index]
+    active = frozenset(activity(fn_ir, kinds_env, set(wrt)))
+    refuse_complex(fn_ir, kinds_env, active, parsed.fn.__qualname__, parsed.at_line)
+    gen = ReverseTransform(fn_ir, kinds_env, active, wrt, backend, parsed.at_line, lookup,
+                           optimisations, low.helpers).run()
+    gen = dataclasses.replace(gen, helpers={
+        name: _run_time(obj, call_vjp) for name, obj in gen.helpers.items()})
     fname = f"{fn_ir.name}_grad".replace("<", "").replace(">", "")
     compiled_fn, src = build(gen, fname, parsed.globals, parsed.closure, norm.externals, backend)
     compiled = Compiled(compiled_fn, src, list(norm.dependencies), tuple(wrt),
@@ -212,6 +192,16 @@ def _derivative(f, wrt_index: tuple, kinds: tuple, backend) -> Compiled:
                         result_items=_result_items(fn_ir, kinds_env))
     _CACHE[key] = compiled
     return compiled
+
+
+def _run_time(helper, call_vjp):
+    """The object the generated code's namespace binds for ``helper``."""
+    if helper is CALL_VJP:
+        if call_vjp is None:
+            raise InternalError("a recursive call's derivative needs the run-time vjp: "
+                                "pass call_vjp to derivative()")
+        return call_vjp
+    return helper
 
 
 def _result_items(fn_ir, kinds_env) -> int | None:
@@ -222,16 +212,4 @@ def _result_items(fn_ir, kinds_env) -> int | None:
             if items is not None:
                 return len(items)
     return None
-
-
-def _keyword_only_as_positional(parsed):
-    """The derivative takes every parameter by position (``_full_args`` fills keyword-only
-    ones from keywords and defaults), so keyword-only parameters follow the others."""
-    a = parsed.node.args
-    node = copy.copy(parsed.node)       # the parsed tree is shared: never edit it in place
-    node.args = ast.arguments(posonlyargs=a.posonlyargs, args=a.args + a.kwonlyargs,
-                              vararg=a.vararg, kwonlyargs=[], kw_defaults=[], kwarg=a.kwarg,
-                              defaults=[])     # every value is passed
-    return dataclasses.replace(parsed, node=node)
-
 

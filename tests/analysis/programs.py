@@ -7,20 +7,18 @@ import numpy as np
 
 from pullback.analysis.activity import KindInference, activity
 from pullback.core import ir
-from pullback.core.kinds import FLOAT, INT, MISSING, Kind
+from pullback.core.kinds import FLOAT, INT, Kind
 from pullback.frontend.normalize import normalize
 from pullback.frontend.parse import parse_function
+from pullback.frontend.resolve import value_lookup
 
 
 def lower(f, **arg_kinds):
     """(IR function, kinds, active set) of ``f`` for arguments of these kinds,
     differentiated with respect to every float argument."""
-    fn_ir, norm = normalize(parse_function(f))
-    g = f.__globals__
-
-    def lookup(name):
-        return norm.externals.get(name, g.get(name, MISSING))
-    kinds = KindInference(fn_ir, arg_kinds, lookup).run()
+    parsed = parse_function(f)
+    fn_ir, norm = normalize(parsed)
+    kinds = KindInference(fn_ir, arg_kinds, value_lookup(parsed, norm.externals)).run()
     wrt = {p for p, k in arg_kinds.items() if k.dtype == "f"}
     return fn_ir, kinds, activity(fn_ir, kinds, wrt)
 

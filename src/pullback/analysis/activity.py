@@ -23,11 +23,16 @@ from ..rules import registry, results
 
 
 class KindInference:
-    """Forward inference of every variable's kind."""
+    """Forward inference of every variable's kind.
 
-    def __init__(self, fn: ir.Function, arg_kinds: dict, lookup_value):
+    ``lookup_value``: name -> the value of a non-local name (or MISSING), see
+    :func:`pullback.frontend.resolve.value_lookup`; ``given``: the kinds of names
+    known by construction (the loop bookkeeping's counters), kept as they are."""
+
+    def __init__(self, fn: ir.Function, arg_kinds: dict, lookup_value, given: dict | None = None):
         self.fn = fn
-        self.env: dict[str, Kind] = dict(arg_kinds)
+        self.given = dict(given or {})
+        self.env: dict[str, Kind] = {**arg_kinds, **self.given}
         self.lookup_value = lookup_value
 
     def run(self) -> dict:
@@ -46,7 +51,8 @@ class KindInference:
             ir.dispatch(_INFER, s)(self, s)
 
     def _assign(self, s: ir.Assign):
-        self.set(s.target, self.expr(s.expr, s))
+        if s.target not in self.given:
+            self.set(s.target, self.expr(s.expr, s))
 
     def _for(self, s: ir.For):
         self.set(s.var, join(self.expr(s.start), self.expr(s.step)) or INT)
@@ -204,6 +210,19 @@ _INFER = ir.table("kind inference", {
 
 
 # ---------------------------------------------------------------- activity
+COMPLEX_UNSUPPORTED = "complex differentiation is not supported yet"
+
+
+def refuse_complex(fn: ir.Function, kinds: dict, active: set, qualname: str, location) -> None:
+    """Refuse a function that computes an active complex value, at its first such line."""
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Assign) and s.target in active \
+                and getattr(kinds.get(s.target), "dtype", None) == "c":
+            raise TypeError(f"{qualname} computes a complex value from the arguments it is "
+                            f"differentiated with respect to, and {COMPLEX_UNSUPPORTED}. "
+                            f"Write this step with real floats (the real and imaginary parts "
+                            f"as separate values).\n{location(s.line)}")
+
 def _reads(s) -> set[str]:
     if isinstance(s, ir.Assign):
         return ir.atom_names(s.expr)

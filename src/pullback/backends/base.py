@@ -48,6 +48,11 @@ class Backend:
         """The object the generated code should call for helper ``obj``."""
         return obj
 
+    def calls_as_is(self, obj) -> bool:
+        """Whether the generated code calls helper ``obj`` itself (then it may read it
+        by the user's own global name), not another object bound for it."""
+        return self.bind_helper(obj) is obj
+
     def primal_twin(self, callee, method, call, kind=None):
         """A callable for the forward sweep to call instead of the primal ``callee``
         (or of the ndarray method ``method``, receiver first) in ``call``, or None:

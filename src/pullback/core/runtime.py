@@ -111,17 +111,19 @@ def add_item(cotangent, value, k, g):
     return out
 
 
-# The public ``vjp``, installed by pullback.api when it loads (this layer is
-# below the API, so it cannot import it).
-_RECURSIVE_VJP = []
+class _CallVJP:
+    """Stands, while transforming, for ``call_vjp(f, g, *args)``: the cotangents of a
+    call ``f(*args)`` whose result has cotangent ``g``, for a call the transform
+    cannot inline (recursion), computed when the derivative runs by the public
+    ``vjp``: each level differentiates the next.  That function belongs to the API
+    layer, above this one, so the transform names this stand-in and the caller of
+    :func:`pullback.pipeline.derivative` passes the function that replaces it in the
+    generated code's namespace (no import of the API from below it)."""
+
+    __name__ = "call_vjp"
+
+    def __repr__(self):
+        return "<the run-time vjp of a recursive call>"
 
 
-def install_recursive_vjp(vjp) -> None:
-    _RECURSIVE_VJP[:] = [vjp]
-
-
-def call_vjp(f, g, *args):
-    """Cotangents of a call f(*args) whose result has cotangent g, for a call the
-    transform cannot inline (recursion): each level differentiates the next."""
-    _, back = _RECURSIVE_VJP[0](f, *args, jit=False)
-    return back(g)
+CALL_VJP = _CallVJP()

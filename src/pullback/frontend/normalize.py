@@ -52,10 +52,9 @@ class Normalizer(Expressions, Loops, Calls, Resolver):
         parsed = self.top
         fence.check(parsed)
         fn = parsed.node
-        params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
-        if fn.args.kwonlyargs:
-            raise UnsupportedSyntaxError("keyword-only parameters", parsed.location(fn),
-                                         "make them ordinary parameters")
+        # The derivative takes every parameter by position, keyword-only ones last
+        # (the API fills them from keywords and defaults): their defaults never apply.
+        params = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
         locals_ = local_names(fn)
         self.top_locals = set(locals_)
         self.inline_stack = [parsed.fn.__code__]

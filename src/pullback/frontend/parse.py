@@ -32,7 +32,10 @@ class ParsedFunction:
         return self.fn.__name__
 
     def location(self, node: ast.AST | None) -> Location:
-        lineno = getattr(node, "lineno", None) or self.node.lineno
+        return self.at_line(getattr(node, "lineno", None) or self.node.lineno)
+
+    def at_line(self, lineno: int) -> Location:
+        """The location of a line of the source file (an IR statement's ``line``)."""
         line = self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
         return Location(self.filename, lineno, line.rstrip("\n"), self.fn.__qualname__)
 

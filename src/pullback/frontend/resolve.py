@@ -17,6 +17,8 @@ import ast
 import builtins
 import types
 
+from ..core.kinds import MISSING
+from .parse import ParsedFunction
 from .scope import UNRESOLVED
 
 
@@ -133,6 +135,26 @@ class Resolver:
         if isinstance(func, ast.Name) and scope.lookup_def(func.id) is not None:
             return scope.lookup_def(func.id)
         return self.resolve(func, scope)
+
+
+def value_lookup(parsed: ParsedFunction, externals: dict):
+    """The one lookup of a non-local name of the normalized function, for the stages
+    after normalize: ``name -> value``, the object the derivative's code sees under
+    that name when transforming.  In order: an external the normalizer bound
+    (``externals``), the top function's closure cell, its global, a builtin;
+    :data:`~pullback.core.kinds.MISSING` when there is none (or the cell is empty)."""
+    def lookup(name):
+        if name in externals:
+            return externals[name]
+        if name in parsed.closure:
+            try:
+                return parsed.closure[name].cell_contents
+            except ValueError:
+                return MISSING
+        if name in parsed.globals:
+            return parsed.globals[name]
+        return getattr(builtins, name, MISSING)
+    return lookup
 
 
 # The library-inlining policy: see is_library.

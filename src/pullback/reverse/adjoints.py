@@ -16,7 +16,7 @@ import numpy as np
 from ..core import ir
 from ..core.errors import InternalError, MissingRuleError, NumbaCompileError
 from ..core.kinds import Kind
-from ..core.runtime import add_item, buffer_like, call_vjp, item_cotangent, scatter_add
+from ..core.runtime import CALL_VJP, add_item, buffer_like, item_cotangent, scatter_add
 from ..frontend.resolve import is_library
 from ..rules import registry, results
 from ..rules.elementwise import unbroadcast, unbroadcast_product
@@ -270,7 +270,7 @@ def recursive_call_adjoint(tr, s, fn, args, kwargs, g):
                          "use jit=False: recursion is differentiated on the Python backend",
                          cls=NumbaCompileError)
     name = tr.names.fresh("_cotangents")
-    helper = tr.helper(call_vjp, "call_vjp")
+    helper = tr.helper(CALL_VJP, "call_vjp")
     func = copy.deepcopy(s.expr.func)
     tr.read(func)
     vjp_call = call(helper, func, g, *[copy.deepcopy(a) for a in args])

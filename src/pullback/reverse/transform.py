@@ -1,7 +1,10 @@
 """The reverse-mode transform: the state one run shares, and the order of its steps.
 
-``ReverseTransform.run`` takes the normalized program with its kinds and
-active set and returns the forward and reverse sweeps (:class:`.ops.Generated`).
+``ReverseTransform.run`` takes the final IR (normalized, with its loop
+bookkeeping, :mod:`pullback.frontend.bookkeeping`, and as the backend runs it,
+:mod:`pullback.backends.primal`; numbered), its kinds, its active set and the
+helper names those stages chose, and returns the forward and reverse sweeps
+(:class:`.ops.Generated`).  It edits none of them.
 The steps live in their own modules: :mod:`.adjoints` (each statement's
 adjoint), :mod:`.sweeps` (forward and reverse sweeps), :mod:`.lower`
 (pseudo-statements to Python), :mod:`.cleanup` (peepholes), :mod:`.fusion` (elementwise
@@ -16,18 +19,16 @@ in-place update ``dp[i] += d_t`` of one gradient buffer allocated once.
 from __future__ import annotations
 
 import ast
-import copy
 
 import numpy as np
 
 from ..analysis import aliasing, recompute, saves, shapes, storage
 from ..core import ir
 from ..core.errors import UnsupportedSyntaxError
-from ..core.kinds import Kind, kind_of_value
-from ..core.names import Names
+from ..core.kinds import MISSING, Kind, kind_of_value
+from ..core.names import HelperNames, Helpers, Names
 from ..core.optimise import ALL
-from ..core.runtime import add_into, add_product_into, trip_count
-from ..rules import registry
+from ..core.runtime import add_into, add_product_into
 from . import adjoints, cleanup, fusion, lower, sweeps
 from .declared import check_declared_writes
 from .ops import Generated, Reset, assign, call
@@ -35,7 +36,8 @@ from .ops import Generated, Reset, assign, call
 
 class ReverseTransform:
     def __init__(self, fn: ir.Function, kinds: dict, active: set, wrt: list, backend,
-                 location, resolve=lambda name: None, optimise=ALL):
+                 location, lookup=lambda name: MISSING, optimise=ALL,
+                 helpers: HelperNames = HelperNames()):
         self.fn = fn
         self.optimise = optimise            # which optimisations apply (core/optimise.py)
         self.kinds = kinds
@@ -43,10 +45,12 @@ class ReverseTransform:
         self.wrt = wrt
         self.backend = backend
         self.location = location            # line -> Location, for errors
-        self.resolve = resolve              # name -> the object the user's code sees
+        self.lookup = lookup                # name -> the object the user's code sees (or MISSING)
         self.names = Names(set(fn.names) | set(kinds))
-        self.helpers: dict[str, object] = {}
-        self._helper_alias: dict[int, str] = {}
+        self.helper_names = Helpers(self.names, lookup,
+                                    lambda name: name in self.sites or name in fn.params, helpers,
+                                    backend.calls_as_is)
+        self.helpers = self.helper_names.bound  # name -> object the generated code's namespace binds
         self.adj: dict[str, str] = {}
         self.value_reads: set = set()           # ... whose contents (not just shape) it reads
         self.read_through_views: set = set()   # ... of those, arrays read through a view
@@ -76,21 +80,8 @@ class ReverseTransform:
         return self.adj[name]
 
     def helper(self, obj, preferred: str) -> str:
-        key = id(obj)
-        if key not in self._helper_alias and self.resolve(preferred) is obj \
-                and preferred not in self.sites and preferred not in self.fn.params \
-                and self.backend.bind_helper(obj) is obj:
-            # The user's own global of that name is this object, and the backend calls
-            # it as it is (Numba calls a compiled copy of a plain helper): read it as
-            # they do.
-            self._helper_alias[key] = preferred
-        if key not in self._helper_alias:
-            name = preferred if preferred not in self.names.used else self.names.fresh(
-                "_" + preferred.strip("_") + "_")
-            self.names.used.add(name)
-            self._helper_alias[key] = name
-            self.helpers[name] = obj
-        return self._helper_alias[key]
+        """The name the generated code calls ``obj`` by (see :class:`.names.Helpers`)."""
+        return self.helper_names.name(obj, preferred)
 
     def kind(self, atom) -> Kind:
         if isinstance(atom, ast.Name):
@@ -114,8 +105,7 @@ class ReverseTransform:
                 self.value_reads.add(n)
 
     def run(self) -> Generated:
-        body = self.prepare(self.fn.body)
-        ir.number(body)
+        body = self.fn.body
         aliasing.check_aliasing(body, self.kind, self.location, set(self.fn.params))
         aliasing.check_stale_views(body, self.kind, self.location, set(self.fn.params))
         self.count_sites(body, in_loop=False, top=True)
@@ -183,140 +173,11 @@ class ReverseTransform:
         cleanup.add_in_place([forward], floats, ints, (lambda: self.helper(add_into, "add_into"))
                              if self.backend.add_into_views else None)
         # The name the generated code calls add_into by, when it calls it.
-        updates = [self._helper_alias[id(add_into)]] if id(add_into) in self._helper_alias else []
+        updates = [self.helper_names.name_of(add_into)] if self.helper_names.name_of(add_into) else []
         cleanup.keep_slice_adjoints([forward, reverse], updates)
         if updates:
             cleanup.products_into([forward, reverse], updates[0],
                                   lambda: self.helper(add_product_into, "add_product_into"))
-
-    def prepare(self, stmts):
-        """Insert the assignments that record each loop's bounds and trip count."""
-        out = []
-        for s in stmts:
-            out += ir.dispatch(_PREPARE, s)(self, s)
-        return out
-
-    def _prepare_assign(self, s: ir.Assign) -> list:
-        """A call whose function name would not name its callee in the generated code
-        (a function of pullback's own that the normalizer calls, such as the trip
-        count of ``reversed(range(...))``) calls it through a helper bound to it."""
-        e = s.expr
-        if isinstance(e, ast.Subscript):
-            self._check_index(s, e.slice)
-        arrays, s = self._numbers_as_arrays(s) if isinstance(e, ast.Call) else ([], s)
-        if arrays:
-            return arrays + self._prepare_assign(s)
-        twin = self.backend.primal_twin(s.callee, s.method, e, self.kind) \
-            if isinstance(e, ast.Call) else None
-        if twin is not None:
-            # The backend cannot compile this primal call as written (Numba: np.max with
-            # an axis): call its twin, receiver first for a method.
-            s = copy.copy(s)
-            args = ([e.func.value] if s.method is not None else []) + e.args
-            s.callee, s.method = registry.method(s.method) if s.method else s.callee, None
-            s.expr = ast.Call(ast.Name(self.helper(twin, twin.__name__)), args, e.keywords)
-            return [s]
-        if not (isinstance(e, ast.Call) and isinstance(e.func, ast.Name)
-                and s.callee is not None and s.method is None) \
-                or self.resolve(e.func.id) is s.callee:
-            return [s]
-        s = copy.copy(s)
-        s.expr = ast.Call(ast.Name(self.helper(s.callee, e.func.id)), e.args, e.keywords)
-        return [s]
-
-    def _numbers_as_arrays(self, s: ir.Assign) -> list:
-        """``np.mean([x, y])``: a tuple of numbers passed to a library function as an
-        array, made an array first in a statement of its own when the backend asks
-        (Numba's NumPy takes no tuples there).  Returns those statements and ``s``
-        reading the arrays (a copy, when there are any)."""
-        if not (self.backend.sequences_as_arrays and registry.lookup(s.callee) is not None) \
-                or s.callee in (np.array, np.asarray):
-            return [], s
-        out, args = [], list(s.expr.args)
-        for k, a in enumerate(args):
-            items = self.kind(a).items if isinstance(a, ast.Name) else None
-            if not items or not all(i.ndim == 0 and i.dtype in "bif" for i in items) \
-                    or all(i.dtype != "f" for i in items):
-                continue
-            name = self.names.fresh("_array")
-            self.kinds[name] = Kind(1, "f")
-            if self.is_active(a):
-                self.active.add(name)
-            out.append(ir.Assign(s.line, name, ast.Call(ast.Name(self.helper(np.array, "array")),
-                                                        [a], []), callee=np.array))
-            args[k] = ast.Name(name)
-        if out:
-            s = copy.copy(s)
-            s.expr = ast.Call(s.expr.func, args, s.expr.keywords)
-        return out, s
-
-    def _check_index(self, s, index):
-        items = index.elts if isinstance(index, ast.Tuple) else [index]
-        self.backend.check_index(self, s, [self.kind(i) for i in items
-                                           if not isinstance(i, (ast.Slice, ast.Constant))])
-
-    def _prepare_setitem(self, s: ir.SetItem) -> list:
-        self._check_index(s, s.index)
-        return [s]
-
-    def _prepare_if(self, s: ir.If) -> list:
-        out = []
-        s = copy.copy(s)
-        s.body, s.orelse = self.prepare(s.body), self.prepare(s.orelse)
-        if any(isinstance(t, ir.Assign) and t.target == s.test
-               for t in ir.walk(s.body + s.orelse)):
-            # The branch rebinds its own condition (a lowered `a and b`):
-            # replay the branch from a copy taken when it was tested.
-            cond = self.names.fresh("_cond")
-            out.append(ir.Assign(s.line, cond, ast.Name(s.test)))
-            self.kinds[cond] = self.kinds.get(s.test, Kind(0, "b"))
-            s.test = cond
-        return out + [s]
-
-    def _prepare_for(self, s: ir.For) -> list:
-        out = []
-        s = copy.copy(s)
-        s.body = self.prepare(s.body)
-        if any(s.var in t.writes() for t in ir.walk(s.body)):
-            # The body rebinds the loop variable (an inner loop over the same name, an
-            # assignment), so at the end of an iteration it no longer holds the index
-            # the reverse loop sets.  Loop over a fresh index and assign the variable
-            # from it, as an ordinary statement whose overwritten values are saved.
-            index = self.names.fresh(f"_{s.var.lstrip('_')}_")
-            self.kinds[index] = self.kinds.get(s.var, Kind(0, "i"))
-            s.body = [ir.Assign(s.line, s.var, ast.Name(index))] + s.body
-            s.var = index
-        lo, st = s.start, s.step
-        if not isinstance(lo, ast.Constant):
-            lo = ast.Name(self.names.fresh("_start"))
-            out.append(ir.Assign(s.line, lo.id, s.start))
-        if not isinstance(st, ast.Constant):
-            st = ast.Name(self.names.fresh("_step"))
-            out.append(ir.Assign(s.line, st.id, s.step))
-        n = self.names.fresh("_n")
-        if s.exit_flag is None:
-            out.append(ir.Assign(s.line, n, ast.Call(ast.Name(self.helper(trip_count, "trip_count")),
-                                                     [lo, s.stop, st], []), callee=trip_count))
-        else:       # left early: count the iterations as they run
-            out.append(ir.Assign(s.line, n, ast.Constant(0)))
-            s.body = [_count(s.line, n)] + s.body
-        s.start, s.step = lo, st
-        s.trips = n
-        self.kinds[n] = Kind(0, "i")
-        for a in (lo, st):
-            if isinstance(a, ast.Name):
-                self.kinds[a.id] = Kind(0, "i")
-        return out + [s]
-
-    def _prepare_while(self, s: ir.While) -> list:
-        s = copy.copy(s)
-        s.body = self.prepare(s.body)
-        s.cond = self.prepare(s.cond)
-        n = self.names.fresh("_n")
-        s.trips = n
-        s.body = [_count(s.line, n)] + s.body
-        self.kinds[n] = Kind(0, "i")
-        return [ir.Assign(s.line, n, ast.Constant(0)), s]
 
     def count_sites(self, stmts, in_loop, top):
         for s in stmts:
@@ -465,15 +326,3 @@ class ReverseTransform:
                     visit(sub)
         visit(stmts)
 
-
-def _count(line, n) -> ir.Assign:
-    """``n = n + 1``: one more iteration, an IR statement like any other, so that
-    every analysis sees that the loop rebinds its counter."""
-    return ir.Assign(line, n, ast.BinOp(ast.Name(n), ast.Add(), ast.Constant(1)))
-
-
-_PREPARE = ir.table("loop bookkeeping", {
-    ir.Assign: ReverseTransform._prepare_assign, ir.SetItem: ReverseTransform._prepare_setitem,
-    ir.Return: lambda tr, s: [s],
-    ir.If: ReverseTransform._prepare_if, ir.For: ReverseTransform._prepare_for,
-    ir.While: ReverseTransform._prepare_while})
