@@ -38,6 +38,7 @@ NO_RULES = {
     "results": "result kinds (abstract evaluation), no derivative",
     "twins": "type predicates for the Numba twins, no derivative",
     "nondiff": "registers only primitives no derivative flows through",
+    "decomposition_kernels": "the Numba kernels of decompositions.py's twins (its tests)",
 }
 
 REGISTERS_A_DERIVATIVE = {"defrule", "defvjp"}
