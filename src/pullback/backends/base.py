@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ast
 
+from ..reverse.ops import TapeNeeds
+
 
 class Backend:
     """The Python-backend defaults; subclasses override what differs."""
@@ -40,7 +42,7 @@ class Backend:
         the temporary, for an adjoint buffer ``out`` of the argument's shape; or None."""
         return None
 
-    def tape(self, transform):
+    def tape(self, needs: TapeNeeds):
         """The object that writes this backend's pushes and pops."""
         raise NotImplementedError
 

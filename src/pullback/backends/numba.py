@@ -19,7 +19,7 @@ from ..core import numbacache
 from ..core.errors import NumbaCompileError
 from ..core.runtime import reserve, snapshot, with_shape
 from ..rules import linalg, registry
-from .base import Backend, parse_statements
+from .base import Backend, TapeNeeds, parse_statements
 from .in_place import add_matmul_vjp_a, add_matmul_vjp_b
 from .python import PythonTape
 
@@ -37,8 +37,8 @@ class NumbaBackend(Backend):
     def accumulate_into(self, helper):
         return _ACCUMULATE_INTO.get(id(helper), (None, None))[1]
 
-    def tape(self, transform):
-        return NumbaTape(transform)
+    def tape(self, needs: TapeNeeds):
+        return NumbaTape(needs)
 
     def bind_helper(self, obj):
         return _jit_helper(obj)
@@ -120,8 +120,8 @@ class NumbaTape(PythonTape):
     saved variable, or ``a[]`` for elements of ``a`` and ``a[:]`` for its rows and
     slices; their names are identifiers made from the key."""
 
-    def __init__(self, transform):
-        super().__init__(transform)
+    def __init__(self, needs: TapeNeeds):
+        super().__init__(needs)
         self.tapes: dict[str, tuple] = {}
 
     def _tape(self, key):
@@ -153,7 +153,7 @@ class NumbaTape(PythonTape):
         loop body."""
         k = self.t.kinds.get(key)
         if key.endswith("]") or k is None or k.ndim is None or k.ndim <= 0 \
-                or key in self.t.value_reads or key in self.t.recompute_reads:
+                or key in self.t.values_read:
             return None
         return k.ndim
 

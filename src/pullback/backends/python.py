@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import ast
 
-from .base import Backend, Deferred, parse_statements
+from .base import Backend, Deferred, TapeNeeds, parse_statements
 
 
 class PythonBackend(Backend):
     name = "python"
 
-    def tape(self, transform):
-        return PythonTape(transform)
+    def tape(self, needs: TapeNeeds):
+        return PythonTape(needs)
 
 
 class PythonTape:
-    def __init__(self, transform):
-        self.t = transform
+    def __init__(self, needs: TapeNeeds):
+        self.t = needs
         self.reserved: set = set()     # tapes with room already made in this loop
         self.used: set = set()         # which of the two stacks the code uses
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import ast
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Callable
 
 from ..core.ir import atom_names
+from ..core.names import Names
 
 
 @dataclass
@@ -56,6 +58,17 @@ class Generated:
     helpers: dict                 # name -> object used by the generated code
     copied_params: set
     workspace: Callable = list    # () -> [(name, dtype)] of the tapes kept between calls
+
+
+@dataclass(frozen=True)
+class TapeNeeds:
+    """What a tape knows of the program whose values it saves: final when the
+    sweeps are written (after the adjoints, recomputation and the save plan)."""
+    kinds: Mapping                  # name -> Kind
+    names: Names                    # reserves the names of the tapes and their counters
+    helper: Callable                # (obj, preferred name) -> the name the code calls obj by
+    selects_element: Callable       # (array, index) -> whether array[index] is one element
+    values_read: frozenset          # names whose contents (not only shape) the reverse reads
 
 
 @dataclass

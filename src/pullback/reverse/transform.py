@@ -31,7 +31,7 @@ from ..core.optimise import ALL
 from ..core.runtime import add_into, add_product_into
 from . import adjoints, cleanup, fusion, lower, sweeps
 from .declared import check_declared_writes
-from .ops import Generated, Reset, assign, call
+from .ops import Generated, Reset, TapeNeeds, assign, call
 
 
 class ReverseTransform:
@@ -64,7 +64,7 @@ class ReverseTransform:
         self.read_in_loop: set = set()          # read by a statement inside a loop
         self.adjoint_code: dict[int, list] = {}
         self.local_temps: set = set()
-        self.tape = backend.tape(self)
+        self.tape = None                        # the backend's, once the analyses are done
         self._reads_now: set | None = None
         self.stmt_reads: dict = {}             # sid of an Assign/SetItem -> names its adjoint reads
         self.loop_reads: dict = {}             # sid of an If/For/While -> names read at it
@@ -143,6 +143,9 @@ class ReverseTransform:
                 and not self._adjoint_read_whole(p, body)}
         self.storage = storage.plan(self.active, self.kinds, self.local_temps, self.list_buffers,
                                     self.buffer, self.backend.fixed_types)
+        self.tape = self.backend.tape(TapeNeeds(
+            self.kinds, self.names, self.helper, self.selects_element,
+            frozenset(self.value_reads | self.recompute_reads)))
         forward = sweeps.fwd_block(self, body)
         check_declared_writes(body, forward)
         forward = sweeps.init_saved(self) + forward
