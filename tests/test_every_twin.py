@@ -162,15 +162,23 @@ def test_twin_computes_what_its_target_computes(name, dtype):
         rng = np.random.default_rng(seed)
         calls = make(rng, dtype)
         for n, call in enumerate(calls if THOROUGH else calls[:1]):
-            expected_args = _copy(call.args), _copy(call.kwargs)
-            want = target(*expected_args[0], **expected_args[1])
-            fn, values = _wrapper(target, call)
-            values = _copy(values)
-            got = fn(*values)
             where = f"{name} example {n} (seed {seed})"
-            _agree(got, want, rtol, where)
-            # what the call wrote into its array arguments (an in-place helper)
-            written = [v for v in list(expected_args[0]) + list(expected_args[1].values())
-                       if not _is_constant(v)]
-            for i, (g, w) in enumerate(zip(values, written)):
-                _agree(g, w, rtol, f"{where}, argument {i} after the call")
+            if call.known_bug:
+                with pytest.raises(Exception):      # still wrong: a fix removes the mark
+                    _check(target, call, rtol, where)
+                continue
+            _check(target, call, rtol, where)
+
+
+def _check(target, call, rtol, where):
+    expected_args = _copy(call.args), _copy(call.kwargs)
+    want = target(*expected_args[0], **expected_args[1])
+    fn, values = _wrapper(target, call)
+    values = _copy(values)
+    got = fn(*values)
+    _agree(got, want, rtol, where)
+    # what the call wrote into its array arguments (an in-place helper)
+    written = [v for v in list(expected_args[0]) + list(expected_args[1].values())
+               if not _is_constant(v)]
+    for i, (g, w) in enumerate(zip(values, written)):
+        _agree(g, w, rtol, f"{where}, argument {i} after the call")

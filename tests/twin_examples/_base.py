@@ -11,10 +11,22 @@ class Call:
     """One call of a target: positional and keyword arguments."""
     args: tuple
     kwargs: dict = field(default_factory=dict)
+    known_bug: str = ""     # why the twin is known to fail this call (it must still fail)
 
 
 def call(*args, **kwargs) -> Call:
     return Call(args, kwargs)
+
+
+def known_bug(reason: str, c: Call) -> Call:
+    """``c``, which the twin is known to get wrong or refuse wrongly (checked to still fail)."""
+    c.known_bug = reason
+    return c
+
+
+def upcasts(dt, c: Call) -> Call:
+    """``c``, marked a known bug in float32: the twin returns float64 there."""
+    return known_bug("the twin returns float64 for float32", c) if dt == np.float32 else c
 
 
 @dataclass
