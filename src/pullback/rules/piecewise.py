@@ -65,7 +65,8 @@ def _select_sizes(condlist, choicelist, default):
              or twins.is_tuple(condlist) and len(condlist) == n
              and all(twins.is_array(c, ndim) for c in condlist))
     if not (ndim and conds and all(twins.is_array(c, ndim) for c in choicelist)
-            and (twins.is_number(default) or twins.is_array(default, ndim))):
+            and (twins.is_number(default) or twins.is_array(default, ndim)
+                 or isinstance(default, (int, float)))):    # an omitted default: 0
         twins.unsupported(f"np.select of conditions {condlist}, choices {choicelist} and "
                           f"default {default}")
     return n

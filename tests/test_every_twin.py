@@ -1,0 +1,202 @@
+"""Every registered Numba twin computes what its target computes.
+
+A twin (``registry.numba_twin``) stands for its target (a rule helper, a runtime
+helper, or a primal such as ``np.max`` with an axis) in the code ``jit=True``
+compiles.  For each one, the examples of ``twin_examples`` give argument sets in
+float64 and float32; the target is called as plain Python and the twin through
+the path the Numba backend uses (an overload of the helper, the forward sweep's
+stub of a primal, Numba itself for a plain helper), inside a small ``@njit``
+function, and the two results (and the arrays the call writes into) must agree,
+dtype included.
+
+Each Numba compile costs about a second, and the walk of every twin about seven
+minutes of CPU: more than the test suite's budget.  So the default run checks that
+every twin has an example, and compiles a fixed eighth of the twins (those whose
+name hashes to 0 modulo 8) with the first call of their example, in each dtype.
+``PULLBACK_TWINS=all`` walks every twin that way; ``PULLBACK_TWINS=thorough``
+checks every call of every example, at several random shapes (each call with a new
+layout of arguments is one more compile).
+"""
+from __future__ import annotations
+
+import os
+import zlib
+
+import numpy as np
+import pytest
+
+import pullback  # noqa: F401  (registers every rule and its twins)
+
+numba = pytest.importorskip("numba")
+
+from twin_examples import EXAMPLES, NO_EXAMPLE_YET, Call, Xfail  # noqa: E402
+
+from pullback.backends import numba as numba_backend  # noqa: E402
+from pullback.backends import numba_twins  # noqa: E402
+from pullback.rules import registry  # noqa: E402
+
+WALK = os.environ.get("PULLBACK_TWINS", "sample")
+if WALK not in ("sample", "all", "thorough"):
+    raise ValueError(f"PULLBACK_TWINS={WALK!r}: expected sample, all or thorough")
+THOROUGH = WALK == "thorough"
+SEEDS = range(4) if THOROUGH else range(1)
+RTOL = {np.dtype(np.float64): 1e-12, np.dtype(np.float32): 1e-5}
+
+
+def _registered():
+    """(name, target) of every registered twin, but the forward sweep's stubs (made
+    from a primal's twin while compiling; the primal itself is walked)."""
+    stubs = {id(stub) for _, stub in numba_backend._STUBS.values()}
+    return sorted(((registry.describe(t), t) for t, _ in registry.all_twins() if id(t) not in stubs),
+                  key=lambda pair: pair[0])
+
+
+TARGETS = dict(_registered())
+
+
+def test_no_example_yet_lists_only_registered_twins_without_examples():
+    assert NO_EXAMPLE_YET <= set(TARGETS)
+    assert not (NO_EXAMPLE_YET & set(EXAMPLES))
+    assert set(EXAMPLES) <= set(TARGETS), "examples for targets no twin is registered for"
+
+
+def test_every_twin_has_an_example():
+    missing = set(TARGETS) - set(EXAMPLES) - NO_EXAMPLE_YET
+    assert not missing, (f"{sorted(missing)} have a Numba twin but no example in "
+                         "tests/twin_examples: add one (or, with a reason, list it in NO_EXAMPLE_YET)")
+
+
+def _walked(name) -> bool:
+    """Whether this run compiles ``name``'s twin (see the module's docstring)."""
+    return WALK != "sample" or zlib.crc32(name.encode()) % 8 == 0
+
+
+# ---------------------------------------------------------------------------
+# The twin as generated code reaches it
+
+def _compiled_callee(target):
+    """What generated ``jit=True`` code calls for ``target``."""
+    numba_twins.install()
+    twin = registry.twin(target)
+    if twin is registry.PLAIN:
+        return numba_backend._jit_helper(target)
+    if registry.lookup(target) is not None:
+        stub = numba_backend._primal_stub(target, twin)
+        numba_twins.install()           # overloads the new stub with the primal's twin
+        return stub
+    return target
+
+
+def _is_constant(v) -> bool:
+    """Written into the calling source as a literal, as generated code writes an
+    axis, a flag or a mode (the twins read such arguments as literal types)."""
+    if isinstance(v, tuple):
+        return all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in v) \
+            or all(isinstance(x, tuple) and _is_constant(x) for x in v) and len(v) > 0
+    return v is None or isinstance(v, (bool, int, str)) and not isinstance(v, np.generic)
+
+
+_WRAPPERS: dict = {}
+
+
+def _wrapper(target, call: Call):
+    """An ``@njit`` function calling the twin with ``call``'s arguments: the constant
+    ones written in its source, the others its parameters (one compile per layout)."""
+    params, args, kwargs = [], [], []
+    for i, v in enumerate(call.args):
+        args.append(repr(v) if _is_constant(v) else f"p{i}")
+        params += [] if _is_constant(v) else [f"p{i}"]
+    for k, v in call.kwargs.items():
+        kwargs.append(f"{k}={v!r}" if _is_constant(v) else f"{k}=k_{k}")
+        params += [] if _is_constant(v) else [f"k_{k}"]
+    src = (f"def call({', '.join(params)}):\n"
+           f"    return callee({', '.join(args + kwargs)})\n")
+    key = (id(target), src)
+    if key not in _WRAPPERS:
+        ns = {"callee": _compiled_callee(target), "np": np}
+        exec(src, ns)
+        _WRAPPERS[key] = (numba.njit(ns["call"]), params)
+    fn, params = _WRAPPERS[key]
+    values = [v for v in call.args if not _is_constant(v)]
+    values += [v for v in call.kwargs.values() if not _is_constant(v)]
+    return fn, values
+
+
+# ---------------------------------------------------------------------------
+# Comparison
+
+def _copy(v):
+    if isinstance(v, np.ndarray):
+        return v.copy()
+    if isinstance(v, (tuple, list)):
+        return type(v)(_copy(x) for x in v)
+    return v
+
+
+def _agree(got, want, rtol, where):
+    if isinstance(want, (tuple, list)):
+        assert isinstance(got, (tuple, list)) and len(got) == len(want), \
+            f"{where}: {type(got).__name__} of {len(got)} for {type(want).__name__} of {len(want)}"
+        for i, (g, w) in enumerate(zip(got, want)):
+            _agree(g, w, rtol, f"{where}[{i}]")
+        return
+    if want is None:
+        assert got is None, f"{where}: {got!r} for None"
+        return
+    want_a, got_a = np.asarray(want), np.asarray(got)
+    assert got_a.shape == want_a.shape, f"{where}: shape {got_a.shape} for {want_a.shape}"
+    if isinstance(got, np.ndarray) and isinstance(want, (np.ndarray, np.generic)):
+        # (a number Numba returns is a Python number: its dtype is not seen)
+        assert got_a.dtype == want_a.dtype, f"{where}: dtype {got_a.dtype} for {want_a.dtype}"
+    if want_a.dtype.kind in "fc":
+        scale = float(np.max(np.abs(want_a), initial=0.0))
+        np.testing.assert_allclose(got_a, want_a, rtol=rtol, atol=rtol * scale, err_msg=where)
+    else:
+        np.testing.assert_array_equal(got_a, want_a, err_msg=where)
+
+
+def _cases():
+    for name, target in TARGETS.items():
+        if name in NO_EXAMPLE_YET or not _walked(name):
+            continue
+        for dtype in (np.float64, np.float32):
+            marks = []
+            make = EXAMPLES.get(name)
+            if isinstance(make, Xfail) and np.dtype(dtype) in make.dtypes:
+                marks = [pytest.mark.xfail(strict=True, reason=make.reason)]
+            yield pytest.param(name, dtype, id=f"{name}-{np.dtype(dtype).name}", marks=marks)
+
+
+@pytest.mark.parametrize("name, dtype", list(_cases()))
+def test_twin_computes_what_its_target_computes(name, dtype):
+    make = EXAMPLES.get(name)
+    assert make is not None, (f"{name} has a Numba twin but no example in tests/twin_examples: "
+                              "add one (or, with a reason, list it in NO_EXAMPLE_YET)")
+    if isinstance(make, Xfail):
+        make = make.make
+    target = TARGETS[name]
+    rtol = RTOL[np.dtype(dtype)]
+    for seed in SEEDS:
+        rng = np.random.default_rng(seed)
+        calls = make(rng, dtype)
+        for n, call in enumerate(calls if THOROUGH else calls[:1]):
+            where = f"{name} example {n} (seed {seed})"
+            if call.known_bug:
+                with pytest.raises(Exception):      # still wrong: a fix removes the mark
+                    _check(target, call, rtol, where)
+                continue
+            _check(target, call, rtol, where)
+
+
+def _check(target, call, rtol, where):
+    expected_args = _copy(call.args), _copy(call.kwargs)
+    want = target(*expected_args[0], **expected_args[1])
+    fn, values = _wrapper(target, call)
+    values = _copy(values)
+    got = fn(*values)
+    _agree(got, want, rtol, where)
+    # what the call wrote into its array arguments (an in-place helper)
+    written = [v for v in list(expected_args[0]) + list(expected_args[1].values())
+               if not _is_constant(v)]
+    for i, (g, w) in enumerate(zip(values, written)):
+        _agree(g, w, rtol, f"{where}, argument {i} after the call")

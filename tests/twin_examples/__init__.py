@@ -1,0 +1,39 @@
+"""Arguments for every registered Numba twin, keyed by its target's qualified name
+(``registry.describe``): a function ``(rng, dtype) -> [Call, ...]`` drawing random
+shapes from ``rng``, with floating arrays of ``dtype`` (float64 or float32).
+``tests/test_every_twin.py`` calls each target and its twin with them."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import elementwise, linalg, piecewise, runtime, shapes
+from ._base import Call, Xfail, call  # noqa: F401
+
+EXAMPLES: dict = {}
+for _module in (elementwise, shapes, piecewise, linalg, runtime):
+    assert not (set(_module.EXAMPLES) & set(EXAMPLES)), "an example is given twice"
+    EXAMPLES.update(_module.EXAMPLES)
+
+#: Twins without an example yet, each with the reason.
+NO_EXAMPLE_YET: set = set()
+
+#: Twins that return float64 where their target keeps float32 (found by
+#: test_every_twin; the float32 case of each is a strict xfail until its twin
+#: keeps the dtype).
+FLOAT32_UPCASTS = {f"numpy.{name}" for name in (
+    "sum", "mean", "var", "std", "prod", "max", "amax", "min", "amin", "nansum", "nanmean",
+    "average", "cumsum", "cumprod", "linalg.norm", "polyval", "roll", "select")} | {
+    f"pullback.rules.{name}" for name in (
+        "reductions.var_vjp", "reductions.std_vjp", "prod.prod_vjp", "extrema.max_vjp",
+        "weighted.nansum_vjp", "weighted.nanmean_vjp", "weighted.average_vjp_a",
+        "weighted.average_vjp_weights", "cumulative.cumsum_vjp", "cumulative.cumprod_vjp",
+        "norm.norm_vjp", "decompositions.cholesky_vjp", "decompositions.eigh_vjp",
+        "decompositions.svd_vjp", "solve.det_vjp", "diagonals.diagonal_vjp",
+        "diagonals.trace_vjp", "joining.split_vjp", "joining.hsplit_vjp",
+        "manipulation.repeat_vjp", "piecewise.clip_vjp_a", "piecewise.clip_vjp_min",
+        "piecewise.clip_vjp_max", "polynomial.polyval_vjp_x", "polynomial.polyval_vjp_p",
+        "reorder.roll_vjp", "reorder.sort_vjp", "reorder.partition_vjp",
+        "padding.pad_vjp_array", "piecewise.select_vjp_choices")} | {"pullback.core.runtime.zeros_like"}
+for _name in FLOAT32_UPCASTS:
+    EXAMPLES[_name] = Xfail(EXAMPLES[_name], "the twin returns float64 for float32 arguments",
+                            (np.dtype(np.float32),))
