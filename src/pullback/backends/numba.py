@@ -127,8 +127,8 @@ class NumbaTape(PythonTape):
     def _tape(self, key):
         if key not in self.tapes:
             stem = key.lstrip("_").replace("[]", "_items").replace("[:]", "_rows")
-            self.tapes[key] = (self.t.names.fresh(f"_tape_{stem}_"),
-                               self.t.names.fresh(f"_k_{stem}_"))
+            self.tapes[key] = (self.needs.names.fresh(f"_tape_{stem}_"),
+                               self.needs.names.fresh(f"_k_{stem}_"))
         return self.tapes[key]
 
     def between(self) -> list:
@@ -138,7 +138,7 @@ class NumbaTape(PythonTape):
         """The typed-array dtype of a tape of numbers, None for a list tape."""
         if key.endswith("[:]"):
             return None
-        kind = self.t.kinds.get(key[:-2] if key.endswith("[]") else key)
+        kind = self.needs.kinds.get(key[:-2] if key.endswith("[]") else key)
         if key.endswith("[]"):
             return _NUMBA_DTYPES.get(getattr(kind, "dtype", "f"), "np.float64")
         if kind is None or kind.ndim != 0:
@@ -151,9 +151,9 @@ class NumbaTape(PythonTape):
         ints in a typed array), not a reference to the array or a copy: a list append
         and pop of an array per iteration cost more than the arithmetic of a short
         loop body."""
-        k = self.t.kinds.get(key)
+        k = self.needs.kinds.get(key)
         if key.endswith("]") or k is None or k.ndim is None or k.ndim <= 0 \
-                or key in self.t.values_read:
+                or key in self.needs.values_read:
             return None
         return k.ndim
 
@@ -180,11 +180,11 @@ class NumbaTape(PythonTape):
         return list(getattr(self, "_workspace", []))
 
     def element_key(self, array, index):
-        return array + ("[]" if self.t.selects_element(array, index) else "[:]")
+        return array + ("[]" if self.needs.selects_element(array, index) else "[:]")
 
     def reserve(self, counts: dict, trips: ast.expr) -> list:
         out = []
-        r = self.t.helper(reserve, "reserve")
+        r = self.needs.helper(reserve, "reserve")
         for key, c in counts.items():
             rank = self._shape_only(key)
             if self._dtype(key) is None and not rank:
@@ -210,7 +210,7 @@ class NumbaTape(PythonTape):
         n = len(items)
         check = "" if key in self.reserved else \
             f"if {k}{f' + {n} >' if n > 1 else ' =='} {tape}.shape[0]:\n" \
-            f"    {tape} = {self.t.helper(reserve, 'reserve')}({tape}, {k} + {n})\n"
+            f"    {tape} = {self.needs.helper(reserve, 'reserve')}({tape}, {k} + {n})\n"
         stores = "".join(f"{tape}[{k}{f' + {j}' if j else ''}] = {item}\n"
                          for j, item in enumerate(items))
         return parse_statements(f"{check}{stores}{k} += {n}")
@@ -221,7 +221,7 @@ class NumbaTape(PythonTape):
         if rank:
             shape = "".join(f"{tape}[{k}{f' + {j}' if j else ''}], " for j in range(rank))
             return parse_statements(f"{k} -= {rank}\n{name} = "
-                                    f"{self.t.helper(with_shape, 'with_shape')}({name}, ({shape}))")
+                                    f"{self.needs.helper(with_shape, 'with_shape')}({name}, ({shape}))")
         if self._dtype(name) is None:
             return parse_statements(f"{name} = {tape}.pop()")
         return parse_statements(f"{k} -= 1\n{name} = {tape}[{k}]")
@@ -233,9 +233,9 @@ class NumbaTape(PythonTape):
         if self._dtype(key) is None:
             # A row or slice is a view of the array: save a copy (where the rank is not
             # known, snapshot() leaves a number as it is).
-            ndim = getattr(self.t.kinds.get(array), "ndim", None)
+            ndim = getattr(self.needs.kinds.get(array), "ndim", None)
             saved = f"{item}.copy()" if ndim is not None and ndim >= 0 else \
-                f"{self.t.helper(snapshot, 'snapshot')}({item})"
+                f"{self.needs.helper(snapshot, 'snapshot')}({item})"
             return parse_statements(f"{tape}.append({saved})")
         return self._store(key, tape, k, [item])
 

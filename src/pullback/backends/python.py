@@ -21,7 +21,7 @@ class PythonBackend(Backend):
 
 class PythonTape:
     def __init__(self, needs: TapeNeeds):
-        self.t = needs
+        self.needs = needs
         self.reserved: set = set()     # tapes with room already made in this loop
         self.used: set = set()         # which of the two stacks the code uses
 
@@ -59,7 +59,7 @@ class PythonTape:
         return parse_statements(src)
 
     def _float(self, name):
-        k = self.t.kinds.get(name)
+        k = self.needs.kinds.get(name)
         return k is not None and k.ndim == 0 and k.dtype == "f"
 
     def push(self, name):
@@ -75,7 +75,7 @@ class PythonTape:
 
     def push_element(self, array, index):
         item = ast.Subscript(ast.Name(array), index, ast.Load())
-        if not self.t.selects_element(array, index):
+        if not self.needs.selects_element(array, index):
             # A row or slice is a view: save a copy, not what the write will change.
             item = ast.Call(ast.Attribute(item, "copy", ast.Load()), [], [])
         self.used.add("any")
