@@ -18,9 +18,9 @@ import numpy as np
 from ..core import numbacache
 from ..core.errors import NumbaCompileError
 from ..core.runtime import reserve, snapshot, with_shape
-from ..rules import linalg, registry
+from ..rules import registry
+from . import in_place  # noqa: F401  (registers the in-place forms of rule helpers)
 from .base import Backend, TapeNeeds, parse_statements
-from .in_place import add_matmul_vjp_a, add_matmul_vjp_b
 from .python import PythonTape
 
 
@@ -35,7 +35,7 @@ class NumbaBackend(Backend):
     sequences_as_arrays = True
 
     def accumulate_into(self, helper):
-        return _ACCUMULATE_INTO.get(id(helper), (None, None))[1]
+        return registry.accumulating_form(helper)
 
     def tape(self, needs: TapeNeeds):
         return NumbaTape(needs)
@@ -100,12 +100,6 @@ def _array_call(fn, call, kind) -> bool:
     if not registry.twin_arrays(fn) or len(call.args) != 1:
         return False
     return kind is None or kind(call.args[0]).ndim != 0
-
-
-# A rule helper -> (the helper, the function adding its result into a buffer).
-_ACCUMULATE_INTO = {id(h): (h, into) for h, into in [
-    (linalg.matmul_vjp_a, add_matmul_vjp_a), (linalg.dot_vjp_a, add_matmul_vjp_a),
-    (linalg.matmul_vjp_b, add_matmul_vjp_b), (linalg.dot_vjp_b, add_matmul_vjp_b)]}
 
 
 _NUMBA_DTYPES = {"f": "np.float64", "i": "np.int64", "b": "np.bool_", "c": "np.complex128"}

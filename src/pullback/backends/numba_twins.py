@@ -17,7 +17,7 @@ from numba.extending import overload
 
 from ..core import runtime
 from ..rules import linalg, registry
-from ..rules.twins import is_array, is_number, is_tuple, jitted, literal, one_dtype, rank, tuple_impl
+from ..rules.twins import is_array, is_number, is_tuple, jitted, literal, one_dtype, rank, tuple_of
 from . import in_place
 
 _INSTALLED: set = set()
@@ -79,11 +79,6 @@ def _is_list_of_arrays(t) -> bool:
     return isinstance(t, types.List) and is_array(t.dtype)
 
 
-def _runtime_tuple(params, n, item):
-    return tuple_impl(params, n, item, {"zeros_like": runtime.zeros_like,
-                                        "accumulate": runtime.accumulate})
-
-
 @registry.numba_twin(runtime.zeros_like)
 def _zeros_like(value):
     if is_number(value):
@@ -91,7 +86,8 @@ def _zeros_like(value):
     if is_array(value):
         return lambda value: np.zeros(value.shape)
     if is_tuple(value):
-        return _runtime_tuple("value", len(value), "zeros_like(value[{0}])".format)
+        zeros = tuple_of(len(value), lambda k: lambda value: runtime.zeros_like(value[k]))
+        return lambda value: zeros(value)
     if _is_list_of_arrays(value):
         return lambda value: [np.zeros(v.shape) for v in value]
     return None
@@ -145,7 +141,8 @@ def _literal_index(k):
 @registry.numba_twin(runtime.accumulate)
 def _accumulate(total, more):
     if is_tuple(total) and is_tuple(more) and len(total) == len(more):
-        return _runtime_tuple("total, more", len(total), "accumulate(total[{0}], more[{0}])".format)
+        sums = tuple_of(len(total), lambda k: lambda total, more: runtime.accumulate(total[k], more[k]))
+        return lambda total, more: sums(total, more)
     if (is_number(total) or is_array(total)) and (is_number(more) or is_array(more)):
         return lambda total, more: total + more
     if _is_list_of_arrays(total) and _is_list_of_arrays(more):
@@ -182,11 +179,13 @@ def _add_item(cotangent, value, k, g):
     at = _literal_index(k)
     if at is not None:
         # A constant index (t[1] of a tuple of any item types): add to that item only.
-        return _runtime_tuple("cotangent, value, k, g", len(cotangent),
-                              lambda i: f"cotangent[{i}]" + (" + g" if i == at else ""))
+        added = tuple_of(len(cotangent), lambda i: (lambda cotangent, g: cotangent[i] + g) if i == at
+                         else (lambda cotangent, g: cotangent[i]))
+        return lambda cotangent, value, k, g: added(cotangent, g)
     if isinstance(cotangent, types.UniTuple):
-        return _runtime_tuple("cotangent, value, k, g", len(cotangent),
-                              lambda i: f"(cotangent[{i}] + g if k == {i} else cotangent[{i}])")
+        added = tuple_of(len(cotangent),
+                         lambda i: lambda cotangent, k, g: cotangent[i] + g if k == i else cotangent[i])
+        return lambda cotangent, value, k, g: added(cotangent, k, g)
     return None
 
 

@@ -264,20 +264,29 @@ _BODIES: dict = {}
 
 
 def _compiled(params, lines, dt):
-    """A compiled function ``def body(params): lines`` (``_dt``: the scalar type ``dt``)."""
-    src = f"def body({params}):\n" + "".join(f"    {line}\n" for line in lines)
-    if (src, dt) not in _BODIES:
-        ns = {"np": np, "_dt": dt}
-        exec(src, ns)
-        _BODIES[src, dt] = twins.jitted(ns["body"])
-    return _BODIES[src, dt]
+    """A compiled function ``def body(params): lines`` (``_dt``: the scalar type ``dt``).
+    Made from source: its loop nest and its parameters follow the subscripts.  Not
+    inlined: the twins call it with their operands unpacked from a tuple (``*``),
+    which Numba's inliner does not take."""
+    key = (params, tuple(lines), dt)
+    if key not in _BODIES:
+        from numba import njit
+        body = twins.function_from_source("body", params.split(", "), lines,
+                                          {"np": np, "_dt": dt})
+        _BODIES[key] = njit(body)
+    return _BODIES[key]
 
 
-def _calling(params, body, items):
-    """An implementation ``def impl(params): return body(items)``."""
-    ns = {"_body": body}
-    exec(f"def impl({params}):\n    return _body({', '.join(items)})\n", ns)
-    return ns["impl"]
+def _picking(sources):
+    """A compiled ``f(args, g)``: the tuple of ``args[p]`` for each ``p`` in ``sources``,
+    ``g`` itself for None."""
+    return twins.tuple_of(len(sources), lambda i: _pick(sources[i]))
+
+
+def _pick(p):
+    if p is None:
+        return lambda args, g: g
+    return lambda args, g: args[p]
 
 
 def _einsum_body(ins, out, dt):
@@ -314,7 +323,8 @@ def _einsum_vjp_body(ins, out, k, dt, g_term):
 def _einsum_numba(*operands):
     positions, ins, out = _numba_terms(operands, "np.einsum")
     body = _einsum_body(ins, out, _numba_dtype(*[operands[p] for p in positions]))
-    return _calling("*operands", body, [f"operands[{p}]" for p in positions])
+    picked = _picking(positions)
+    return lambda *operands: body(*picked(operands, None))
 
 
 def _einsum_vjp_numba(g, k, *args):
@@ -331,8 +341,8 @@ def _einsum_vjp_numba(g, k, *args):
     others = [p for i, p in enumerate(positions) if i != j]
     body = _einsum_vjp_body(ins, out, j, _numba_dtype(g, *[args[p] for p in others]),
                             out if g_rank else "")
-    return _calling("g, k, *args", body,
-                    ([f"args[{at}]"] if ins[j] else []) + [f"args[{p}]" for p in others] + ["g"])
+    picked = _picking(([at] if ins[j] else []) + others + [None])
+    return lambda g, k, *args: body(*picked(args, g))
 
 
 numba_twin(np.einsum, always=True)(_einsum_numba)

@@ -388,20 +388,7 @@ def _simd_ufunc_twin(uf):
         """The implementation for ``kind``: 'simd' (a float64 array), 'plain' (any
         other argument), 'out' (an out= array given)."""
         if kind not in made:
-            from numba import objmode
-            # __name__: Numba rebuilds the object-mode block's environment from
-            # this module when it loads the derivative from the disk cache.
-            ns = {"__name__": __name__, "np": np, "objmode": objmode}
-            body = {"out": f"    return np.{name}(x, out)\n",
-                    "plain": f"    return np.{name}(x)\n",
-                    "simd": f"    if x.size < {SIMD_MIN_SIZE}:\n"
-                            f"        return np.{name}(x)\n"
-                            "    y = np.empty(x.shape)\n"
-                            "    with objmode():\n"
-                            f"        np.{name}(x, out=y)\n"
-                            "    return y\n"}[kind]
-            exec("def impl(x, out=None):\n" + body, ns)
-            made[kind] = ns["impl"]
+            made[kind] = _simd_impls(uf)[kind]
         return made[kind]
 
     def twin(x, out=None):
@@ -412,6 +399,31 @@ def _simd_ufunc_twin(uf):
         return impl("plain")
     twin.__name__ = f"_{name}_numba"
     return twin
+
+
+def _simd_impls(uf):
+    """The implementations of ``uf``'s twin, by kind (see :func:`_simd_ufunc_twin`)."""
+    from numba import objmode
+    name = uf.__name__
+
+    def with_out(x, out=None):
+        return uf(x, out)
+
+    def plain(x, out=None):
+        return uf(x)
+
+    def simd(x, out=None):
+        if x.size < SIMD_MIN_SIZE:
+            return uf(x)
+        y = np.empty(x.shape)
+        named = name                # the object-mode block gets a local, not a free variable
+        with objmode():
+            # Only this module's globals and the block's locals: Numba rebuilds the
+            # block's environment from this module when it loads the derivative from
+            # the disk cache.
+            getattr(np, named)(x, out=y)
+        return y
+    return {"out": with_out, "plain": plain, "simd": simd}
 
 
 for _f in SIMD_UFUNCS:

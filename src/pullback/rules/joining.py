@@ -20,7 +20,7 @@ import numpy as np
 from . import results, twins
 from .elementwise import as_array, like_arg, namespace, shape_of
 from .registry import defrule, numba_twin
-from .shapes import join_impl
+from .shapes import join_impl, length_along
 
 __all__ = ["item_cotangents", "split_vjp", "hsplit_vjp", "join_vjp", "hstack_vjp", "vstack_vjp",
            "dstack_vjp", "column_stack_vjp", "append_vjp_arr", "append_vjp_values"]
@@ -170,13 +170,18 @@ def _stack_twin(axis_of, length_of):
                 and all(twins.rank(t) is not None for t in tup.types)):
             twins.unsupported("this stack of arrays")
         ax = axis_of(g.ndim)
-        return join_impl("g, tup", "tup", tup.types, str(ax),
-                         [length_of(i, twins.rank(t), ax) for i, t in enumerate(tup.types)])
+        split = join_impl(tup.types, lambda i: length_of(i, twins.rank(tup.types[i]), ax))
+        return lambda g, tup: split(g, tup, ax)
     return twin
 
 
 def _length(i, rank, ax, promoted):
-    return "1" if rank < promoted else f"tup[{i}].shape[{ax}]"
+    """Item ``i``'s length along the joined axis: 1 for one of lower rank, promoted."""
+    return _one if rank < promoted else length_along
+
+
+def _one(item, ax):
+    return 1
 
 
 numba_twin(hstack_vjp)(_stack_twin(lambda nd: 0 if nd == 1 else 1,
@@ -191,11 +196,20 @@ def _column_stack_numba(tup):
     # Numba has no np.column_stack: vectors become columns, then np.concatenate.
     if not (twins.is_tuple(tup) and all(twins.rank(t) in (1, 2) for t in tup.types)):
         return None
-    items = "".join(f"np.ascontiguousarray(tup[{i}]).reshape((tup[{i}].shape[0], 1)), "
-                    if twins.rank(t) == 1 else f"tup[{i}], " for i, t in enumerate(tup.types))
-    ns = {"np": np}
-    exec(f"def impl(tup):\n    return np.concatenate(({items}), axis=1)\n", ns)
-    return ns["impl"]
+    vectors = [twins.rank(t) == 1 for t in tup.types]
+    columns = twins.tuple_of(len(vectors), lambda k: _column(k, vectors[k]))
+    return lambda tup: np.concatenate(columns(tup), axis=1)
+
+
+def _column(k, vector):
+    """Item ``k`` of the tuple, a vector made a column."""
+    if vector:
+        return lambda tup: np.ascontiguousarray(tup[k]).reshape((tup[k].shape[0], 1))
+    return lambda tup: tup[k]
+
+
+def _size(item, ax):
+    return item.size
 
 
 def _append_twin(which):
@@ -205,15 +219,12 @@ def _append_twin(which):
             twins.unsupported("np.append of these arguments")
         items = (arr, values)
         if twins.is_none(axis):
-            lengths = ["arr.size", "1" if twins.is_number(values) else "values.size"]
-            flat = twins.jitted(join_impl("g, arr, values, axis=None", "(arr, values)", items,
-                                          "0", lengths))
-            return lambda g, arr, values, axis=None: flat(g, arr, values, axis)[which]
+            flat = join_impl(items, lambda i: _one if twins.is_number(items[i]) else _size)
+            return lambda g, arr, values, axis=None: flat(g, (arr, values), 0)[which]
         if not (twins.is_int(axis) and twins.is_array(values, arr.ndim)):
             twins.unsupported("np.append with this axis")
-        along = twins.jitted(join_impl("g, arr, values, axis=None", "(arr, values)", items,
-                                       "axis % g.ndim", ["arr.shape[ax]", "values.shape[ax]"]))
-        return lambda g, arr, values, axis=None: along(g, arr, values, axis)[which]
+        along = join_impl(items, lambda i: length_along)
+        return lambda g, arr, values, axis=None: along(g, (arr, values), axis % g.ndim)[which]
     return twin
 
 

@@ -267,35 +267,42 @@ def _stack_plan(ra: int, rb: int):
     vector promoted to one), the index of each result batch's matrix in each stack
     (batch dimensions broadcast), and the result's shape."""
     if (ra, rb) not in _STACK_PLANS:
-        na, nb_ = max(ra - 2, 0), max(rb - 2, 0)
-        nb = max(na, nb_)
-
-        def padded(shape, n):
-            return [("1" if d < nb - n else f"{shape}[{d - (nb - n)}]") for d in range(nb)]
-        sa, sb = padded("a.shape", na), padded("b.shape", nb_)
-        so = [f"bd({x}, {y})" for x, y in zip(sa, sb)]
-        A = "a.reshape((1, a.shape[0]))" if ra == 1 else "a"
-        B = "b.reshape((b.shape[0], 1))" if rb == 1 else "b"
-        n, m, p = (("1" if ra == 1 else f"a.shape[{ra - 2}]"), f"a.shape[{ra - 1}]",
-                   ("1" if rb == 1 else f"b.shape[{rb - 1}]"))
-        result = [f"so[{d}]" for d in range(nb)] + ([n] if ra > 1 else []) + ([p] if rb > 1 else [])
-
-        def tup(items):
-            return "(" + "".join(i + ", " for i in items) + ")"
-        src = (f"def f(a, b):\n"
-               f"    so = {tup(so)}\n"
-               f"    a3 = np.ascontiguousarray({A}).reshape((-1, {n}, {m}))\n"
-               f"    b3 = np.ascontiguousarray({B}).reshape((-1, {m}, {p}))\n"
-               f"    if b3.shape[1] != {m}:\n"
-               f"        raise ValueError('matmul: mismatch in its core dimension')\n"
-               f"    shape_o = np.array(so, np.int64)\n"
-               f"    ia = index(shape_o, np.array({tup(sa)}, np.int64))\n"
-               f"    ib = index(shape_o, np.array({tup(sb)}, np.int64))\n"
-               f"    return a3, b3, ia, ib, {tup(result)}\n")
-        ns = {"np": np, "bd": twins.jitted(_batch_dim), "index": twins.jitted(_batch_index)}
-        exec(src, ns)
-        _STACK_PLANS[ra, rb] = twins.jitted(ns["f"])
+        _STACK_PLANS[ra, rb] = twins.jitted(_stack_planner(ra, rb))
     return _STACK_PLANS[ra, rb]
+
+
+def _stack_planner(ra, rb):
+    """``f(a, b)`` of :func:`_stack_plan`."""
+    from numba.np.unsafe.ndarray import to_fixed_tuple
+    na, nb_ = max(ra - 2, 0), max(rb - 2, 0)
+    nb = max(na, nb_)
+    rank = nb + (ra > 1) + (rb > 1)             # the result's
+    bd, index = twins.jitted(_batch_dim), twins.jitted(_batch_index)
+
+    def f(a, b):
+        n = a.shape[ra - 2] if ra > 1 else 1
+        m = a.shape[ra - 1]
+        p = b.shape[rb - 1] if rb > 1 else 1
+        a3 = np.ascontiguousarray(a).reshape((-1, n, m))
+        b3 = np.ascontiguousarray(b).reshape((-1, m, p))
+        if b3.shape[1] != m:
+            raise ValueError('matmul: mismatch in its core dimension')
+        sa = np.ones(nb, np.int64)              # the batch shapes, padded with 1s in front
+        sb = np.ones(nb, np.int64)
+        shape = np.empty(rank, np.int64)
+        for d in range(nb):
+            if d >= nb - na:
+                sa[d] = a.shape[d - (nb - na)]
+            if d >= nb - nb_:
+                sb[d] = b.shape[d - (nb - nb_)]
+            shape[d] = bd(sa[d], sb[d])
+        if ra > 1:
+            shape[nb] = n
+        if rb > 1:
+            shape[rank - 1] = p
+        shape_o = shape[:nb].copy()
+        return a3, b3, index(shape_o, sa), index(shape_o, sb), to_fixed_tuple(shape, rank)
+    return f
 
 
 def stacked_matmul(a, b):

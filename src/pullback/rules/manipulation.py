@@ -239,10 +239,15 @@ def _repeat_numba(a, repeats, axis=None):
 
 def _repeated_shape(nd):
     """A compiled ``f(shape, ax, r)``: ``shape`` with axis ``ax`` ``r`` times longer."""
-    items = "".join(f"(shape[{i}] * r if ax == {i} else shape[{i}]), " for i in range(nd))
-    ns: dict = {}
-    exec(f"def f(shape, ax, r):\n    return ({items})\n", ns)
-    return twins.jitted(ns["f"])
+    from numba.cpython.unsafe.tuple import tuple_setitem
+
+    def f(shape, ax, r):
+        out = shape
+        for i in range(nd):         # (tuple_setitem checks no bounds: i, not ax)
+            if i == ax:
+                out = tuple_setitem(out, i, shape[i] * r)
+        return out
+    return twins.jitted(f)
 
 
 # tile with an int or a tuple of ints as reps: A broadcast into (r0, s0, r1, s1, ...) and
@@ -268,21 +273,51 @@ def _tile_shapes(nd, nr):
     """A compiled ``f(shape, reps)``: A's shape spread as (1, s0, 1, s1, ...), the
     interleaved shape (r0, s0, r1, s1, ...) and the result's, for static lengths."""
     if (nd, nr) not in _TILE_SHAPES:
-        d = max(nd, nr)
-        s = [f"shape[{i - d + nd}]" if i >= d - nd else "1" for i in range(d)]
-        r = [f"reps[{i - d + nr}]" if i >= d - nr else "1" for i in range(d)]
-        spread = "".join(f"1, {s[i]}, " for i in range(d))
-        inter = "".join(f"{r[i]}, {s[i]}, " for i in range(d))
-        tiled = "".join(f"{r[i]} * {s[i]}, " for i in range(d))
-        ns: dict = {}
-        exec(f"def f(shape, reps):\n    return ({spread}), ({inter}), ({tiled})\n", ns)
-        _TILE_SHAPES[nd, nr] = twins.jitted(ns["f"])
+        _TILE_SHAPES[nd, nr] = twins.jitted(_tile_shaper(nd, nr))
     return _TILE_SHAPES[nd, nr]
 
 
+def _tile_shaper(nd, nr):
+    """``f(shape, reps)`` of :func:`_tile_shapes`, ``reps`` an int array (:func:`_as_reps`)."""
+    from numba.np.unsafe.ndarray import to_fixed_tuple
+    d = max(nd, nr)
+    d2 = 2 * d          # (to_fixed_tuple takes a constant: a name, not an expression)
+    if nd:
+        size = twins.jitted(lambda shape, i: shape[i - d + nd] if i >= d - nd else 1)
+    else:
+        size = twins.jitted(lambda shape, i: 1)       # (Numba indexes no empty tuple)
+
+    def f(shape, reps):
+        spread = np.ones(d2, np.int64)
+        inter = np.empty(d2, np.int64)
+        tiled = np.empty(d, np.int64)
+        for i in range(d):
+            s = size(shape, i)
+            r = reps[i - d + nr] if i >= d - nr else 1
+            spread[2 * i + 1] = s
+            inter[2 * i] = r
+            inter[2 * i + 1] = s
+            tiled[i] = r * s
+        return (to_fixed_tuple(spread, d2), to_fixed_tuple(inter, d2),
+                to_fixed_tuple(tiled, d))
+    return f
+
+
 def _as_reps(reps):
-    return twins.jitted(lambda reps: (reps,)) if twins.is_int(reps) else \
-        twins.jitted(lambda reps: reps)
+    """A compiled ``f(reps)``: an int, or a tuple of ints, as an int array."""
+    if twins.is_int(reps):
+        return twins.jitted(lambda reps: np.full(1, reps, np.int64))
+    from numba import literal_unroll, njit
+    n = len(reps)
+
+    def as_array(reps):
+        out = np.empty(n, np.int64)
+        i = 0
+        for r in literal_unroll(reps):      # (the ints' types may differ)
+            out[i] = r
+            i += 1
+        return out
+    return njit(as_array)       # not inlined: Numba unrolls only in a function it compiles
 
 
 @numba_twin(np.tile)
@@ -305,14 +340,21 @@ def _tile_vjp_numba(g, A, reps):
     if nd == 0:
         return lambda g, A, reps: np.sum(g)
     shapes, as_reps = _tile_shapes(nd, nr), _as_reps(reps)
-    summed = "G"
-    for k in range(max(nd, nr)):        # each r axis in turn: after k sums it is axis k
-        summed = f"np.sum({summed}, axis={k})"
-    ns: dict = {"np": np, "shapes": shapes, "as_reps": as_reps}
-    exec("def impl(g, A, reps):\n"
-         "    G = np.ascontiguousarray(g).reshape(shapes(A.shape, as_reps(reps))[1])\n"
-         f"    return np.ascontiguousarray({summed}).reshape(A.shape)\n", ns)
-    return ns["impl"]
+    summed = _summing_reps(0, max(nd, nr))
+
+    def impl(g, A, reps):
+        G = np.ascontiguousarray(g).reshape(shapes(A.shape, as_reps(reps))[1])
+        return np.ascontiguousarray(summed(G)).reshape(A.shape)
+    return impl
+
+
+def _summing_reps(k, d):
+    """A compiled ``f(G)``: ``G`` summed over its axes k, k + 1, ... d - 1 in turn (after
+    k sums, the k-th r axis of the interleaved shape is axis k)."""
+    if k == d:
+        return twins.jitted(lambda G: G)
+    rest = _summing_reps(k + 1, d)
+    return twins.jitted(lambda G: rest(np.sum(G, axis=k)))
 
 
 # diff along any axis (Numba's np.diff takes the last axis only), as differences
@@ -346,10 +388,15 @@ def _undiff3(g3, n, m):
 
 def _resized_shape(nd):
     """A compiled ``f(shape, ax, k)``: ``shape`` with axis ``ax`` of length ``k``."""
-    items = "".join(f"(k if ax == {i} else shape[{i}]), " for i in range(nd))
-    ns: dict = {}
-    exec(f"def f(shape, ax, k):\n    return ({items})\n", ns)
-    return twins.jitted(ns["f"])
+    from numba.cpython.unsafe.tuple import tuple_setitem
+
+    def f(shape, ax, k):
+        out = shape
+        for i in range(nd):         # (tuple_setitem checks no bounds: i, not ax)
+            if i == ax:
+                out = tuple_setitem(out, i, k)
+        return out
+    return twins.jitted(f)
 
 
 @numba_twin(np.diff)

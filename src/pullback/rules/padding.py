@@ -127,24 +127,45 @@ def _unpad_axis3(g3, idx, n):
     return out
 
 
-def _width_source(pad_width, nd):
-    """Source of (before, after) of each axis, from the type of ``pad_width``: an int,
-    a pair (or one) of ints for every axis, or one pair (or one int) per axis."""
+def _widths(pad_width, nd):
+    """A compiled ``f(pad_width)``: the (before, after) widths of each axis as an (nd, 2)
+    int array, from the type of ``pad_width``: an int, a pair (or one) of ints for every
+    axis, or one pair (or one int) per axis."""
+    from numba import literal_unroll, njit
+    both = twins.jitted(_both)
+
     def ints(t, n):
         return twins.is_tuple(t) and len(t) == n and all(twins.is_int(i) for i in t)
     if twins.is_int(pad_width):
-        return [("pad_width", "pad_width")] * nd
+        return twins.jitted(lambda pad_width: np.full((nd, 2), pad_width, np.int64))
     if ints(pad_width, 1):
-        return [("pad_width[0]", "pad_width[0]")] * nd
+        return twins.jitted(lambda pad_width: np.full((nd, 2), pad_width[0], np.int64))
     if ints(pad_width, 2):
-        return [("pad_width[0]", "pad_width[1]")] * nd
+        return twins.jitted(lambda pad_width: both(nd, pad_width[0], pad_width[1]))
     if twins.is_tuple(pad_width) and len(pad_width) in (1, nd):
-        rows = [f"pad_width[{0 if len(pad_width) == 1 else k}]" for k in range(nd)]
-        if all(ints(t, 2) for t in pad_width):
-            return [(f"{r}[0]", f"{r}[1]") for r in rows]
-        if all(ints(t, 1) for t in pad_width):
-            return [(f"{r}[0]", f"{r}[0]") for r in rows]
+        last = 1 if all(ints(t, 2) for t in pad_width) else 0
+        if not all(ints(t, last + 1) for t in pad_width):
+            twins.unsupported(f"np.pad with pad_width of type {pad_width} for an array of rank {nd}")
+        if len(pad_width) == 1:
+            return twins.jitted(lambda pad_width: both(nd, pad_width[0][0], pad_width[0][last]))
+
+        def rows(pad_width):
+            out = np.empty((nd, 2), np.int64)
+            k = 0
+            for row in literal_unroll(pad_width):   # (the rows' types may differ)
+                out[k, 0] = row[0]
+                out[k, 1] = row[last]
+                k += 1
+            return out
+        return njit(rows)       # not inlined: Numba unrolls only in a function it compiles
     twins.unsupported(f"np.pad with pad_width of type {pad_width} for an array of rank {nd}")
+
+
+def _both(nd, before, after):
+    out = np.empty((nd, 2), np.int64)
+    out[:, 0] = before
+    out[:, 1] = after
+    return out
 
 
 def _number(t) -> bool:
@@ -153,41 +174,49 @@ def _number(t) -> bool:
 
 
 def _pad_setup(array, pad_width, mode, reflect_type):
-    """(the mode's number, the widths' source lines) after refusing what has no twin."""
+    """(the mode's number, the compiled widths, :func:`_widths`) after refusing what has
+    no twin."""
     mode = twins.literal(mode, None)
     if not twins.is_array(array) or mode not in _COPYING:
         twins.unsupported(f"np.pad of {array} with mode {mode!r} (a constant string among "
                           f"{', '.join(_COPYING)})")
     if twins.literal(reflect_type, None) != "even":
         twins.unsupported("np.pad with a reflect_type other than the default 'even'")
-    widths = _width_source(pad_width, array.ndim)
-    lines = [f"b{k}, a{k} = {b}, {a}" for k, (b, a) in enumerate(widths)]
-    return _COPYING.index(mode), lines
+    return _COPYING.index(mode), _widths(pad_width, array.ndim)
 
 
-def _pad_impl(params, lines, returns, helpers):
-    ns = {"np": np, "_index": twins.jitted(_axis_index), "_split": twins.split_shape(),
-          **{name: twins.jitted(fn) for name, fn in helpers.items()}}
-    exec(f"def impl({params}):\n" + "".join(f"    {line}\n" for line in lines)
-         + f"    return {returns}\n", ns)
-    return ns["impl"]
+def _resized(nd):
+    """A compiled ``f(shape, k, n)``: ``shape`` with axis ``k`` of length ``n``."""
+    from numba.cpython.unsafe.tuple import tuple_setitem
+
+    def f(shape, k, n):
+        out = shape
+        for i in range(nd):         # (tuple_setitem checks no bounds: i, not k)
+            if i == k:
+                out = tuple_setitem(out, i, n)
+        return out
+    return twins.jitted(f)
 
 
 def _pad_primal(t):
-    code, lines = _pad_setup(t["array"], t["pad_width"], t["mode"], t["reflect_type"])
+    code, widths = _pad_setup(t["array"], t["pad_width"], t["mode"], t["reflect_type"])
     if not (twins.is_none(t["stat_length"]) and _number(t["end_values"])
             and _number(t["constant_values"])):
         twins.unsupported("np.pad with stat_length=, end_values= or constant_values other "
                           "than one number")
     nd = t["array"].ndim
-    lines.append("x = array")
-    for k in range(nd):
-        shape = ", ".join(f"s[{i}] + b{k} + a{k}" if i == k else f"s[{i}]" for i in range(nd))
-        lines += ["s = x.shape", f"pre, n, post = _split(s, {k})",
-                  f"x = _pad(np.ascontiguousarray(x).reshape((pre, n, post)), "
-                  f"_index({code}, n, b{k}, a{k}), constant_values).reshape(({shape},))"]
-    return _pad_impl("array, pad_width, mode, stat_length, constant_values, end_values, "
-                     "reflect_type", lines, "x", {"_pad": _pad_axis3})
+    index, split, pad, resized = (twins.jitted(_axis_index), twins.split_shape(),
+                                  twins.jitted(_pad_axis3), _resized(nd))
+
+    def body(array, pad_width, mode, stat_length, constant_values, end_values, reflect_type):
+        w = widths(pad_width)
+        x = np.ascontiguousarray(array)
+        for k in range(nd):         # each axis in turn
+            pre, n, post = split(x.shape, k)
+            x = pad(x.reshape((pre, n, post)), index(code, n, w[k, 0], w[k, 1]),
+                    constant_values).reshape(resized(x.shape, k, n + w[k, 0] + w[k, 1]))
+        return x
+    return body
 
 
 numba_twin(np.pad)(twins.signature_twin(
@@ -197,24 +226,39 @@ numba_twin(np.pad)(twins.signature_twin(
 
 @numba_twin(pad_vjp_array)
 def _pad_vjp_array_numba(g, array, pad_width, mode="constant", reflect_type="even"):
-    code, lines = _pad_setup(array, pad_width, mode, reflect_type)
+    code, widths = _pad_setup(array, pad_width, mode, reflect_type)
     nd = array.ndim
-    lines.append("x = g")
-    for k in reversed(range(nd)):
-        shape = ", ".join(f"array.shape[{k}]" if i == k else f"s[{i}]" for i in range(nd))
-        lines += ["s = x.shape", f"pre, m, post = _split(s, {k})",
-                  f"x = _unpad(np.ascontiguousarray(x).reshape((pre, m, post)), "
-                  f"_index({code}, array.shape[{k}], b{k}, a{k}), array.shape[{k}])"
-                  f".reshape(({shape},))"]
-    return _pad_impl('g, array, pad_width, mode="constant", reflect_type="even"', lines, "x",
-                     {"_unpad": _unpad_axis3})
+    index, split, unpad, resized = (twins.jitted(_axis_index), twins.split_shape(),
+                                    twins.jitted(_unpad_axis3), _resized(nd))
+
+    # Each axis's cotangent is float64 (_unpad_axis3), the loop's x of one type throughout.
+    start = (twins.jitted(lambda g: np.ascontiguousarray(g)) if str(getattr(g, "dtype", "")) == "float64"
+             else twins.jitted(lambda g: np.ascontiguousarray(g).astype(np.float64)))
+
+    def impl(g, array, pad_width, mode="constant", reflect_type="even"):
+        w = widths(pad_width)
+        x = start(g)
+        for k in range(nd - 1, -1, -1):     # each axis in turn, the last first
+            pre, m, post = split(x.shape, k)
+            n = array.shape[k]
+            x = unpad(x.reshape((pre, m, post)), index(code, n, w[k, 0], w[k, 1]),
+                      n).reshape(resized(x.shape, k, n))
+        return x
+    return impl
 
 
 @numba_twin(pad_vjp_constant)
 def _pad_vjp_constant_numba(g, array, pad_width, mode="constant", constant_values=0):
-    _, lines = _pad_setup(array, pad_width, mode, "even")
+    _, widths = _pad_setup(array, pad_width, mode, "even")
     if not _number(constant_values):
         twins.unsupported("the derivative of np.pad with respect to per-axis constant_values")
-    inside = ", ".join(f"b{k}:b{k} + array.shape[{k}]" for k in range(array.ndim))
-    return _pad_impl('g, array, pad_width, mode="constant", constant_values=0', lines,
-                     f"np.sum(g) - np.sum(g[{inside}])", {})
+    from numba.cpython.unsafe.tuple import build_full_slice_tuple, tuple_setitem
+    nd = array.ndim
+
+    def impl(g, array, pad_width, mode="constant", constant_values=0):
+        w = widths(pad_width)
+        inside = build_full_slice_tuple(nd)
+        for k in range(nd):
+            inside = tuple_setitem(inside, k, slice(w[k, 0], w[k, 0] + array.shape[k]))
+        return np.sum(g) - np.sum(g[inside])
+    return impl

@@ -72,17 +72,45 @@ def _select_sizes(condlist, choicelist, default):
     return n
 
 
-def _holding_source(n):
-    """Lines that leave ``first{k}`` (where condition k is the first that holds) and
-    ``taken`` (where any does)."""
-    lines = ["taken = np.zeros(g.shape, dtype=np.bool_)"]
-    for k in range(n):
-        lines += [f"first{k} = condlist[{k}] & ~taken", f"taken = taken | condlist[{k}]"]
-    return "".join(f"    {line}\n" for line in lines)
+def _first_holding_twin(condlist, n):
+    """A compiled ``f(condlist, shape)``: at each entry, the index of the first of the
+    ``n`` conditions that holds there, ``n`` where none does.  (Compiled on its own,
+    not inlined: Numba unrolls a loop over a tuple only in a function it compiles.)"""
+    from numba import literal_unroll, njit, types
+    if isinstance(condlist, types.List):
+        def which(condlist, shape):
+            out = np.full(shape, n, np.int64)
+            for k in range(n):
+                out = np.where((out == n) & (condlist[k] != 0), k, out)
+            return out
+    else:
+        def which(condlist, shape):
+            out = np.full(shape, n, np.int64)
+            k = 0
+            for c in literal_unroll(condlist):      # the masks' types may differ
+                out = np.where((out == n) & (c != 0), k, out)
+                k += 1
+            return out
+    return njit(which)
 
 
 _SELECT_SHAPES = ("np.select under jit=True takes conditions, choices and an array default "
                   "of one shape (no broadcasting); use jit=False")
+_SELECT_COUNTS = "np.select: list of cases must be same length as list of conditions"
+
+
+def _choosing(k, n):
+    """A compiled ``f(condlist, choicelist, default, shape)``: ``np.select`` of the
+    conditions and choices from ``k`` on, each checked to be of ``shape``."""
+    if k == n:
+        return twins.jitted(lambda condlist, choicelist, default, shape: default)
+    rest = _choosing(k + 1, n)
+
+    def choose(condlist, choicelist, default, shape):
+        if condlist[k].shape != shape or choicelist[k].shape != shape:
+            raise ValueError(_SELECT_SHAPES)
+        return np.where(condlist[k], choicelist[k], rest(condlist, choicelist, default, shape))
+    return twins.jitted(choose)
 
 
 @numba_twin(np.select)
@@ -90,38 +118,41 @@ def _select_numba(condlist, choicelist, default=0):
     # Numba's own np.select takes only a number for the default.  The shapes are checked
     # here, in the forward sweep, so that the cotangents' twins need not unbroadcast.
     n = _select_sizes(condlist, choicelist, default)
-    same = [f"condlist[{k}].shape != shape or choicelist[{k}].shape != shape" for k in range(n)]
+    chosen = _choosing(0, n)
     if twins.is_array(default):
-        same.append("default.shape != shape")
-    nested = "default"
-    for k in reversed(range(n)):
-        nested = f"np.where(condlist[{k}], choicelist[{k}], {nested})"
-    ns = {"np": np, "message": _SELECT_SHAPES,
-          "counts": "np.select: list of cases must be same length as list of conditions"}
-    exec("def impl(condlist, choicelist, default=0):\n    shape = choicelist[0].shape\n"
-         f"    if len(condlist) != {n}:\n        raise ValueError(counts)\n"
-         f"    if {' or '.join(same)}:\n        raise ValueError(message)\n"
-         f"    return {nested}\n", ns)
-    return ns["impl"]
+        fits = twins.jitted(lambda default, shape: default.shape == shape)
+    else:
+        fits = twins.jitted(lambda default, shape: True)
+
+    def impl(condlist, choicelist, default=0):
+        shape = choicelist[0].shape
+        if len(condlist) != n:
+            raise ValueError(_SELECT_COUNTS)
+        if not fits(default, shape):
+            raise ValueError(_SELECT_SHAPES)
+        return chosen(condlist, choicelist, default, shape)
+    return impl
 
 
 @numba_twin(select_vjp_choices)
 def _select_vjp_choices_numba(g, condlist, choicelist, default=0):
     n = _select_sizes(condlist, choicelist, default)
-    ns = {"np": np}
-    exec("def impl(g, condlist, choicelist, default=0):\n" + _holding_source(n)
-         + "    return (" + "".join(f"np.where(first{k}, g, 0.0), " for k in range(n)) + ")\n", ns)
-    return ns["impl"]
+    which = _first_holding_twin(condlist, n)
+    items = twins.tuple_of(n, lambda k: lambda g, first: np.where(first == k, g, 0.0))
+
+    def impl(g, condlist, choicelist, default=0):
+        return items(g, which(condlist, g.shape))
+    return impl
 
 
 @numba_twin(select_vjp_default)
 def _select_vjp_default_numba(g, condlist, choicelist, default=0):
     n = _select_sizes(condlist, choicelist, default)
-    total = "np.sum(rest)" if twins.is_number(default) else "rest"
-    ns = {"np": np}
-    exec("def impl(g, condlist, choicelist, default=0):\n" + _holding_source(n)
-         + f"    rest = np.where(taken, 0.0, g)\n    return {total}\n", ns)
-    return ns["impl"]
+    which = _first_holding_twin(condlist, n)
+    if twins.is_number(default):
+        return lambda g, condlist, choicelist, default=0: np.sum(
+            np.where(which(condlist, g.shape) < n, 0.0, g))
+    return lambda g, condlist, choicelist, default=0: np.where(which(condlist, g.shape) < n, 0.0, g)
 
 
 # ---------------------------------------------------------------------------
@@ -178,28 +209,47 @@ defrule(np.clip, "a, a_min=None, a_max=None, out=None, *, min=None, max=None", m
 
 
 # Numba twins of clip's cotangents: numbers (or arrays) for the bounds, no min=/max=.
-def _clip_twin(where_src):
+def _clip_twin(mask_of):
+    """The twin of a clip cotangent ``np.where(mask, g, 0.0)``: ``mask_of(lo, hi)`` (whether
+    there is a lower, an upper bound) is ``mask(a, a_min, a_max)``, or None for none."""
     def twin(g, a, a_min=None, a_max=None, min=None, max=None):
         if not (twins.is_none(min) and twins.is_none(max)):
             twins.unsupported("np.clip with min= or max=")
-        lo, hi = not twins.is_none(a_min), not twins.is_none(a_max)
-        src = where_src(lo, hi)
-        if src is None:
+        mask = mask_of(not twins.is_none(a_min), not twins.is_none(a_max))
+        if mask is None:
             return None
-        ns = {"np": np}
-        exec("def impl(g, a, a_min=None, a_max=None, min=None, max=None):\n"
-             f"    return np.where({src}, g, 0.0)\n", ns)
-        return ns["impl"]
+        m = twins.jitted(mask)
+        return lambda g, a, a_min=None, a_max=None, min=None, max=None: np.where(
+            m(a, a_min, a_max), g, 0.0)
     return twin
 
 
 def _clip_inside(lo, hi):
-    parts = (["(a >= a_min)"] if lo else []) + (["(a <= a_max)"] if hi else [])
-    return " & ".join(parts) or "a == a"
+    if lo and hi:
+        return lambda a, a_min, a_max: (a >= a_min) & (a <= a_max)
+    if lo:
+        return lambda a, a_min, a_max: a >= a_min
+    if hi:
+        return lambda a, a_min, a_max: a <= a_max
+    return lambda a, a_min, a_max: a == a
+
+
+def _clip_below(lo, hi):
+    if not lo:
+        return None
+    if hi:
+        return lambda a, a_min, a_max: (a < a_min) & (a_min <= a_max)
+    return lambda a, a_min, a_max: a < a_min
+
+
+def _clip_above(lo, hi):
+    if not hi:
+        return None
+    if lo:
+        return lambda a, a_min, a_max: (a > a_max) | (a_min > a_max)
+    return lambda a, a_min, a_max: a > a_max
 
 
 numba_twin(clip_vjp_a)(_clip_twin(_clip_inside))
-numba_twin(clip_vjp_min)(_clip_twin(
-    lambda lo, hi: None if not lo else "(a < a_min)" + (" & (a_min <= a_max)" if hi else "")))
-numba_twin(clip_vjp_max)(_clip_twin(
-    lambda lo, hi: None if not hi else "(a > a_max)" + (" | (a_min > a_max)" if lo else "")))
+numba_twin(clip_vjp_min)(_clip_twin(_clip_below))
+numba_twin(clip_vjp_max)(_clip_twin(_clip_above))

@@ -61,11 +61,17 @@ def _coefficients(p):
     if twins.is_array(p, 1) and _real(p):
         return twins.jitted(lambda p: p)
     if twins.is_tuple(p) and all(twins.is_number(t) and _real(t) for t in p.types):
+        from numba import literal_unroll, njit
         n = len(p.types)
-        ns: dict = {"np": np}
-        exec("def f(p):\n    c = np.empty(" + str(n) + ")\n"
-             + "".join(f"    c[{i}] = p[{i}]\n" for i in range(n)) + "    return c\n", ns)
-        return twins.jitted(ns["f"])
+
+        def f(p):
+            c = np.empty(n)
+            i = 0
+            for v in literal_unroll(p):     # the numbers may differ in type
+                c[i] = v
+                i += 1
+            return c
+        return njit(f)          # not inlined: Numba unrolls only in a function it compiles
     return None
 
 

@@ -425,15 +425,21 @@ def reduction_twin(signature, kernel, args="a, axis, keepdims, 0"):
     """The forward twin of a reduction whose parameter list is ``signature``: ``kernel``
     (see :func:`along_axis`) over no axis, an int axis or a tuple of axes; ``args`` are
     the body's arguments, the last one the kernel's parameter."""
+    names = [n.split("=")[0].strip() for n in signature.replace("*, ", "").split(",")]
+    a, axis, keepdims, last = (n.strip() for n in args.split(","))
+    ia, ix, ik = names.index(a), names.index(axis), names.index(keepdims)
+    p = int(last) if last.isdigit() else None       # the kernel's parameter, a constant
+    k = names.index(last) if p is None else None    # or one of the parameters
+
     def decide(t):
         body = along_axis(kernel, t["a"], t["axis"], t["keepdims"], tuples=True)
         if body is None:
             return None
         b = twins.jitted(body)
-        names = [n.split("=")[0].strip() for n in signature.replace("*, ", "").split(",")]
-        ns = {"_b": b}
-        exec(f"def run({', '.join(names)}):\n    return _b({args})\n", ns)
-        return ns["run"]
+        # run takes the signature's parameters positionally (see twins.signature_twin)
+        if k is None:
+            return lambda *ps: b(ps[ia], ps[ix], ps[ik], p)
+        return lambda *ps: b(ps[ia], ps[ix], ps[ik], ps[k])
     return twins.signature_twin(signature, decide)
 
 

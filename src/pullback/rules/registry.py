@@ -442,6 +442,29 @@ def summed_form(helper):
     return entry[1:] if entry is not None and entry[0] is helper else None
 
 
+# ---------------------------------------------------------------------------
+# Accumulating forms: a helper's result added into an adjoint buffer in place.
+
+_ACCUMULATORS: dict[int, tuple] = {}   # id(helper) -> (helper, the function adding into)
+
+
+def accumulates_into(*helpers):
+    """Decorator: the function below, called ``into(out, *args)``, does
+    ``out += helper(*args)`` for each of ``helpers`` without building the result
+    first; a backend that updates adjoint buffers in place calls it instead."""
+    def register(into):
+        for h in helpers:
+            _ACCUMULATORS[id(h)] = (h, into)
+        return into
+    return register
+
+
+def accumulating_form(helper):
+    """The function registered by :func:`accumulates_into` for ``helper``, or None."""
+    entry = _ACCUMULATORS.get(id(helper))
+    return entry[1] if entry is not None and entry[0] is helper else None
+
+
 def unregister(fn) -> None:
     """Remove the rule of ``fn``; a user's rule that replaced a built-in one gives it back.
     Those told by :func:`on_change` hear of it (the pipeline drops its derivatives)."""

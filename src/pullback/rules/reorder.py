@@ -240,14 +240,23 @@ def _partition_numba(a, kth, axis=-1, kind="introselect", order=None):
     if not (twins.is_array(a) and axis_ok and twins.is_none(order)):
         twins.unsupported(f"np.partition of {a} along axis {axis} (an int or None)")
     from numba import objmode
-    shape = "(a.size,)" if twins.is_none(axis) else "a.shape"
-    ns = {"__name__": __name__, "np": np, "objmode": objmode}   # __name__: see elementwise
-    exec("def impl(a, kth, axis=-1, kind='introselect', order=None):\n"
-         f"    out = np.empty({shape}, dtype=a.dtype)\n"
-         "    with objmode():\n"
-         f"        out[...] = np.partition(a, kth, {'None' if twins.is_none(axis) else 'axis'})\n"
-         "    return out\n", ns)
-    return ns["impl"]
+    # The object-mode blocks name only this module's globals and their locals: Numba
+    # rebuilds a block's environment from this module when it loads the derivative
+    # from the disk cache.
+    if twins.is_none(axis):
+        def flat(a, kth, axis=-1, kind="introselect", order=None):
+            out = np.empty((a.size,), dtype=a.dtype)
+            with objmode():
+                out[...] = np.partition(a, kth, None)
+            return out
+        return flat
+
+    def along(a, kth, axis=-1, kind="introselect", order=None):
+        out = np.empty(a.shape, dtype=a.dtype)
+        with objmode():
+            out[...] = np.partition(a, kth, axis)
+        return out
+    return along
 
 
 @numba_twin(partition_vjp)

@@ -256,8 +256,8 @@ def _array_vjp_numba(g, object):
         return lambda g, object: g
     if twins.is_tuple(object) and twins.is_array(g):
         # np.array((x, y, ...)): item i's cotangent is g[i] (items in turn may be tuples)
-        return twins.tuple_impl("g, object", len(object.types),
-                                "_item(g[{0}], object[{0}])".format, {"_item": array_vjp})
+        items = twins.tuple_of(len(object.types), lambda k: lambda g, object: array_vjp(g[k], object[k]))
+        return lambda g, object: items(g, object)
     return None
 
 
@@ -334,29 +334,51 @@ def _place(axes, k):
 
 def _inverse_axes(nd):
     """A compiled ``f(axes)``: the inverse permutation, a tuple of static length ``nd``."""
-    ns = {"_place": twins.jitted(_place)}
-    exec(f"def f(axes):\n    return ({''.join(f'_place(axes, {k}), ' for k in range(nd))})\n", ns)
-    return twins.jitted(ns["f"])
+    from numba.np.unsafe.ndarray import to_fixed_tuple
+    place = twins.jitted(_place)
+
+    def f(axes):
+        out = np.empty(nd, np.int64)
+        for k in range(nd):
+            out[k] = place(axes, k)
+        return to_fixed_tuple(out, nd)
+    return twins.jitted(f)
 
 
-def join_impl(params: str, seq: str, items: list, axis: str, lengths: list):
-    """An implementation (parameters ``params``) returning the tuple of slices of ``g``
-    along ``axis`` (source text), one per item of the tuple ``seq``: ``lengths[i]`` is
-    the source of item i's length along it.  Items are indexed by constants, so
-    the tuple may hold arrays of different types (a read-only global and a local);
-    a number's cotangent is a number."""
-    lines = [f"def impl({params}):", f"    ax = {axis}", "    g0 = np.swapaxes(g, 0, ax)",
-             "    s0 = 0"]
-    out = []
-    for i, t in enumerate(items):
-        lines.append(f"    s{i + 1} = s{i} + {lengths[i]}")
-        piece = f"np.swapaxes(g0[s{i}:s{i + 1}], 0, ax)"
-        out.append(f"np.sum({piece})" if twins.is_number(t) else
-                   f"np.ascontiguousarray({piece}).reshape({seq}[{i}].shape)")
-    lines.append(f"    return ({''.join(o + ', ' for o in out)})")
-    ns = {"np": np}
-    exec("\n".join(lines) + "\n", ns)
-    return ns["impl"]
+def join_impl(items: list, length):
+    """A compiled ``split(g, seq, ax)``: the tuple of slices of ``g`` along axis ``ax``,
+    one per item of the tuple ``seq`` (``items`` their Numba types), each shaped as its
+    item; a number's cotangent is a number.  ``length(i)`` is a function in Numba's
+    subset, ``(item i, ax) -> its length along ax``.  Items are indexed by constants,
+    so the tuple may hold arrays of different types (a read-only global and a local)."""
+    n = len(items)
+    lengths = twins.tuple_of(n, lambda k: _length_of(k, length(k)))
+    pieces = twins.tuple_of(n, lambda k: _piece(k, twins.is_number(items[k])))
+
+    def split(g, seq, ax):
+        ls = lengths(seq, ax)
+        off = np.zeros(n + 1, np.int64)
+        for k in range(n):
+            off[k + 1] = off[k] + ls[k]
+        return pieces(np.swapaxes(g, 0, ax), seq, off, ax)
+    return twins.jitted(split)
+
+
+def _length_of(k, length):
+    along = twins.jitted(length)
+    return lambda seq, ax: along(seq[k], ax)
+
+
+def _piece(k, number):
+    """Item ``k``'s slice of ``g0`` (``g`` with the joined axis first), as the item."""
+    if number:
+        return lambda g0, seq, off, ax: np.sum(np.swapaxes(g0[off[k]:off[k + 1]], 0, ax))
+    return lambda g0, seq, off, ax: np.ascontiguousarray(
+        np.swapaxes(g0[off[k]:off[k + 1]], 0, ax)).reshape(seq[k].shape)
+
+
+def length_along(item, ax):
+    return item.shape[ax]
 
 
 @numba_twin(concatenate_vjp)
@@ -364,9 +386,8 @@ def _concatenate_vjp_numba(g, arrays, axis=0):
     if not (twins.is_array(g) and twins.is_tuple(arrays) and twins.is_int(axis)
             and all(twins.is_array(t, g.ndim) for t in arrays.types)):
         twins.unsupported("np.concatenate of these arguments")
-    n = len(arrays.types)
-    return join_impl("g, arrays, axis=0", "arrays", arrays.types, "axis % g.ndim",
-                     [f"arrays[{i}].shape[ax]" for i in range(n)])
+    split = join_impl(arrays.types, lambda i: length_along)
+    return lambda g, arrays, axis=0: split(g, arrays, axis % g.ndim)
 
 
 @numba_twin(stack_vjp)
@@ -374,12 +395,9 @@ def _stack_vjp_numba(g, arrays, axis=0):
     if not (twins.is_array(g) and twins.is_tuple(arrays) and twins.is_int(axis)):
         twins.unsupported("np.stack of these arguments")
     # (Indexing the swapped array would leave the other axes swapped: slice, swap back.)
-    items = "".join(f"np.ascontiguousarray(np.swapaxes(np.swapaxes(g, 0, axis % g.ndim)"
-                    f"[{i}:{i + 1}], 0, axis % g.ndim)).reshape(arrays[{i}].shape), "
-                    for i in range(len(arrays.types)))
-    ns = {"np": np}
-    exec(f"def impl(g, arrays, axis=0):\n    return ({items})\n", ns)
-    return ns["impl"]
+    items = twins.tuple_of(len(arrays.types), lambda k: lambda g, arrays, ax: np.ascontiguousarray(
+        np.swapaxes(np.swapaxes(g, 0, ax)[k:k + 1], 0, ax)).reshape(arrays[k].shape))
+    return lambda g, arrays, axis=0: items(g, arrays, axis % g.ndim)
 
 
 @numba_twin(swapaxes_vjp)

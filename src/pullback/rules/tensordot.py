@@ -64,12 +64,13 @@ defrule(np.tensordot, "a, b, axes=2", result=results.unknown,
 # values may come at run time.
 
 def _tensordot_contracted(axes, nda, ndb):
-    """Source of the contracted axes of a and of b (tuples of one static length)."""
+    """Compiled functions of ``axes`` giving the contracted axes of a and of b (int
+    arrays of one static length each)."""
     n = twins.literal(axes)
     if isinstance(n, int):
         if not 0 <= n <= min(nda, ndb):
             twins.unsupported(f"np.tensordot with axes={n} for arrays of ranks {nda} and {ndb}")
-        return ([str(i) for i in range(nda - n, nda)], [str(i) for i in range(n)])
+        return (_fixed_axes(range(nda - n, nda)), _fixed_axes(range(n))), n
     if twins.is_int(axes):
         twins.unsupported("np.tensordot with an int axes not known when compiling "
                           "(write it as a constant)")
@@ -78,14 +79,38 @@ def _tensordot_contracted(axes, nda, ndb):
     sides = []
     for k, (t, nd) in enumerate(zip(axes, (nda, ndb))):
         if twins.is_int(t):
-            sides.append([f"axes[{k}] % {nd}"])
+            sides.append((_one_axis(k, nd), 1))
         elif twins.is_tuple(t) and all(twins.is_int(i) for i in t):
-            sides.append([f"axes[{k}][{i}] % {nd}" for i in range(len(t))])
+            sides.append((_axes_at(k, nd, len(t)), len(t)))
         else:
             twins.unsupported(f"np.tensordot with axes {axes} (a pair of ints or of tuples)")
-    if len(sides[0]) != len(sides[1]):
+    if sides[0][1] != sides[1][1]:
         twins.unsupported("np.tensordot with axes of different lengths")
-    return sides[0], sides[1]
+    return (sides[0][0], sides[1][0]), sides[0][1]
+
+
+def _fixed_axes(axes):
+    fixed = np.array(list(axes), dtype=np.int64)
+    return twins.jitted(lambda axes: fixed.copy())
+
+
+def _one_axis(k, nd):
+    """``axes[k]``, an int, as the axis of the operand of rank ``nd``."""
+    return twins.jitted(lambda axes: np.full(1, axes[k] % nd, np.int64))
+
+
+def _axes_at(k, nd, r):
+    """The ``r`` ints of the tuple ``axes[k]`` as axes of the operand of rank ``nd``."""
+    from numba import literal_unroll, njit
+
+    def at(axes):
+        out = np.empty(r, np.int64)
+        i = 0
+        for v in literal_unroll(axes[k]):       # (the ints' types may differ)
+            out[i] = v % nd
+            i += 1
+        return out
+    return njit(at)          # not inlined: Numba unrolls only in a function it compiles
 
 
 def _nth_free(taken, nd, j):
@@ -105,42 +130,51 @@ def _position(perm, k):
     return -1
 
 
-_TENSORDOT_PLANS: dict = {}
-
-
 def _tensordot_plan(axes, nda, ndb):
     """A compiled ``plan(sa, sb, axes)``: (the transpose of a, of b, their inverses, the
     sizes M, K, N of a's and b's matrices, a's transposed shape, b's, the result's)."""
-    xa, xb = _tensordot_contracted(axes, nda, ndb)
-    key = (tuple(xa), tuple(xb), nda, ndb)
-    if key in _TENSORDOT_PLANS:
-        return _TENSORDOT_PLANS[key]
-    k = len(xa)
+    (side_a, side_b), k = _tensordot_contracted(axes, nda, ndb)
+    from numba.np.unsafe.ndarray import to_fixed_tuple
+    free, pos = twins.jitted(_nth_free), twins.jitted(_position)
+    nout = nda - k + ndb - k
 
-    def tup(items):
-        return "(" + "".join(f"{i}, " for i in items) + ")"
-    # (Numba indexes no empty tuple: with nothing contracted every axis is free.)
-    fa = [f"_free(xa, {nda}, {j})" if k else str(j) for j in range(nda - k)]
-    fb = [f"_free(xb, {ndb}, {j})" if k else str(j) for j in range(ndb - k)]
-    lines = [f"xa = {tup(xa)}", f"xb = {tup(xb)}"]
-    lines += [f"if sa[xa[{i}]] != sb[xb[{i}]]:\n        raise ValueError('shape-mismatch for sum')"
-              for i in range(k)]
-    lines += [f"pa = {tup(fa + [f'xa[{i}]' for i in range(k)])}",
-              f"pb = {tup([f'xb[{i}]' for i in range(k)] + fb)}",
-              f"ia = {tup(f'_pos(pa, {i})' for i in range(nda))}",
-              f"ib = {tup(f'_pos(pb, {i})' for i in range(ndb))}",
-              "M = 1", "K = 1", "N = 1"]
-    lines += [f"M *= sa[pa[{i}]]" for i in range(nda - k)]
-    lines += [f"K *= sa[xa[{i}]]" for i in range(k)]
-    lines += [f"N *= sb[pb[{i}]]" for i in range(k, ndb)]
-    ta = tup(f"sa[pa[{i}]]" for i in range(nda))
-    tb = tup(f"sb[pb[{i}]]" for i in range(ndb))
-    out = tup([f"sa[pa[{i}]]" for i in range(nda - k)] + [f"sb[pb[{i}]]" for i in range(k, ndb)])
-    lines.append(f"return pa, pb, ia, ib, M, K, N, {ta}, {tb}, {out}")
-    ns = {"_free": twins.jitted(_nth_free), "_pos": twins.jitted(_position)}
-    exec("def plan(sa, sb, axes):\n" + "".join(f"    {ln}\n" for ln in lines), ns)
-    _TENSORDOT_PLANS[key] = twins.jitted(ns["plan"])
-    return _TENSORDOT_PLANS[key]
+    def plan(sa, sb, axes):
+        xa, xb = side_a(axes), side_b(axes)
+        for i in range(k):
+            if sa[xa[i]] != sb[xb[i]]:
+                raise ValueError('shape-mismatch for sum')
+        pa = np.empty(nda, np.int64)        # a's free axes, then its contracted ones
+        pb = np.empty(ndb, np.int64)        # b's contracted axes, then its free ones
+        for j in range(nda - k):
+            pa[j] = free(xa, nda, j)
+        for j in range(ndb - k):
+            pb[k + j] = free(xb, ndb, j)
+        pa[nda - k:] = xa
+        pb[:k] = xb
+        ia = np.empty(nda, np.int64)
+        ib = np.empty(ndb, np.int64)
+        ta = np.empty(nda, np.int64)
+        tb = np.empty(ndb, np.int64)
+        for i in range(nda):
+            ia[i] = pos(pa, i)
+            ta[i] = sa[pa[i]]
+        for i in range(ndb):
+            ib[i] = pos(pb, i)
+            tb[i] = sb[pb[i]]
+        M = 1
+        K = 1
+        N = 1
+        for i in range(nda - k):
+            M *= ta[i]
+        for i in range(k):
+            K *= sa[xa[i]]
+        for i in range(k, ndb):
+            N *= tb[i]
+        out = np.concatenate((ta[:nda - k], tb[k:]))
+        return (to_fixed_tuple(pa, nda), to_fixed_tuple(pb, ndb), to_fixed_tuple(ia, nda),
+                to_fixed_tuple(ib, ndb), M, K, N, to_fixed_tuple(ta, nda), to_fixed_tuple(tb, ndb),
+                to_fixed_tuple(out, nout))
+    return twins.jitted(plan)
 
 
 def _tensordot_ranks(a, b):

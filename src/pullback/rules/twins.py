@@ -7,6 +7,11 @@ define twins stay importable (and fast to import) without Numba.
 """
 from __future__ import annotations
 
+import inspect
+import itertools
+import linecache
+from types import CodeType, FunctionType
+
 import numpy as np
 
 
@@ -111,23 +116,48 @@ def one_dtype(fn, *ts):
     from numba import njit
     cast = np.result_type(*names).type
     params = fn.__code__.co_varnames[:fn.__code__.co_argcount]
-    defaults = fn.__defaults__ or ()
-    first = len(params) - len(defaults)         # the parameters with a default keep it
-    heads = [p if i < first else f"{p}=_d{i - first}" for i, p in enumerate(params)]
     args = ", ".join(_cast_source(p, t) for p, t in zip(params, ts))
     args += "".join(f", {p}" for p in params[len(ts):])
-    ns = {"_inner": njit(fn), "_cast": cast, **{f"_d{i}": d for i, d in enumerate(defaults)}}
-    exec(f"def impl({', '.join(heads)}):\n    return _inner({args})\n", ns)
-    return ns["impl"]
+    # The wrapper has fn's parameters (names and defaults): Numba's overload wants them.
+    return function_from_source("impl", params, [f"return _inner({args})"],
+                                {"_inner": njit(fn), "_cast": cast}, fn.__defaults__)
 
 
-def tuple_impl(params: str, n: int, item, namespace: dict | None = None):
-    """An implementation ``def impl(params): return (item(0), ..., item(n - 1),)``;
-    ``item(i)`` is source text, which may name what ``namespace`` holds."""
-    items = "".join(item(i) + ", " for i in range(n))
-    ns = dict(namespace or {})
-    exec(f"def impl({params}):\n    return ({items})\n", ns)
-    return ns["impl"]
+_SOURCES = itertools.count()
+
+
+def function_from_source(name: str, params, body, namespace: dict, defaults=None):
+    """The function ``def name(*params): *body`` (``body`` its lines), its globals
+    ``namespace``, its trailing parameters defaulting to ``defaults``.
+
+    For a wrapper whose parameter list is known only when a twin runs: Numba's
+    overload wants an implementation's parameters named (and defaulted) as its
+    typer's, the parameters of a rule's signature or of the function wrapped, which
+    no closure can vary.  The source is compiled under a file name of its own,
+    registered with ``linecache`` so that tracebacks and Numba's messages quote it."""
+    src = f"def {name}({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in body)
+    filename = f"<pullback twin {next(_SOURCES)}: {name}>"
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    module = compile(src, filename, "exec")
+    code = next(c for c in module.co_consts if isinstance(c, CodeType))
+    return FunctionType(code, namespace, name, tuple(defaults) if defaults else None)
+
+
+def tuple_of(n: int, item):
+    """A compiled ``f(*args)`` returning ``(item(0)(*args), ..., item(n - 1)(*args))``,
+    ``item(k)`` a function in Numba's subset (a closure over ``k``, so that it may
+    index a tuple of items of different types).  Each item is appended by a compiled
+    function of its own, over the one before: the items may differ in type."""
+    from numba import njit
+    build = njit(lambda *args: ())
+    for k in range(n):
+        build = _appending(build, njit(item(k)))
+    return build
+
+
+def _appending(before, last):
+    from numba import njit
+    return njit(lambda *args: before(*args) + (last(*args),))
 
 
 # ---------------------------------------------------------------------------
@@ -168,13 +198,24 @@ def reduced_shape(nd: int, keepdims: bool):
     ``keepdims``), for arrays of rank ``nd`` (a tuple of static length)."""
     key = (nd, keepdims)
     if key not in _SHAPERS:
+        from numba.cpython.unsafe.tuple import tuple_setitem
         if keepdims:
-            items = [f"(1 if ax == {i} else shape[{i}])" for i in range(nd)]
+            def f(shape, ax):
+                out = shape
+                for i in range(nd):         # (tuple_setitem checks no bounds: i, not ax)
+                    if i == ax:
+                        out = tuple_setitem(out, i, 1)
+                return out
+        elif nd == 1:
+            def f(shape, ax):
+                return ()
         else:
-            items = [f"shape[{i} if {i} < ax else {i + 1}]" for i in range(nd - 1)]
-        ns: dict = {}
-        exec(f"def f(shape, ax):\n    return ({''.join(i + ', ' for i in items)})\n", ns)
-        _SHAPERS[key] = jitted(ns["f"])
+            def f(shape, ax):
+                out = shape[1:]             # a tuple of nd - 1 sizes, each set below
+                for i in range(nd - 1):
+                    out = tuple_setitem(out, i, shape[i if i < ax else i + 1])
+                return out
+        _SHAPERS[key] = jitted(f)
     return _SHAPERS[key]
 
 
@@ -199,35 +240,56 @@ def axes_plan(nd: int, r: int):
     out of range or repeated."""
     key = (nd, r)
     if key not in _PLANS:
-        marks = "".join(f"    if axis[{j}] < -{nd} or axis[{j}] >= {nd}:\n"
-                        f"        raise ValueError('axis is out of bounds for the array')\n"
-                        f"    red[axis[{j}] % {nd}] = True\n" for j in range(r))
-
-        def tup(item, n):
-            return "(" + "".join(item(i) + ", " for i in range(n)) + ")"
-        src = (f"def f(shape, axis):\n"
-               f"    red = np.zeros({nd}, np.bool_)\n{marks}"
-               f"    perm = np.empty({nd}, np.int64)\n"
-               f"    back = np.empty({nd}, np.int64)\n"
-               f"    k = 0\n    pre = 1\n    n = 1\n"
-               f"    for i in range({nd}):\n"
-               f"        if not red[i]:\n"
-               f"            perm[k] = i\n            back[i] = k\n            k += 1\n"
-               f"            pre *= shape[i]\n"
-               f"    if k != {nd - r}:\n"
-               f"        raise ValueError('repeated axis')\n"
-               f"    for i in range({nd}):\n"
-               f"        if red[i]:\n"
-               f"            perm[k] = i\n            back[i] = k\n            k += 1\n"
-               f"            n *= shape[i]\n"
-               f"    return ({tup(lambda i: f'perm[{i}]', nd)}, {tup(lambda i: f'back[{i}]', nd)}, "
-               f"pre, n, {tup(lambda i: f'(1 if red[{i}] else shape[{i}])', nd)}, "
-               f"{tup(lambda i: f'shape[perm[{i}]]', nd - r)})\n")
-        import numpy as np
-        ns: dict = {"np": np}
-        exec(src, ns)
-        _PLANS[key] = jitted(ns["f"])
+        _PLANS[key] = jitted(_axes_plan(nd, r))
     return _PLANS[key]
+
+
+def _axes_plan(nd, r):
+    from numba import literal_unroll, njit
+    from numba.np.unsafe.ndarray import to_fixed_tuple
+    if r:
+        def marks(axis):
+            red = np.zeros(nd, np.bool_)
+            for ax in literal_unroll(axis):     # (the ints' types may differ)
+                if ax < -nd or ax >= nd:
+                    raise ValueError('axis is out of bounds for the array')
+                red[ax % nd] = True
+            return red
+        marked = njit(marks)        # not inlined: Numba unrolls only in a function it compiles
+    else:
+        marked = jitted(lambda axis: np.zeros(nd, np.bool_))    # (no loop over an empty tuple)
+
+    kept_axes = nd - r         # (to_fixed_tuple takes a constant: a name, not an expression)
+
+    def f(shape, axis):
+        red = marked(axis)
+        perm = np.empty(nd, np.int64)
+        back = np.empty(nd, np.int64)
+        kept = np.empty(nd, np.int64)
+        k = 0
+        pre = 1
+        n = 1
+        for i in range(nd):
+            kept[i] = 1 if red[i] else shape[i]
+            if not red[i]:
+                perm[k] = i
+                back[i] = k
+                k += 1
+                pre *= shape[i]
+        if k != nd - r:
+            raise ValueError('repeated axis')
+        for i in range(nd):
+            if red[i]:
+                perm[k] = i
+                back[i] = k
+                k += 1
+                n *= shape[i]
+        rest = np.empty(kept_axes, np.int64)
+        for i in range(kept_axes):
+            rest[i] = shape[perm[i]]
+        return (to_fixed_tuple(perm, nd), to_fixed_tuple(back, nd), pre, n,
+                to_fixed_tuple(kept, nd), to_fixed_tuple(rest, kept_axes))
+    return f
 
 
 def ones_shape(nd: int) -> tuple:
@@ -239,30 +301,30 @@ def signature_twin(signature: str, decide):
     :func:`.registry.defrule` takes it; keyword-only markers are dropped, Numba has
     none).  ``decide(types)`` gets the Numba type of each parameter by name and
     returns a body function in Numba's NumPy subset taking the parameters
-    positionally, or None; the twin compiles the body and calls it."""
+    positionally (or as ``*args``), or None; the twin compiles the body and calls it."""
     signature = signature.replace("*, ", "").replace("/, ", "")
     import ast as _ast
     fn = _ast.parse(f"def _({signature}): pass").body[0]
     names = [a.arg for a in fn.args.args]
+    defaults = tuple(_ast.literal_eval(d) for d in fn.args.defaults)
     made: dict = {}         # the types -> the implementation: each is compiled once
 
     def make(types):
         key = tuple(types.items())
         if key not in made:
-            made[key] = _make_impl(decide(types), names, signature)
+            body = decide(types)
+            made[key] = None if body is None else function_from_source(
+                "impl", names, [f"return _body({', '.join(names)})"], {"_body": _compiled(body)},
+                defaults)
         return made[key]
-    ns: dict = {"_make": make}
     pairs = ", ".join(f"{n}={n}" for n in names)
-    exec(f"def twin({signature}):\n    return _make(dict({pairs}))\n", ns)
-    return ns["twin"]
+    return function_from_source("twin", names, [f"return _make(dict({pairs}))"], {"_make": make},
+                                defaults)
 
 
-def _make_impl(body, names, signature):
-    if body is None:
-        return None
-    ns = {"_body": jitted(body)}
-    exec(f"def impl({signature}):\n    return _body({', '.join(names)})\n", ns)
-    return ns["impl"]
+def _compiled(body):
+    """``body`` compiled, inlined unless it takes ``*args`` (Numba inlines no such function)."""
+    return _called(body) if body.__code__.co_flags & inspect.CO_VARARGS else jitted(body)
 
 
 def stack3(x):
