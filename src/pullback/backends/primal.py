@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core import ir
-from ..core.errors import UnsupportedSyntaxError
+from ..core.errors import UnsupportedSyntaxError, located
 from ..core.kinds import Kind, kind_of_value
 from ..core.names import HelperNames, Helpers, Names
 from ..rules import registry
@@ -74,10 +74,7 @@ class _Lowering:
 
     def error(self, s, what, hint="", cls=UnsupportedSyntaxError):
         """A refusal located at ``s``'s line (what a backend's check raises)."""
-        loc = self.location(s.line)
-        if cls is UnsupportedSyntaxError:
-            return UnsupportedSyntaxError(what, loc, hint)
-        return cls(f"{what}\n  {loc}" + (f"\n{hint}" if hint else ""))
+        return located(what, self.location(s.line), hint, cls)
 
     def block(self, stmts) -> list:
         """The statements, each a copy (numbering them must not edit the given IR)."""

@@ -75,3 +75,11 @@ class InternalError(PullbackError, AssertionError):
 for _cls in (PullbackError, UnsupportedSyntaxError, MissingRuleError, SourceUnavailableError,
              NumbaCompileError, InternalError):
     _cls.__module__ = "pullback"
+
+
+def located(what: str, loc: Location, hint: str = "", cls=UnsupportedSyntaxError) -> PullbackError:
+    """The error of class ``cls`` that refuses ``what`` at ``loc``, with ``hint``
+    (what to write instead) when there is one."""
+    if cls is UnsupportedSyntaxError:
+        return UnsupportedSyntaxError(what, loc, hint)
+    return cls(f"{what}\n  {loc}" + (f"\n{hint}" if hint else ""))

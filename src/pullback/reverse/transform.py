@@ -24,7 +24,7 @@ import numpy as np
 
 from ..analysis import aliasing, recompute, saves, shapes, storage
 from ..core import ir
-from ..core.errors import UnsupportedSyntaxError
+from ..core.errors import UnsupportedSyntaxError, located
 from ..core.kinds import MISSING, Kind, kind_of_value
 from ..core.names import HelperNames, Helpers, Names
 from ..core.optimise import ALL
@@ -275,10 +275,8 @@ class ReverseTransform:
         return any(loop.var in ir.mentions(t) for t in ir.walk(loop.body))
 
     def error(self, s, what, hint="", cls=UnsupportedSyntaxError):
-        loc = self.location(s.line)
-        if cls is UnsupportedSyntaxError:
-            return UnsupportedSyntaxError(what, loc, hint)
-        return cls(f"{what}\n  {loc}" + (f"\n{hint}" if hint else ""))
+        """A refusal located at ``s``'s line."""
+        return located(what, self.location(s.line), hint, cls)
 
     def adjoint_is_array(self, name) -> bool:
         """Whether ``name``'s adjoint is an array of its shape whenever its

@@ -386,23 +386,10 @@ def _undiff3(g3, n, m):
     return np.ascontiguousarray(G[:, :m, :])   # n past the length: g was empty, so zeros
 
 
-def _resized_shape(nd):
-    """A compiled ``f(shape, ax, k)``: ``shape`` with axis ``ax`` of length ``k``."""
-    from numba.cpython.unsafe.tuple import tuple_setitem
-
-    def f(shape, ax, k):
-        out = shape
-        for i in range(nd):         # (tuple_setitem checks no bounds: i, not ax)
-            if i == ax:
-                out = tuple_setitem(out, i, k)
-        return out
-    return twins.jitted(f)
-
-
 @numba_twin(np.diff)
 def _diff_numba(a, n=1, axis=-1, prepend=None, append=None):
     _diff_args(a, prepend, append)
-    dif, split, resized = twins.jitted(_diff3), twins.split_shape(), _resized_shape(a.ndim)
+    dif, split, resized = twins.jitted(_diff3), twins.split_shape(), twins.resized_shape(a.ndim)
 
     def impl(a, n=1, axis=-1, prepend=None, append=None):
         ax = axis % a.ndim

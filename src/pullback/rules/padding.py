@@ -185,19 +185,6 @@ def _pad_setup(array, pad_width, mode, reflect_type):
     return _COPYING.index(mode), _widths(pad_width, array.ndim)
 
 
-def _resized(nd):
-    """A compiled ``f(shape, k, n)``: ``shape`` with axis ``k`` of length ``n``."""
-    from numba.cpython.unsafe.tuple import tuple_setitem
-
-    def f(shape, k, n):
-        out = shape
-        for i in range(nd):         # (tuple_setitem checks no bounds: i, not k)
-            if i == k:
-                out = tuple_setitem(out, i, n)
-        return out
-    return twins.jitted(f)
-
-
 def _pad_primal(t):
     code, widths = _pad_setup(t["array"], t["pad_width"], t["mode"], t["reflect_type"])
     if not (twins.is_none(t["stat_length"]) and _number(t["end_values"])
@@ -206,7 +193,7 @@ def _pad_primal(t):
                           "than one number")
     nd = t["array"].ndim
     index, split, pad, resized = (twins.jitted(_axis_index), twins.split_shape(),
-                                  twins.jitted(_pad_axis3), _resized(nd))
+                                  twins.jitted(_pad_axis3), twins.resized_shape(nd))
 
     def body(array, pad_width, mode, stat_length, constant_values, end_values, reflect_type):
         w = widths(pad_width)
@@ -229,7 +216,7 @@ def _pad_vjp_array_numba(g, array, pad_width, mode="constant", reflect_type="eve
     code, widths = _pad_setup(array, pad_width, mode, reflect_type)
     nd = array.ndim
     index, split, unpad, resized = (twins.jitted(_axis_index), twins.split_shape(),
-                                    twins.jitted(_unpad_axis3), _resized(nd))
+                                    twins.jitted(_unpad_axis3), twins.resized_shape(nd))
 
     # Each axis's cotangent is float64 (_unpad_axis3), the loop's x of one type throughout.
     start = (twins.jitted(lambda g: np.ascontiguousarray(g)) if str(getattr(g, "dtype", "")) == "float64"

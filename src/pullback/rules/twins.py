@@ -174,6 +174,20 @@ def jitted(fn):
     return _JITTED[fn]
 
 
+def resized_shape(nd):
+    """A compiled ``f(shape, ax, k)``: ``shape`` (of ``nd`` dimensions) with axis
+    ``ax`` of length ``k``."""
+    from numba.cpython.unsafe.tuple import tuple_setitem
+
+    def f(shape, ax, k):
+        out = shape
+        for i in range(nd):         # (tuple_setitem checks no bounds: i, not ax)
+            if i == ax:
+                out = tuple_setitem(out, i, k)
+        return out
+    return jitted(f)
+
+
 def _split_shape(shape, ax):
     """(pre, n, post): the sizes before, at and after axis ``ax`` of ``shape``."""
     pre = 1
