@@ -47,7 +47,8 @@ def _untyped_before_assignment(tr, name):
     if not name.startswith("_"):
         what = f"`{name}`"
     elif isinstance(first, ir.Assign) and not any(
-            n.startswith("_") for n in ir.atom_names(first.expr)):
+            n.id.startswith("_") or n.id in tr.helpers      # names the user did not write
+            for n in ast.walk(first.expr) if isinstance(n, ast.Name)):
         what = f"the value of `{ast.unparse(first.expr)}`"
     else:           # the transform's own names: the user's line instead
         what = f"a value computed on line {first.line} (`{tr.location(first.line).line.strip()}`)"
