@@ -28,7 +28,7 @@ import numpy as np
 
 from ..core import ir
 from ..core.errors import UnsupportedSyntaxError, located
-from ..core.kinds import Kind, kind_of_value
+from ..core.kinds import Kind, kind_of_atom
 from ..core.names import HelperNames, Helpers, Names
 from ..rules import registry
 
@@ -66,11 +66,7 @@ class _Lowering:
         self.new_kinds: dict = {}
 
     def kind(self, atom) -> Kind:
-        if isinstance(atom, ast.Name):
-            return self.kinds.get(atom.id, Kind(None, "o"))
-        if isinstance(atom, ast.Constant):
-            return kind_of_value(atom.value)
-        return Kind(None, "o")
+        return kind_of_atom(atom, self.kinds)
 
     def error(self, s, what, hint="", cls=UnsupportedSyntaxError):
         """A refusal located at ``s``'s line (what a backend's check raises)."""

@@ -7,6 +7,7 @@ anything else).
 """
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 
 import numpy as np
@@ -147,3 +148,13 @@ def index_rank(ndim: int | None, items: list) -> int | None:
     if taken > ndim:
         return None
     return ndim - taken + added + max(advanced, default=0)
+
+
+def kind_of_atom(atom, kinds) -> Kind:
+    """The kind of an IR atom: a name's from ``kinds``, a constant's from its value;
+    unknown (``Kind(None, "o")``) otherwise."""
+    if isinstance(atom, ast.Name):
+        return kinds.get(atom.id, Kind(None, "o"))
+    if isinstance(atom, ast.Constant):
+        return kind_of_value(atom.value)
+    return Kind(None, "o")

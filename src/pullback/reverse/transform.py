@@ -25,7 +25,7 @@ import numpy as np
 from ..analysis import aliasing, recompute, saves, shapes, storage
 from ..core import ir
 from ..core.errors import UnsupportedSyntaxError, located
-from ..core.kinds import MISSING, Kind, kind_of_value
+from ..core.kinds import MISSING, Kind, kind_of_atom
 from ..core.names import HelperNames, Helpers, Names
 from ..core.optimise import ALL
 from ..core.runtime import add_into, add_product_into
@@ -84,11 +84,7 @@ class ReverseTransform:
         return self.helper_names.name(obj, preferred)
 
     def kind(self, atom) -> Kind:
-        if isinstance(atom, ast.Name):
-            return self.kinds.get(atom.id, Kind(None, "o"))
-        if isinstance(atom, ast.Constant):
-            return kind_of_value(atom.value)
-        return Kind(None, "o")
+        return kind_of_atom(atom, self.kinds)
 
     def selects_element(self, array, index) -> bool:
         """Whether ``array[index]`` is one element (not a row or a slice) of ``array``."""
