@@ -22,11 +22,18 @@ def _copies(args):
     return tuple(np.copy(a) if isinstance(a, np.ndarray) else a for a in args)
 
 
-def both(f, args, argnums=0, jit=False, **kwargs):
-    """``(optimised, reference)``, each ``(value, grads)`` of ``value_and_grad``."""
+def both(f, args, argnums=0, jit=False, reference_jit=False, **kwargs):
+    """``(optimised, reference)``, each ``(value, grads)`` of ``value_and_grad``.
+
+    The optimised derivative runs on the backend ``jit`` names; the reference, by
+    default, is the Python backend's.  Under ``jit=True`` that one comparison checks
+    both the optimisations and the Numba backend against the plainest derivative
+    there is, at one Numba compile instead of two (``reference_jit=True`` compiles
+    the Numba backend's reference too)."""
     optimised = pullback.value_and_grad(f, argnums=argnums, jit=jit)(*_copies(args), **kwargs)
     with reference():
-        plain = pullback.value_and_grad(f, argnums=argnums, jit=jit)(*_copies(args), **kwargs)
+        plain = pullback.value_and_grad(f, argnums=argnums, jit=reference_jit)(
+            *_copies(args), **kwargs)
     return optimised, plain
 
 
@@ -57,9 +64,11 @@ def differs(a, b, rtol=RTOL) -> str | None:
     return None
 
 
-def assert_matches_reference(f, args, argnums=0, jit=False, rtol=RTOL, **kwargs):
-    """The optimised value and gradients of ``f`` equal the reference's to ``rtol``."""
-    (value, grads), (ref_value, ref_grads) = both(f, args, argnums, jit, **kwargs)
+def assert_matches_reference(f, args, argnums=0, jit=False, rtol=RTOL, reference_jit=False,
+                             **kwargs):
+    """The optimised value and gradients of ``f`` equal the reference's to ``rtol``
+    (the Python backend's reference unless ``reference_jit``, see :func:`both`)."""
+    (value, grads), (ref_value, ref_grads) = both(f, args, argnums, jit, reference_jit, **kwargs)
     for what, a, b in (("value", value, ref_value), ("gradient", grads, ref_grads)):
         why = differs(a, b, rtol)
         assert why is None, f"{getattr(f, '__name__', f)} (jit={jit}): optimised {what} " \

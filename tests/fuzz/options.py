@@ -11,9 +11,8 @@ from pathlib import Path
 
 from .features import FEATURES, ci_features, parse_features
 
-PYTHON_COUNT = 100     # default programs per run (each Numba one is two compiles: the
-                       # optimised and the reference derivative)
-NUMBA_COUNT = 5
+PYTHON_COUNT = 100     # default programs per run (a Numba one is one compile: its
+NUMBA_COUNT = 5        # reference derivative is the Python backend's)
 
 
 def add_options(parser) -> None:

@@ -27,8 +27,8 @@ specialisation) with arrays of another size.  Where that set cannot be judged,
 only the first is.
 
 Every judged argument set is also differentiated by the reference derivative
-(``pullback.core.optimise``: every optimisation off), which the optimised one
-must equal to 1e-12 of its largest entry (``tests/reference.py``): "wrong" too
+(``pullback.core.optimise``: every optimisation off, on the Python backend),
+which the optimised one, on either backend, must equal to 1e-12 of its largest entry (``tests/reference.py``): "wrong" too
 when it is not, however close both are to finite differences.
 """
 from __future__ import annotations
@@ -392,11 +392,12 @@ def check_vjp(fn, program: Program, ref: Reference, jit: bool) -> Outcome:
 
 
 def check_reference(fn, program: Program, cases: list[Case], jit: bool) -> Outcome:
-    """value_and_grad against the reference derivative's on each argument set."""
+    """value_and_grad against the reference derivative's on each argument set: the
+    Python backend's reference, which checks a Numba derivative too, at one compile."""
     def body():
         optimised = pullback.value_and_grad(fn, argnums=program.wrt, jit=jit)
         with optimise.reference():
-            plain = pullback.value_and_grad(fn, argnums=program.wrt, jit=jit)
+            plain = pullback.value_and_grad(fn, argnums=program.wrt, jit=False)
             for case in cases:
                 why = differs(optimised(*fresh(case.args)), plain(*fresh(case.args)))
                 if why:
