@@ -11,6 +11,7 @@ extra).
 """
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import pathlib
@@ -87,6 +88,30 @@ def test_no_source_file_exceeds_500_lines():
     over = {path.relative_to(ROOT).as_posix() for path in sorted((ROOT / "src").rglob("*.py"))
             if len(path.read_text().splitlines()) > 500}
     assert over == set()
+
+
+def _classes():
+    """(module path, class name, lines) of every class of the library."""
+    out = []
+    for path in sorted((ROOT / "src" / "pullback").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                out.append((path.relative_to(ROOT / "src").as_posix(), node.name,
+                            node.end_lineno - node.lineno + 1))
+    return out
+
+
+_SPLITTING = {"ReverseTransform": "being split into records"}
+
+
+@pytest.mark.parametrize("module,name,lines", [
+    pytest.param(*c, id=f"{c[0]}:{c[1]}",
+                 marks=[pytest.mark.xfail(reason=_SPLITTING[c[1]], strict=False)]
+                 if c[1] in _SPLITTING else [])
+    for c in _classes()])
+def test_no_class_exceeds_200_lines(module, name, lines):
+    """Each class has one job, small enough to read whole."""
+    assert lines <= 200, f"{module}: class {name} has {lines} lines"
 
 
 def test_expected_value_comments_are_checked():

@@ -26,14 +26,14 @@ class Expressions:
     def as_name(self, atom, node, scope) -> ast.Name:
         if isinstance(atom, ast.Name):
             return atom
-        return self.temp(node, atom, scope)
+        return self.out.temp(node, atom, scope)
 
     def lower_expr(self, e, scope) -> ast.expr:
         """Lower e and return an atom (Name or Constant) holding its value."""
         prim = self.lower_primitive(e, scope)
         if is_atom(prim.expr):
             return prim.expr
-        return self.temp(e, prim.expr, scope, callee=prim.callee, method=prim.method)
+        return self.out.temp(e, prim.expr, scope, callee=prim.callee, method=prim.method)
 
     def lower_primitive(self, e, scope) -> Primitive:
         """Lower e to one primitive operation over atoms (or an atom)."""
@@ -49,9 +49,9 @@ class Expressions:
         return handler(self, e, scope)
 
     def _attribute(self, e, scope):
-        obj = self.resolve(e, scope)
+        obj = self.resolver.resolve(e, scope)
         if obj is not UNRESOLVED:
-            return self.external_ref(e, obj, scope)
+            return self.resolver.external_ref(e, obj, scope)
         return ast.Attribute(self.lower_expr(e.value, scope), e.attr, ast.Load())
 
     def _subscript(self, e, scope):
@@ -73,12 +73,12 @@ class Expressions:
     def _ifexp(self, e, scope):
         test = self.as_name(self.lower_expr(e.test, scope), e, scope)
         result = self.names.fresh("_t")
-        line = self._line(e, scope)
-        body = self.sub_exprs(lambda: self.lower_expr(e.body, scope))
-        orelse = self.sub_exprs(lambda: self.lower_expr(e.orelse, scope))
-        self.emit(ir.If(line, test.id,
-                        body[1] + [ir.Assign(line, result, body[0])],
-                        orelse[1] + [ir.Assign(line, result, orelse[0])]))
+        line = self.out.line(e, scope)
+        body = self.out.collect(lambda: self.lower_expr(e.body, scope))
+        orelse = self.out.collect(lambda: self.lower_expr(e.orelse, scope))
+        self.out.emit(ir.If(line, test.id,
+                            body[1] + [ir.Assign(line, result, body[0])],
+                            orelse[1] + [ir.Assign(line, result, orelse[0])]))
         return ast.Name(result)
 
     def _sequence(self, e, scope):
@@ -100,7 +100,7 @@ class Expressions:
             # array of the list does, which every backend takes (Numba takes no list).
             items = [self.lower_expr(x, scope) for x in s.elts]
             listed = self.as_name(ast.List(items, ast.Load()), s, scope)
-            return self.temp(s, ast.Call(ast.Name("array"), [listed], []), scope, callee=np.array)
+            return self.out.temp(s, ast.Call(ast.Name("array"), [listed], []), scope, callee=np.array)
         return self.lower_expr(s, scope)
 
     def lower_compare(self, e, scope):
@@ -109,31 +109,31 @@ class Expressions:
             return ast.Compare(left, e.ops, [self.lower_expr(e.comparators[0], scope)])
         # a < b < c: each operand once, later comparisons only if earlier ones hold.
         result = self.names.fresh("_t")
-        line = self._line(e, scope)
+        line = self.out.line(e, scope)
 
         def chain(left, ops, comps):
             right = self.lower_expr(comps[0], scope)
-            self.emit(ir.Assign(line, result, ast.Compare(left, [ops[0]], [right])))
+            self.out.emit(ir.Assign(line, result, ast.Compare(left, [ops[0]], [right])))
             if len(ops) > 1:
-                _, rest = self.sub_exprs(lambda: chain(right, ops[1:], comps[1:]))
-                self.emit(ir.If(line, result, rest, []))
+                _, rest = self.out.collect(lambda: chain(right, ops[1:], comps[1:]))
+                self.out.emit(ir.If(line, result, rest, []))
         chain(left, e.ops, e.comparators)
         return ast.Name(result)
 
     def lower_boolop(self, e, scope):
         result = self.names.fresh("_t")
-        line = self._line(e, scope)
+        line = self.out.line(e, scope)
         is_and = isinstance(e.op, ast.And)
 
         def chain(values):
             v = self.lower_expr(values[0], scope)
-            self.emit(ir.Assign(line, result, v))
+            self.out.emit(ir.Assign(line, result, v))
             if len(values) > 1:
                 test = result
                 if not is_and:
-                    test = self.temp(e, ast.UnaryOp(ast.Not(), ast.Name(result)), scope).id
-                _, rest = self.sub_exprs(lambda: chain(values[1:]))
-                self.emit(ir.If(line, test, rest, []))
+                    test = self.out.temp(e, ast.UnaryOp(ast.Not(), ast.Name(result)), scope).id
+                _, rest = self.out.collect(lambda: chain(values[1:]))
+                self.out.emit(ir.If(line, test, rest, []))
         chain(e.values)
         return ast.Name(result)
 
@@ -145,7 +145,7 @@ def is_atom(e) -> bool:
 # Python expression class -> how it is lowered.  Anything else is refused.
 _EXPRESSIONS = {
     ast.Constant: lambda self, e, scope: ast.Constant(e.value),
-    ast.Name: lambda self, e, scope: self.name_ref(e, scope),
+    ast.Name: lambda self, e, scope: self.resolver.name_ref(e, scope),
     ast.Attribute: Expressions._attribute, ast.Subscript: Expressions._subscript,
     ast.BinOp: Expressions._binop, ast.UnaryOp: Expressions._unaryop,
     ast.Compare: lambda self, e, scope: self.lower_compare(e, scope),

@@ -25,10 +25,8 @@ class Loops:
         scope.loop_depth += 1
         before = self.exits
         try:
-            saved, self.out = self.out, list(prologue)
-            self.lower_block(s.body, scope)
-            body = self.out
-            self.out = saved
+            with self.out.into(list(prologue)) as body:
+                self.lower_block(s.body, scope)
         finally:
             self.loops.pop()
             scope.loop_depth -= 1
@@ -38,22 +36,22 @@ class Loops:
         return body, used_flags
 
     def _finish_loop(self, s, scope, loop, node, body, used_flags):
-        line = self._line(s, scope)
+        line = self.out.line(s, scope)
         if used_flags:
             reset = ir.Assign(line, loop.stop, ast.Constant(False))
             body.insert(0, reset)
             node.exit_flag = loop.exit
-            self.emit(ir.Assign(line, loop.exit, ast.Constant(False)))
-            self.emit(ir.Assign(line, loop.stop, ast.Constant(False)))
+            self.out.emit(ir.Assign(line, loop.exit, ast.Constant(False)))
+            self.out.emit(ir.Assign(line, loop.stop, ast.Constant(False)))
         node.body = body
-        self.emit(node)
+        self.out.emit(node)
         returned_inside = used_flags and scope.ret_flag is not None and any(
             isinstance(st, ir.Assign) and st.target == scope.ret_flag for st in ir.walk(body))
         if returned_inside:
             # A return inside the loop leaves the enclosing loop too.
             if self._in_current_fn_loop(scope):
                 outer = self.loops[-1]
-                self.emit(ir.If(line, scope.ret_flag, [
+                self.out.emit(ir.If(line, scope.ret_flag, [
                     ir.Assign(line, outer.stop, ast.Constant(True)),
                     ir.Assign(line, outer.exit, ast.Constant(True))], []))
             self.exits += 1
@@ -62,13 +60,13 @@ class Loops:
         it = s.iter
         loop = self._new_loop()
         prologue = []       # binds the loop target(s) at the top of each iteration
-        fn = self.resolve_callee(it.func, scope) if isinstance(it, ast.Call) else UNRESOLVED
+        fn = self.resolver.resolve_callee(it.func, scope) if isinstance(it, ast.Call) else UNRESOLVED
         if fn is range or (fn is reversed and isinstance(it.args[0], ast.Call)
-                           and self.resolve_callee(it.args[0].func, scope) is range):
+                           and self.resolver.resolve_callee(it.args[0].func, scope) is range):
             var, start, stop, step = self._range_header(s, scope, fn)
         else:
             var, start, stop, step = self._sequence_header(s, scope, fn, prologue)
-        node = ir.For(self._line(s, scope), var, start, stop, step)
+        node = ir.For(self.out.line(s, scope), var, start, stop, step)
         body, used_flags = self._loop_body(s, scope, loop, prologue)
         self._finish_loop(s, scope, loop, node, body, used_flags)
 
@@ -91,7 +89,7 @@ class Loops:
             start, stop, step = self.reversed_range(s, scope, start, stop, step)
         if not isinstance(s.target, ast.Name):
             raise self.error("a tuple loop target over range()", s.target, scope)
-        return self.local_name(s.target.id, scope), start, stop, step
+        return scope.assigned_name(s.target.id), start, stop, step
 
     def _sequence_header(self, s, scope, fn, prologue):
         """An index loop over one or more sequences (an array, enumerate, zip, reversed)."""
@@ -99,18 +97,15 @@ class Loops:
         index = ast.Name(var)
 
         def bind(t, value):
-            saved, self.out = self.out, prologue
-            try:
-                self.assign(t, value, scope, s, lowered=True)
-            finally:
-                self.out = saved
+            with self.out.into(prologue):
+                self.assignments.assign(t, value, scope, s, lowered=True)
 
         seqs, items = self._sequences(s, scope, fn, index, prologue, bind)
-        lengths = [self.temp(s, ast.Call(ast.Name("len"), [q], []), scope, callee=len)
+        lengths = [self.out.temp(s, ast.Call(ast.Name("len"), [q], []), scope, callee=len)
                    for q in seqs]
         n = lengths[0]
         for other in lengths[1:]:
-            n = self.temp(s, ast.Call(ast.Name("min"), [n, other], []), scope, callee=min)
+            n = self.out.temp(s, ast.Call(ast.Name("min"), [n, other], []), scope, callee=min)
         start, stop, step = ast.Constant(0), n, ast.Constant(1)
         if fn is reversed:
             start, stop, step = self.reversed_range(s, scope, start, stop, step)
@@ -127,7 +122,7 @@ class Loops:
                 raise self.error("enumerate() without an `i, x` target", target, scope)
             counter, item_t = target.elts
             inner = it.args[0]
-            if isinstance(inner, ast.Call) and self.resolve_callee(inner.func, scope) is zip:
+            if isinstance(inner, ast.Call) and self.resolver.resolve_callee(inner.func, scope) is zip:
                 seqs, items = self._zipped(inner, item_t, s, scope)   # enumerate(zip(a, b))
             else:
                 seqs = [self._iterated(inner, s, scope)]
@@ -164,7 +159,7 @@ class Loops:
         and the iterator sees it: then the name is read as it is.)"""
         seq = self.as_name(self.lower_expr(e, scope), s, scope)
         if isinstance(e, ast.Name) and e.id in _rebound_in(s.body):
-            seq = self.temp(s, seq, scope)
+            seq = self.out.temp(s, seq, scope)
         return seq
 
     def _temp_in(self, stmts, s, expr):
@@ -173,31 +168,31 @@ class Loops:
         return ast.Name(name)
 
     def reversed_range(self, s, scope, start, stop, step):
-        n = self.temp(s, ast.Call(ast.Name("trip_count"), [start, stop, step], []), scope,
-                      callee=trip_count)
-        last = self.temp(s, ast.BinOp(n, ast.Sub(), ast.Constant(1)), scope)
-        off = self.temp(s, ast.BinOp(last, ast.Mult(), step), scope)
-        new_start = self.temp(s, ast.BinOp(start, ast.Add(), off), scope)
-        new_stop = self.temp(s, ast.BinOp(start, ast.Sub(), step), scope)
-        new_step = self.temp(s, ast.UnaryOp(ast.USub(), step), scope)
+        n = self.out.temp(s, ast.Call(ast.Name("trip_count"), [start, stop, step], []), scope,
+                          callee=trip_count)
+        last = self.out.temp(s, ast.BinOp(n, ast.Sub(), ast.Constant(1)), scope)
+        off = self.out.temp(s, ast.BinOp(last, ast.Mult(), step), scope)
+        new_start = self.out.temp(s, ast.BinOp(start, ast.Add(), off), scope)
+        new_stop = self.out.temp(s, ast.BinOp(start, ast.Sub(), step), scope)
+        new_step = self.out.temp(s, ast.UnaryOp(ast.USub(), step), scope)
         return new_start, new_stop, new_step
 
     def lower_while(self, s, scope):
-        line = self._line(s, scope)
+        line = self.out.line(s, scope)
         loop = self._new_loop()
-        test, cond = self.sub_exprs(lambda: self.as_name(self.lower_expr(s.test, scope), s, scope))
+        test, cond = self.out.collect(lambda: self.as_name(self.lower_expr(s.test, scope), s, scope))
         for st in cond:
-            self.emit(st)
+            self.out.emit(st)
         body, used_flags = self._loop_body(s, scope, loop, [])
         # Re-evaluate the condition at the end of each iteration into the same name.
-        _, cond2 = self.sub_exprs(lambda: self._retest(s, scope, test.id))
+        _, cond2 = self.out.collect(lambda: self._retest(s, scope, test.id))
         node = ir.While(line, test.id, cond2, [])
         self._finish_loop(s, scope, loop, node, body, used_flags)
 
     def _retest(self, s, scope, name):
         prim = self.lower_primitive(s.test, scope)
-        self.emit(ir.Assign(self._line(s, scope), name, prim.expr, callee=prim.callee,
-                            method=prim.method))
+        self.out.emit(ir.Assign(self.out.line(s, scope), name, prim.expr, callee=prim.callee,
+                                method=prim.method))
 
 
 def _rebound_in(stmts) -> set:

@@ -3,7 +3,8 @@
 The top function's own globals and closure variables stay names in the output,
 read when the derivative runs, as the primal reads them.  Those of an inlined
 function from elsewhere are bound by value (``externals``) and recorded as
-dependencies, so the cached derivative is dropped when they change.
+dependencies, so the cached derivative is dropped when they change.  The
+:class:`Resolver` holds what one normalization bound and depends on.
 
 A local array namespace (``xp = array_namespace(x)``) is known when
 transforming (NumPy, ``Scope.constants``) and bound by value too, so that
@@ -18,12 +19,25 @@ import builtins
 import types
 
 from ..core.kinds import MISSING
+from ..rules import registry
 from .parse import ParsedFunction
-from .scope import UNRESOLVED
+from .scope import UNRESOLVED, local_names, walk_same_scope
 
 
 class Resolver:
-    """Mixin of the Normalizer: resolving and referring to non-local names."""
+    """The non-local names of one function and of the functions inlined into it:
+    what object a name or attribute chain names, and how the output refers to it
+    (read live, or bound by value as an external, with the dependencies that keep
+    a cached derivative valid).  Also the array namespaces known when transforming
+    (``xp = array_namespace(x)``)."""
+
+    def __init__(self, top: ParsedFunction, names):
+        self.top = top
+        self.names = names
+        self.top_locals = local_names(top.node)
+        self.externals: dict[str, object] = {}   # output name -> value bound at transform time
+        self.dependencies: list = []        # (namespace dict or cell, key, object): cache validity
+        self._aliases: dict = {}
 
     def name_ref(self, e: ast.Name, scope) -> ast.expr:
         known = scope.lookup_constant(e.id)
@@ -34,7 +48,7 @@ class Resolver:
             return ast.Name(local)
         obj = self.resolve(e, scope)
         if obj is UNRESOLVED:
-            raise self.error(f"the undefined name {e.id!r}", e, scope)
+            raise scope.unsupported(f"the undefined name {e.id!r}", e)
         return self.external_ref(e, obj, scope)
 
     def external_ref(self, e, obj, scope) -> ast.expr:
@@ -48,22 +62,14 @@ class Resolver:
         known = scope.lookup_constant(root.id)
         if known is not UNRESOLVED:
             # A local array namespace: its attribute, bound by value.
-            alias = self.bind_value(known, root.id)
-            if isinstance(e, ast.Name):
-                return alias
-            out = copy_expr(e)
-            r = out
-            while isinstance(r.value, ast.Attribute):
-                r = r.value
-            r.value = alias
-            return out
+            return _rooted_at(e, self.bind_value(known, root.id))
         if scope.parsed is self.top or (scope.parsed.globals is self.top.globals
                                         and root.id not in scope.parsed.closure
                                         and root.id not in self.top_locals
                                         and root.id not in self.top.closure):
             # The top function's own globals and closure: read live at run time.
             if scope.parsed is not self.top:
-                self._depend_on(scope, root.id)
+                self.depend_on(scope, root.id)
             return copy_expr(e)
         # Another module's global or an inlined closure's cell: bind it by value.
         value = self._resolve_root(root, scope)
@@ -72,15 +78,8 @@ class Resolver:
         if name is None:
             name = self._aliases[key] = self.names.reserve(root.id)
             self.externals[name] = value
-            self._depend_on(scope, root.id)
-        if isinstance(e, ast.Name):
-            return ast.Name(name)
-        out = copy_expr(e)
-        r = out
-        while isinstance(r.value, ast.Attribute):
-            r = r.value
-        r.value = ast.Name(name)
-        return out
+            self.depend_on(scope, root.id)
+        return _rooted_at(e, ast.Name(name))
 
     def bind_value(self, value, hint: str) -> ast.Name:
         """A name for ``value``, bound when transforming (an external)."""
@@ -91,7 +90,8 @@ class Resolver:
             self.externals[name] = value
         return ast.Name(name)
 
-    def _depend_on(self, scope, name):
+    def depend_on(self, scope, name):
+        """Record that the derivative holds what ``name`` (non-local in ``scope``) is now."""
         p = scope.parsed
         if name in p.closure:
             self.dependencies.append((p.closure[name], None, self._resolve_root(ast.Name(name), scope)))
@@ -127,14 +127,67 @@ class Resolver:
             try:
                 return getattr(base, e.attr)
             except AttributeError:
-                raise self.error(f"the attribute {ast.unparse(e)!r}, which does not exist",
-                                 e, scope) from None
+                raise scope.unsupported(f"the attribute {ast.unparse(e)!r}, which does not exist",
+                                        e) from None
         return UNRESOLVED
 
     def resolve_callee(self, func, scope):
         if isinstance(func, ast.Name) and scope.lookup_def(func.id) is not None:
             return scope.lookup_def(func.id)
         return self.resolve(func, scope)
+
+    def picked_namespace(self, e, scope):
+        """The array namespace a call to a namespace picker (``array_namespace(x)``)
+        returns for the values pullback differentiates (NumPy), or UNRESOLVED."""
+        if not isinstance(e, ast.Call) or (not isinstance(e.func, ast.Name)
+                                           and not isinstance(e.func, ast.Attribute)):
+            return UNRESOLVED
+        rule = registry.lookup(self.resolve(e.func, scope))
+        return registry.NUMPY_NAMESPACE if rule is not None and rule.namespace else UNRESOLVED
+
+    def assign_constant(self, name, value, scope) -> bool:
+        """``xp = array_namespace(x)``: ``xp`` is NumPy when transforming, a constant
+        of this scope (no statement).  Only when every assignment to ``xp`` in the
+        function picks a namespace, and a parameter ``xp`` was given a namespace or
+        None: otherwise its value would not be known."""
+        namespace = self.picked_namespace(value, scope)
+        if namespace is UNRESOLVED:
+            return False
+        node = scope.parsed.node
+        params = {a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+        if not self.only_namespace_stores(name, scope) or (
+                name in params and name not in scope.constants
+                and name not in scope.none_params):
+            raise scope.unsupported(f"the array namespace {name!r}, which is also assigned "
+                                    "another value", value,
+                                    "give the array namespace a name of its own")
+        scope.constants[name] = namespace
+        return True
+
+    def only_namespace_stores(self, name, scope) -> bool:
+        """Every assignment to ``name`` in the function of ``scope`` picks a namespace."""
+        stores = picks = 0
+        for st in scope.parsed.node.body:
+            for n in walk_same_scope(st):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == name:
+                    stores += 1
+                elif isinstance(n, ast.Assign) and len(n.targets) == 1 \
+                        and isinstance(n.targets[0], ast.Name) and n.targets[0].id == name \
+                        and self.picked_namespace(n.value, scope) is not UNRESOLVED:
+                    picks += 1
+        return stores == picks
+
+
+def _rooted_at(e, root: ast.Name) -> ast.expr:
+    """``e`` (a name or an attribute chain) with its root name replaced by ``root``."""
+    if isinstance(e, ast.Name):
+        return root
+    out = copy_expr(e)
+    r = out
+    while isinstance(r.value, ast.Attribute):
+        r = r.value
+    r.value = root
+    return out
 
 
 def value_lookup(parsed: ParsedFunction, externals: dict):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from ..core.errors import UnsupportedSyntaxError
 from .parse import ParsedFunction
 
 
@@ -27,6 +28,10 @@ class Scope:
     # call that led here; its statements carry it (lines index the top's file).
     site_line: int | None = None
 
+    def unsupported(self, what, node, hint="") -> UnsupportedSyntaxError:
+        """The error refusing ``what`` (a construct, at ``node`` of this function)."""
+        return UnsupportedSyntaxError(what, self.parsed.location(node), hint)
+
     def lookup_constant(self, name):
         """The known value of the local ``name``, or UNRESOLVED."""
         s = self
@@ -45,6 +50,23 @@ class Scope:
                 return s.rename[name], s
             s = s.parent
         return None, None
+
+    def assigned_name(self, name) -> str:
+        """The output name of the local ``name`` an assignment writes; refused
+        when ``name`` is not local."""
+        local, _ = self.lookup_local(name)
+        if local is None:
+            raise self.unsupported(f"assignment to the non-local name {name!r}", self.parsed.node)
+        return local
+
+    def all_locals(self) -> set:
+        """The output names of the locals of this scope and of those enclosing it."""
+        out = set()
+        s = self
+        while s is not None:
+            out |= set(s.rename.values())
+            s = s.parent
+        return out
 
     def lookup_def(self, name):
         s = self
