@@ -10,7 +10,9 @@ from .core.errors import (
                           SourceUnavailableError,
                           UnsupportedSyntaxError,
 )
+from .jacobians import jacfwd, jacobian, jacrev, jvp
 
-__all__ = ["grad", "value_and_grad", "vjp", "show", "rule", "unregister", "check_grad", "GradCheck",
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian", "show", "rule",
+           "unregister", "check_grad", "GradCheck",
            "PullbackError", "UnsupportedSyntaxError", "MissingRuleError", "SourceUnavailableError",
            "NumbaCompileError", "cache_dir", "set_cache_dir"]

@@ -96,9 +96,38 @@ def source_of(gen: Generated, fname: str) -> str:
 def build(gen: Generated, fname: str, user_globals: dict, user_closure: dict,
           externals: dict, backend):
     """Compile the generated source into a function (and njit it for Numba)."""
-    src = source_of(gen, fname)
-    bound = dict(externals)
-    bound.update(gen.helpers)
+    src = source_of(gen, fname)     # first: writing it fixes the tapes' workspace
+    # The default workspace: an empty array per kept tape (never written: the first
+    # push grows it into an array of this call's own).
+    workspace = tuple(np.empty(0, dtype=dtype) for _, dtype in gen.workspace())
+    return _compile(src, fname, {**externals, **gen.helpers}, user_globals, user_closure,
+                    backend, (1.0,) + ((workspace,) if workspace else ()))
+
+
+def forward_source(made, fname: str) -> str:
+    """The source of forward mode's function (:class:`.forward.transform.Tangents`)."""
+    tangents = [made.tangent_params[p] for p in made.wrt]
+    copies = [p for p in sorted(made.copied_params)] + \
+        [made.tangent_params[p] for p in sorted(made.copied_params) if p in made.tangent_params]
+    lines = [f"def {fname}({', '.join(list(made.params) + tangents)}):",
+             f'    """Value and tangent (forward mode) of {made.name} along '
+             f'{", ".join(tangents)}."""']
+    lines += [f"    {p} = {p}.copy()  # written in place below: never touch the caller's array"
+              for p in copies]
+    lines += _lines(made.body, "    ")
+    lines += [f"    return {_unparse(made.value)}, {_unparse(made.tangent)}"]
+    return "\n".join(lines) + "\n"
+
+
+def build_forward(made, fname: str, user_globals: dict, user_closure: dict, externals: dict,
+                  backend):
+    """Compile forward mode's function: ``(value, tangent) = fn(*args, *tangents)``."""
+    return _compile(forward_source(made, fname), fname, {**externals, **made.helpers},
+                    user_globals, user_closure, backend, None)
+
+
+def _compile(src: str, fname: str, bound: dict, user_globals: dict, user_closure: dict,
+             backend, defaults):
     check_bound(src, set(bound) | set(user_closure) | set(user_globals))
     free = sorted(set(bound) | set(user_closure))
     # Wrap in a maker so the names in `free` compile as closure variables.
@@ -114,11 +143,7 @@ def build(gen: Generated, fname: str, user_globals: dict, user_closure: dict,
     bound = {k: backend.bind_helper(v) for k, v in bound.items()}
     cells = tuple(user_closure[n] if n in user_closure and n not in bound
                   else types.CellType(bound[n]) for n in fn_code.co_freevars)
-    # The default workspace: an empty array per kept tape (never written: the first
-    # push grows it into an array of this call's own).
-    workspace = tuple(np.empty(0, dtype=dtype) for _, dtype in gen.workspace())
-    fn = types.FunctionType(fn_code, user_globals, fname, (1.0,) + ((workspace,) if workspace
-                                                                     else ()), cells)
+    fn = types.FunctionType(fn_code, user_globals, fname, defaults, cells)
     shown = maker_src if filename.startswith("<") else diskcache.MODULE_HEADER + src
     linecache.cache[filename] = (len(shown), None, shown.splitlines(True), filename)
     return backend.finish(fn, src, filename, maker_src), src

@@ -2,7 +2,8 @@
 
     parse -> fence -> normalize -> loop bookkeeping -> kinds -> the primal as the
     backend runs it -> activity -> (reverse transform: aliasing, adjoints,
-    recompute, saves, sweeps, lowering, cleanup, fusion) -> emit -> backend
+    recompute, saves, sweeps, lowering, cleanup, fusion; or the forward
+    transform) -> emit -> backend
 
 Only the stages up to the primal's lowering rewrite the IR, each returning a new
 one; after it the IR and the kinds are final, activity runs on them, and nothing
@@ -28,7 +29,8 @@ from .core import ir, optimise
 from .core.errors import InternalError
 from .core.kinds import MISSING, kind_of_value
 from .core.runtime import CALL_VJP
-from .emit import build, rebind
+from .emit import build, build_forward, rebind
+from .forward.transform import forward
 from .frontend.bookkeeping import insert_bookkeeping
 from .frontend.normalize import normalize
 from .frontend.parse import parse_function, unwrap
@@ -145,18 +147,22 @@ _LOCK = threading.RLock()
 registry.on_change(clear_cache)
 
 
-def derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp=None) -> Compiled:
+def derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp=None,
+               mode: str = "reverse") -> Compiled:
     """Generate (or fetch from the cache) the derivative of f for these argument kinds.
 
     ``call_vjp(f, g, *args)``, the API's run-time vjp of a call, is what the
     derivative of a recursive call calls (see :data:`.core.runtime.CALL_VJP`).
     Closures of one code object share a derivative: it is rebound to each closure's
-    cells, which it reads when it runs, as the primal does.  Thread-safe."""
+    cells, which it reads when it runs, as the primal does.  ``mode="forward"``
+    gives the tangent program instead (:mod:`.forward`): ``fn(*args, *tangents)``
+    returns the value and its tangent.  Thread-safe."""
     with _LOCK:
-        return _derivative(f, wrt_index, kinds, backend, call_vjp)
+        return _derivative(f, wrt_index, kinds, backend, call_vjp, mode)
 
 
-def _derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp) -> Compiled:
+def _derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp,
+                mode: str = "reverse") -> Compiled:
     py, _ = unwrap(f)
     cells = getattr(py, "__closure__", None) or ()
     closure_key, pins = _closure_key(cells)
@@ -164,12 +170,51 @@ def _derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp) -> Compile
     pins += (namespace,)
     optimisations = optimise.current()
     key = (getattr(py, "__code__", py), wrt_index, kinds, backend, closure_key, id(namespace),
-           optimisations)
+           optimisations, mode)
     hit = _CACHE.get(key)
     if hit is not None and all(a is b for a, b in zip(hit.pins, pins)):
         hit = _rebound(hit, py, backend)
         if still_valid(hit):
             return hit
+    p = prepare(py, wrt_index, kinds, backend)
+    if mode == "forward":
+        made = forward(p.fn, p.kinds, p.active, p.wrt, p.parsed.at_line, p.lookup, p.helpers)
+        fname = f"{p.fn.name}_jvp".replace("<", "").replace(">", "")
+        compiled_fn, src = build_forward(made, fname, p.parsed.globals, p.parsed.closure,
+                                         p.externals, backend)
+    else:
+        gen = ReverseTransform(p.fn, p.kinds, p.active, p.wrt, backend, p.parsed.at_line,
+                               p.lookup, optimisations, p.helpers).run()
+        gen = dataclasses.replace(gen, helpers={
+            name: _run_time(obj, call_vjp) for name, obj in gen.helpers.items()})
+        fname = f"{p.fn.name}_grad".replace("<", "").replace(">", "")
+        compiled_fn, src = build(gen, fname, p.parsed.globals, p.parsed.closure, p.externals,
+                                 backend)
+    compiled = Compiled(compiled_fn, src, list(p.dependencies), tuple(p.wrt),
+                        dict(p.parsed.closure), pins,
+                        result_items=_result_items(p.fn, p.kinds))
+    _CACHE[key] = compiled
+    return compiled
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What both transforms read: the final IR, its kinds and active set, and
+    where its names come from."""
+    parsed: object
+    fn: ir.Function
+    kinds: types.MappingProxyType
+    active: frozenset
+    wrt: list
+    lookup: object
+    helpers: object           # the helper names the stages chose (core.names.HelperNames)
+    externals: dict
+    dependencies: list
+
+
+def prepare(py, wrt_index: tuple, kinds: tuple, backend) -> Prepared:
+    """The stages every transform shares: parse, normalize, loop bookkeeping, kinds,
+    the primal as the backend runs it, activity."""
     parsed = parse_function(py)
     fn_ir, norm = normalize(parsed)
     lookup = value_lookup(parsed, norm.externals)
@@ -181,17 +226,8 @@ def _derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp) -> Compile
     wrt = [fn_ir.params[i] for i in wrt_index]
     active = frozenset(activity(fn_ir, kinds_env, set(wrt)))
     refuse_complex(fn_ir, kinds_env, active, parsed.fn.__qualname__, parsed.at_line)
-    gen = ReverseTransform(fn_ir, kinds_env, active, wrt, backend, parsed.at_line, lookup,
-                           optimisations, low.helpers).run()
-    gen = dataclasses.replace(gen, helpers={
-        name: _run_time(obj, call_vjp) for name, obj in gen.helpers.items()})
-    fname = f"{fn_ir.name}_grad".replace("<", "").replace(">", "")
-    compiled_fn, src = build(gen, fname, parsed.globals, parsed.closure, norm.externals, backend)
-    compiled = Compiled(compiled_fn, src, list(norm.dependencies), tuple(wrt),
-                        dict(parsed.closure), pins,
-                        result_items=_result_items(fn_ir, kinds_env))
-    _CACHE[key] = compiled
-    return compiled
+    return Prepared(parsed, fn_ir, kinds_env, active, wrt, lookup, low.helpers,
+                    norm.externals, list(norm.dependencies))
 
 
 def _run_time(helper, call_vjp):

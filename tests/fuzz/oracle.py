@@ -407,6 +407,40 @@ def check_reference(fn, program: Program, cases: list[Case], jit: bool) -> Outco
     return guarded("reference", body)
 
 
+#: Forward against reverse mode: <J v> from jvp against <grad, v> from the gradient,
+#: relative to the largest term of the sum (both are exact up to rounding).
+JVP_RTOL = 1e-12
+
+
+def check_jvp(fn, program: Program, cases: list[Case], jit: bool) -> Outcome:
+    """Forward mode is the reverse mode's oracle: the tangent ``jvp`` gives along a
+    random direction equals the gradient's inner product with that direction, which
+    catches a wrong term too small for finite differences to see."""
+    def body():
+        g = pullback.value_and_grad(fn, argnums=program.wrt, jit=jit)
+        rng = np.random.default_rng(len(program.source))
+        for case in cases:
+            direction = [rng.normal(size=np.shape(a)) if i in program.wrt else None
+                         for i, a in enumerate(case.args)]
+            direction = [float(d) if d is not None and np.ndim(d) == 0 else d for d in direction]
+            value, tangent = pullback.jvp(fn, tuple(fresh(case.args)), tuple(direction), jit=jit)
+            _, grads = g(*fresh(case.args))
+            terms = [np.asarray(gr, dtype=float) * direction[i]
+                     for gr, i in zip(grads, program.wrt)]
+            expected = sum(float(np.sum(t)) for t in terms)
+            scale = max((float(np.max(np.abs(t), initial=0.0)) * max(np.size(t), 1)
+                         for t in terms), default=0.0)
+            problem = first_problem(
+                ("wrong", value_error(value, case.ref)),
+                ("wrong", None if abs(tangent - expected) <= JVP_RTOL * scale + 1e-300
+                 or not np.isfinite(expected) else
+                 f"jvp's tangent {tangent!r} against the gradient's <grad, v> {expected!r}"))
+            if problem:
+                return labelled(problem, case)
+        return None
+    return guarded("jvp", body)
+
+
 def judged(fn, program: Program, args: tuple, directory: Path) -> Reference | None:
     """The reference at ``args``, or None where it cannot be trusted."""
     if meets_tie(program, directory, args):
@@ -429,4 +463,5 @@ def check(program: Program, jit: bool, directory: Path) -> Outcome:
     return worst([check_value_and_grad(fn, program, cases, jit),
                   check_grad(fn, program, cases, jit),
                   check_vjp(fn, program, ref, jit),
-                  check_reference(fn, program, cases, jit)])
+                  check_reference(fn, program, cases, jit),
+                  check_jvp(fn, program, cases, jit)])

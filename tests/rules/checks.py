@@ -9,6 +9,11 @@ of ``phi(x) = <g, fn(..., x, ...)>``: the full gradient for small ``x``, and
 ``rule_vjp(fn, param)`` turns a registered template into such a
 ``vjp_of_arg`` by evaluating it (with ``unbroadcast`` around elementwise
 rules, as the transform does), so the templates themselves are tested.
+
+``check_rule`` also checks the primitive's tangent rule (forward mode), where
+it has one: ``<g, J v>`` from the tangent rule, evaluated as
+:func:`rule_jvp` does, against ``<J^T g, v>`` from the derivative rule and
+against the directional difference along ``v``.
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from hypothesis import strategies as st
 from pullback.rules import results
 from pullback.rules.elementwise import unbroadcast
 from pullback.rules.registry import lookup
+from pullback.rules.tangents import TANGENT, tangent_of
 
 SETTINGS = settings(max_examples=30, deadline=None)
 
@@ -100,10 +106,72 @@ def check_rule(fn, args, *, kwargs=None, only=None, **tolerances):
     for k, name in enumerate(positional[:len(args)]):
         if name in rule.adjoints and (only is None or name in only):
             r = rule_vjp(fn, name)
-            check_vjp(lambda *a: fn(*a, **kwargs),
-                      lambda g, ans, *a, r=r: r(g, ans, *a, **kwargs), args, k, **tolerances)
+            ct = check_vjp(lambda *a: fn(*a, **kwargs),
+                           lambda g, ans, *a, r=r: r(g, ans, *a, **kwargs), args, k, **tolerances)
+            if tangent_of(rule) is not None and tangent_of(rule).covers(name):
+                check_tangent(fn, args, kwargs, k, ct, tolerances.get("seed", 0))
             checked += 1
     assert checked, f"no differentiable parameter of {rule.name} among the arguments"
+
+
+def check_tangent(fn, args, kwargs, k, ct, seed):
+    """The tangent rule along a random ``v`` for argument ``k``: ``<g, J v>`` equals
+    ``<J^T g, v>`` (``ct``: the derivative rule's cotangent for the cotangent ``g``
+    that :func:`check_vjp` drew with ``seed``) to rounding."""
+    rng = np.random.default_rng(seed)
+    ans = fn(*args, **kwargs)
+    g = rng.standard_normal(np.shape(ans))        # the draw check_vjp made first
+    v = np.random.default_rng(seed + 1).standard_normal(np.shape(args[k]))
+    tangent = rule_jvp(fn)(list(args), {k: v if np.ndim(args[k]) else float(v)}, kwargs)
+    assert np.shape(tangent) == np.shape(ans), \
+        f"tangent shape {np.shape(tangent)} != result shape {np.shape(ans)}"
+    got, want = float(np.sum(g * np.asarray(tangent))), float(np.sum(ct * v))
+    scale = max(float(np.sum(np.abs(g) * np.abs(np.asarray(tangent, dtype=float)))),
+                float(np.sum(np.abs(ct * v))), 1e-300)
+    assert abs(got - want) <= 1e-9 * scale, \
+        f"tangent rule: <g, J v> = {got!r} but the derivative rule's <J^T g, v> = {want!r}"
+
+
+def rule_jvp(fn):
+    """``jvp(args, tangents, kwargs)``: ``fn``'s tangent rule evaluated on values, for
+    ``tangents`` by argument position (the others held fixed)."""
+    rule = lookup(fn)
+    form = tangent_of(rule)
+    assert form is not None, f"no tangent rule for {rule.name}"
+
+    def jvp(args, tangents, kwargs):
+        positional = [p.name for p in rule.params if not p.kw_only and not p.variadic]
+        names = {positional[k] if k < len(positional) else f"{rule.params[-1].name}[{k}]": t
+                 for k, t in tangents.items()}
+        ans = fn(*args, **kwargs)
+        env = dict(bind_values(rule, args, kwargs), ans=ans)
+        if form.reduction:
+            env.update(rule.helpers, g=np.ones_like(ans))
+            weight = eval(compile(ast.Expression(rule.adjoints[form.reduction]), "<w>", "eval"), env)
+            return np.sum(names[form.reduction] * weight, axis=env["axis"],
+                          keepdims=env["keepdims"])
+        if form.templates:
+            env.update(form.helpers)
+            total = 0.0
+            for name, t in names.items():
+                env["g" if form.uses_g else TANGENT] = t
+                tree = ast.Expression(form.templates[name.split("[")[0]])
+                total = total + eval(compile(tree, "<tangent>", "eval"), env)
+            return np.broadcast_to(total, np.shape(ans)) if np.ndim(ans) else total
+        swapped = [names.get(positional[k] if k < len(positional) else "", None)
+                   for k in range(len(args))]
+        if form.linear:
+            return fn(*[t if t is not None else _zero_if_linear(rule, form, k, a)
+                        for k, (a, t) in enumerate(zip(args, swapped))], **kwargs)
+        return fn(*[t if t is not None else a for a, t in zip(args, swapped)], **kwargs)
+    return jvp
+
+
+def _zero_if_linear(rule, form, k, a):
+    positional = [p.name for p in rule.params if not p.kw_only and not p.variadic]
+    if k < len(positional) and positional[k] in form.linear:
+        return np.zeros_like(a, dtype=float) if np.ndim(a) else 0.0
+    return a
 
 
 def bind_values(rule, args, kwargs):

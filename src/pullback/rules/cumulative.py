@@ -22,6 +22,7 @@ from .elementwise import as_array, is_scalar, like_arg, namespace, normalize_axe
 from .prod import axis_layout, cumprod_last, host_array, inverse_permutation
 from .reductions import check_axis
 from .registry import defrule, numba_twin
+from .tangents import deftangent
 
 __all__ = ["cumsum_vjp", "cumprod_vjp", "cumprod_vjp_exact", "cumulative_twin"]
 
@@ -120,6 +121,7 @@ def cumprod_vjp(g, ans, x, axis=None, *, exact=None):
 
 defrule(np.cumsum, "a, axis=None, dtype=None, out=None", result=results.same_shape,
         methods=("cumsum",), a="cumsum_vjp(g, a, axis)")
+deftangent(np.cumsum, linear="a")
 defrule(np.cumprod, "a, axis=None, dtype=None, out=None",
         a="cumprod_vjp(g, ans, a, axis)", result=results.same_shape, methods=("cumprod",))
 

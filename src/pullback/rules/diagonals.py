@@ -12,7 +12,8 @@ import numpy as np
 from . import results, twins
 from .elementwise import as_array, device_of, float_dtype, namespace, shape_of, unbroadcast
 from .linalg import mT
-from .registry import defrule, numba_twin
+from .registry import defrule, lookup, numba_twin
+from .tangents import deftangent
 
 __all__ = ["diagonal_vjp", "diag_vjp", "trace_vjp", "tril_vjp", "triu_vjp"]
 
@@ -194,9 +195,13 @@ defrule(np.diagonal, "a, offset=0, axis1=0, axis2=1", result=results.array, view
 defrule(np.diag, "v, k=0", result=results.array, view=True, v="diag_vjp(g, v, k)")
 defrule(np.tril, "m, k=0", result=results.array, m="tril_vjp(g, m, k)")
 defrule(np.triu, "m, k=0", result=results.array, m="triu_vjp(g, m, k)")
+deftangent(np.diagonal, linear="a")
+for _linear in (np.diag, np.tril, np.triu):
+    deftangent(_linear, linear=lookup(_linear).params[0].name)
 defrule(np.trace, "a, offset=0, axis1=0, axis2=1, dtype=None, out=None",
         result=results.matrix_scalar, methods=("trace",),
         a="trace_vjp(g, a, offset, axis1, axis2)")
+deftangent(np.trace, linear="a")
 
 
 # ---------------------------------------------------------------------------

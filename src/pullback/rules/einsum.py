@@ -25,6 +25,7 @@ import numpy as np
 from . import results, twins
 from .elementwise import as_array, like_arg, namespace, unbroadcast
 from .registry import defrule, numba_twin
+from .tangents import deftangent
 
 __all__ = ["einsum_vjp", "einsum_subscripts", "parse_einsum"]
 
@@ -354,3 +355,4 @@ numba_twin(einsum_vjp)(_einsum_vjp_numba)
 
 defrule(np.einsum, "*operands, out=None, optimize=False", result=results.unknown,
         operands="einsum_vjp(g, k, *operands)")
+deftangent(np.einsum, multilinear="operands")

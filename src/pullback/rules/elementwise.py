@@ -49,6 +49,7 @@ import numpy as np
 
 from . import results, twins
 from .registry import defnondiff, defrule, numba_twin
+from .tangents import deftangent
 
 _AxisError = getattr(getattr(np, "exceptions", np), "AxisError")
 
@@ -359,6 +360,8 @@ defrule(np.nan_to_num, "x, copy=True, nan=0.0, posinf=None, neginf=None",
 defrule(np.conjugate, "x, /", methods=("conj", "conjugate"), x="g")   # np.conj is np.conjugate
 defrule(np.real, "val", val="g")
 defrule(np.real_if_close, "a, tol=100", a="g")
+for _elementwise in (np.sinc, np.nan_to_num, np.real, np.real_if_close):
+    deftangent(_elementwise, elementwise=True)
 defnondiff(np.imag, result=results.like)
 defnondiff(np.angle, result=results.like)
 
@@ -489,3 +492,4 @@ defrule(np.fmin, "x1, x2, /",
 defrule(np.where, "condition, x=None, y=None, /",
         x="np.where(condition, g, 0.0)",
         y="np.where(condition, 0.0, g)")
+deftangent(np.where, linear="x, y")

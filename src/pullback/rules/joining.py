@@ -21,6 +21,7 @@ from . import results, twins
 from .elementwise import as_array, like_arg, namespace, shape_of
 from .registry import defrule, numba_twin
 from .shapes import join_impl, length_along
+from .tangents import deftangent
 
 __all__ = ["item_cotangents", "split_vjp", "hsplit_vjp", "join_vjp", "hstack_vjp", "vstack_vjp",
            "dstack_vjp", "column_stack_vjp", "append_vjp_arr", "append_vjp_values"]
@@ -156,6 +157,11 @@ defrule(np.dstack, "tup", result=results.array, tup="dstack_vjp(g, tup)")
 defrule(np.column_stack, "tup", result=results.array, tup="column_stack_vjp(g, tup)")
 defrule(np.append, "arr, values, axis=None", result=results.array,
         arr="append_vjp_arr(g, arr, values, axis)", values="append_vjp_values(g, arr, values, axis)")
+for _linear in (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit):
+    deftangent(_linear, linear="ary")
+for _linear in (np.hstack, np.vstack, np.dstack, np.column_stack):
+    deftangent(_linear, linear="tup")
+deftangent(np.append, linear="arr, values")
 
 
 # ---------------------------------------------------------------------------

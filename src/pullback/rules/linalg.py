@@ -22,6 +22,7 @@ import numpy as np
 from . import results, twins
 from .elementwise import as_array, like_arg, namespace, shape_of, unbroadcast
 from .registry import defrule, loop_sum, numba_twin
+from .tangents import deftangent
 
 __all__ = ["dot_vjp_a", "dot_vjp_b", "matmul_vjp_a", "matmul_vjp_b", "outer_vjp_a",
            "outer_vjp_b", "inner_vjp_a", "inner_vjp_b", "mT", "contract"]
@@ -215,6 +216,9 @@ defrule(np.outer, "a, b, out=None", result=results.unknown,
         a="outer_vjp_a(g, a, b)", b="outer_vjp_b(g, a, b)")
 defrule(np.inner, "a, b, /", result=results.unknown,
         a="inner_vjp_a(g, a, b)", b="inner_vjp_b(g, a, b)")
+for _product in (np.dot, operator.matmul, np.outer, np.inner):
+    deftangent(_product, multilinear="a, b")
+deftangent(np.matmul, multilinear="x1, x2")
 
 
 # ---------------------------------------------------------------------------

@@ -24,8 +24,9 @@ import numpy as np
 
 from . import results, twins
 from .elementwise import as_array, device_of, like_arg, namespace, shape_of, unbroadcast
-from .registry import defrule, numba_twin
+from .registry import defrule, lookup, numba_twin
 from .shapes import reshape_vjp
+from .tangents import deftangent
 
 __all__ = ["repeat_vjp", "tile_vjp", "diff_vjp", "diff_vjp_prepend", "diff_vjp_append",
            "atleast_vjp"]
@@ -152,12 +153,15 @@ defrule(np.diff, "a, n=1, axis=-1, prepend=None, append=None", result=results.sa
         a="diff_vjp(g, a, n, axis, prepend, append)",
         prepend="diff_vjp_prepend(g, a, n, axis, prepend, append)",
         append="diff_vjp_append(g, a, n, axis, prepend, append)")
+deftangent(np.diff, linear="a, prepend, append")
 defrule(np.atleast_1d, "ary, /", result=results.at_least(1), view=True,
         ary="atleast_vjp(g, ary)")
 defrule(np.atleast_2d, "ary, /", result=results.at_least(2), view=True,
         ary="atleast_vjp(g, ary)")
 defrule(np.atleast_3d, "ary, /", result=results.at_least(3), view=True,
         ary="atleast_vjp(g, ary)")
+for _linear in (np.repeat, np.tile, np.atleast_1d, np.atleast_2d, np.atleast_3d):
+    deftangent(_linear, linear=lookup(_linear).params[0].name)
 
 
 # ---------------------------------------------------------------------------

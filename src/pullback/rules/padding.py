@@ -23,6 +23,7 @@ from . import results, twins
 from .elementwise import as_array, like_arg, namespace, shape_of
 from .indexing import getitem_vjp
 from .registry import defrule, numba_twin
+from .tangents import deftangent
 
 __all__ = ["pad_vjp_array", "pad_vjp_constant"]
 
@@ -74,6 +75,7 @@ defrule(np.pad, "array, pad_width, mode='constant', *, stat_length=None, constan
         "end_values=0, reflect_type='even'", result=results.same_shape,
         array="pad_vjp_array(g, array, pad_width, mode, reflect_type)",
         constant_values="pad_vjp_constant(g, array, pad_width, mode, constant_values)")
+deftangent(np.pad, linear="array, constant_values")
 
 
 # ---------------------------------------------------------------------------

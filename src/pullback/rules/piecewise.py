@@ -11,6 +11,7 @@ import numpy as np
 from . import results, twins
 from .elementwise import as_array, namespace, unbroadcast
 from .registry import defrule, numba_twin
+from .tangents import deftangent
 
 __all__ = ["clip_vjp_a", "clip_vjp_min", "clip_vjp_max", "select_vjp_choices", "select_vjp_default"]
 
@@ -49,6 +50,7 @@ def select_vjp_default(g, condlist, choicelist, default=0):
 defrule(np.select, "condlist, choicelist, default=0", result=results.array,
         choicelist="select_vjp_choices(g, condlist, choicelist, default)",
         default="select_vjp_default(g, condlist, choicelist, default)")
+deftangent(np.select, linear="choicelist, default")
 
 
 # Numba twins of select and its cotangents: conditions and choices are tuples of arrays
@@ -206,6 +208,7 @@ defrule(np.clip, "a, a_min=None, a_max=None, out=None, *, min=None, max=None", m
         a_max="clip_vjp_max(g, a, a_min, a_max, min, max)",
         min="clip_vjp_min(g, a, a_min, a_max, min, max)",
         max="clip_vjp_max(g, a, a_min, a_max, min, max)")
+deftangent(np.clip, elementwise=True)
 
 
 # Numba twins of clip's cotangents: numbers (or arrays) for the bounds, no min=/max=.

@@ -28,6 +28,7 @@ import numpy as np
 from . import results, twins
 from .elementwise import as_array, expand_reduced, like_arg, mask_on, namespace, normalize_axes, shape_of
 from .registry import defrule, numba_twin
+from .tangents import deftangent
 
 __all__ = ["sum_vjp", "mean_vjp", "var_vjp", "var_vjp_mean", "std_vjp", "std_vjp_mean",
            "no_mask", "sum_keep", "safe_divisor", "spreader", "slice_sums", "check_axis",
@@ -156,6 +157,8 @@ defrule(np.sum, "a, axis=None, dtype=None, out=None, keepdims=False, initial=Non
         result=results.reduction, methods=("sum",), a="sum_vjp(g, a, axis, keepdims, where)")
 defrule(np.mean, "a, axis=None, dtype=None, out=None, keepdims=False, *, where=True",
         result=results.reduction, methods=("mean",), a="mean_vjp(g, a, axis, keepdims, where)")
+deftangent(np.sum, linear="a")
+deftangent(np.mean, linear="a")
 _VAR_SIG = ("a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, "
             "mean=None, correction=None")
 defrule(np.var, _VAR_SIG, result=results.reduction, methods=("var",),

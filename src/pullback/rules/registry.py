@@ -19,12 +19,12 @@ the VJP as ``vjp(g, ans, *args, **kwargs)`` with exactly the arguments the call
 site passed, as written (no defaults filled in), so the VJP's own signature,
 after ``g`` and ``ans``, is what a call is checked against.
 
-Everything the transform knows about a primitive is in its record here, so a
-new primitive is one registration: its derivative, its result kind (an
+Everything the transforms know about a primitive is in its record here: its
+derivative, its tangent (forward mode, :mod:`.tangents`), its result kind (an
 abstract-evaluation function from :mod:`.results`), whether it is
-differentiable at all (:func:`defnondiff`: comparisons, ``len``, ``floor``,
-array factories), whether it may return a view of its argument, and the
-ndarray method names that mean it (``x.sum()`` is ``np.sum(x)``).
+differentiable at all (:func:`defnondiff`: comparisons, ``len``, array
+factories), whether it may return a view of its argument, and the ndarray
+method names that mean it (``x.sum()`` is ``np.sum(x)``).
 
 Under the Numba backend a rule also needs a compiled form of what its
 templates call.  :func:`numba_twin`, placed beside a helper, registers the
@@ -36,6 +36,7 @@ Numba: a twin is only called by the Numba backend, while it compiles.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import sys
 import types
@@ -69,6 +70,7 @@ class Rule:
     view: bool = False              # the result may share memory with the first argument
     methods: tuple = ()             # ndarray method names that call this primitive
     namespace: bool = False         # returns the array namespace of its arguments (NumPy)
+    tangent: object = None          # forward mode's rule, a :class:`.tangents.Tangent`
 
     @property
     def twins(self) -> dict:
@@ -192,10 +194,8 @@ _SHADOWED: dict = {}                 # key(fn) -> the built-in rule a user's rul
 
 def key(fn):
     """What the tables know ``fn`` by: its id, or for a method bound to an object
-    (``np.maximum.accumulate``, ``np.add.reduce``), which is made afresh at each
-    attribute access (``np.maximum.accumulate is np.maximum.accumulate`` is
-    False), the object's id and the method.  A rule keeps ``fn``, and so the
-    object, alive: the id is not reused while the rule stands."""
+    (``np.add.reduce``, made afresh at each attribute access), the object's id and
+    the method.  A rule keeps ``fn`` alive: the id is not reused while it stands."""
     owner = getattr(fn, "__self__", None)
     if owner is None or isinstance(owner, types.ModuleType) \
             or not isinstance(fn, (types.BuiltinMethodType, types.MethodType)):
@@ -233,6 +233,12 @@ def _register(rule: Rule, replace: bool = False) -> Rule:
     for name in rule.methods:
         _METHODS[name] = rule.fn
     return rule
+
+
+def amend(fn, **fields) -> Rule:
+    """Add to ``fn``'s record what a later registration knows (its tangent rule)."""
+    _RULES[key(fn)] = dataclasses.replace(lookup(fn), **fields)
+    return _RULES[key(fn)]
 
 
 def _result(result):

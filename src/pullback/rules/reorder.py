@@ -13,7 +13,8 @@ import numpy as np
 
 from . import results, twins
 from .elementwise import as_array, like_arg, namespace, shape_of
-from .registry import defrule, numba_twin
+from .registry import defrule, lookup, numba_twin
+from .tangents import deftangent
 
 __all__ = ["flip_vjp", "rot90_vjp", "roll_vjp", "rollaxis_vjp", "sort_vjp", "partition_vjp"]
 
@@ -117,12 +118,16 @@ defrule(np.flip, "m, axis=None", result=results.same_shape, view=True,
         m="flip_vjp(g, m, axis)")
 defrule(np.fliplr, "m", result=results.same_shape, view=True, m="flip_vjp(g, m, 1)")
 defrule(np.flipud, "m", result=results.same_shape, view=True, m="flip_vjp(g, m, 0)")
+for _flip in (np.flip, np.fliplr, np.flipud):
+    deftangent(_flip, linear="m")
 defrule(np.rot90, "m, k=1, axes=(0, 1)", result=results.same_shape, view=True,
         m="rot90_vjp(g, m, k, axes)")
 defrule(np.roll, "a, shift, axis=None", result=results.same_shape,
         a="roll_vjp(g, a, shift, axis)")
 defrule(np.rollaxis, "a, axis, start=0", result=results.same_shape, view=True,
         a="rollaxis_vjp(g, a, axis, start)")
+for _linear in (np.rot90, np.roll, np.rollaxis):
+    deftangent(_linear, linear=lookup(_linear).params[0].name)
 defrule(np.sort, "a, axis=-1, kind=None, order=None, *, stable=None", result=results.array,
         a="sort_vjp(g, a, axis)")
 defrule(np.partition, "a, kth, axis=-1, kind='introselect', order=None", result=results.array,

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 import operator
 
+import numpy as np
+
 from . import results
 from .registry import defrule, numba_plain
 
@@ -134,4 +136,11 @@ OPERATORS = {
     "Add": operator.add, "Sub": operator.sub, "Mult": operator.mul, "Div": operator.truediv,
     "Pow": operator.pow, "USub": operator.neg, "UAdd": operator.pos, "Mod": operator.mod,
     "MatMult": operator.matmul, "FloorDiv": operator.floordiv,
+}
+
+# Operators applied to arrays use the NumPy ufunc's rule (it knows broadcasting).
+ARRAY_OPERATORS = {
+    operator.add: np.add, operator.sub: np.subtract, operator.mul: np.multiply,
+    operator.truediv: np.true_divide, operator.pow: np.power, operator.neg: np.negative,
+    operator.matmul: np.matmul, operator.mod: np.mod,
 }

@@ -26,6 +26,7 @@ import numpy as np
 from . import results, twins
 from .elementwise import as_array, like_arg, namespace, shape_of, unbroadcast
 from .registry import defrule, numba_twin
+from .tangents import deftangent
 
 __all__ = ["reshape_vjp", "transpose_vjp", "method_axes", "swapaxes_vjp", "moveaxis_vjp",
            "squeeze_vjp", "broadcast_to_vjp", "concatenate_vjp", "stack_vjp", "array_vjp",
@@ -236,6 +237,13 @@ defrule(np.asarray, "a, dtype=None, order=None, *, device=None, copy=None, like=
 defrule(astype, "a, dtype, order='K', casting='unsafe', subok=True, copy=True",
         result=results.retyped, methods=("astype",),
         a="astype_vjp(g, a)")
+for _linear in (np.reshape, np.ravel, flatten, np.transpose, np.swapaxes, np.moveaxis, np.squeeze,
+                np.expand_dims, np.copy, np.asarray, astype):
+    deftangent(_linear, linear="a")
+deftangent(np.broadcast_to, linear="array")
+deftangent(np.array, linear="object")
+for _joining in (np.concatenate, np.stack):
+    deftangent(_joining, linear="arrays")
 _SLOTS = 32
 defrule(reshape_method,
         "a, /, " + ", ".join(f"d{i}=None" for i in range(_SLOTS)) + ", *, order='C', copy=None",
@@ -244,6 +252,8 @@ _AXES = ", ".join(f"ax{i}" for i in range(8))
 defrule(transpose_method, "a, /, " + ", ".join(f"ax{i}=None" for i in range(8)),
         view=True, methods=("transpose",), result=results.permuted,
         a=f"transpose_vjp(g, a, method_axes({_AXES}))")
+deftangent(reshape_method, linear="a")
+deftangent(transpose_method, linear="a")
 
 
 # ---------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from . import results, twins
 from .elementwise import as_array, namespace, shape_of, unbroadcast
 from .linalg import mT
 from .registry import defrule, numba_twin
+from .tangents import deftangent
 
 __all__ = ["solve_vjp_a", "solve_vjp_b", "inv_vjp", "det_vjp", "slogdet_vjp"]
 
@@ -118,6 +119,9 @@ defrule(np.linalg.solve, "a, b", result=results.unknown,
         a="solve_vjp_a(g, ans, a, b)", b="solve_vjp_b(g, ans, a, b)")
 defrule(np.linalg.inv, "a", result=results.same_shape, a="inv_vjp(g, ans, a)")
 defrule(np.linalg.det, "a", result=results.matrix_scalar, a="det_vjp(g, ans, a)")
+deftangent(np.linalg.inv, a="-(ans @ t @ ans)")
+deftangent(np.linalg.solve, a="-np.linalg.solve(a, t @ ans)", b="np.linalg.solve(a, t)")
+deftangent(np.linalg.det, a="ans * np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1)")
 defrule(np.linalg.slogdet, "a", result=results.factors(2, 2), a="slogdet_vjp(g, ans, a)")
 
 

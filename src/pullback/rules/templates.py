@@ -165,6 +165,29 @@ def _resolve_helpers(templates, params, namespace, what):
                                 "in the registering module")
     return helpers
 
+def substitute(template: ast.expr, mapping: dict, helper_names: dict) -> ast.expr:
+    """``template`` instantiated at a call: each name of ``mapping`` (``g``, ``ans``,
+    the parameters) replaced by a copy of its atom, each helper by the name the
+    generated code calls it by.  ``f(*operands)`` gets the call's arguments spliced
+    in one by one, so that Numba types a constant among them (einsum's subscripts)
+    as a literal."""
+    class Sub(ast.NodeTransformer):
+        def visit_Name(_, node):
+            if node.id in mapping:
+                return copy.deepcopy(mapping[node.id])
+            if node.id in helper_names:
+                return ast.Name(helper_names[node.id], ast.Load())
+            return node
+
+        def visit_Call(self, node):
+            self.generic_visit(node)
+            node.args = [b for a in node.args
+                         for b in (a.value.elts if isinstance(a, ast.Starred)
+                                   and isinstance(a.value, ast.Tuple) else [a])]
+            return node
+    return Sub().visit(copy.deepcopy(template))
+
+
 def _at_position(template: ast.expr, k: int) -> ast.expr:
     """A ``*name`` parameter's template for its argument at position ``k``."""
     class Position(ast.NodeTransformer):

@@ -13,6 +13,7 @@ import numpy as np
 from . import results, twins
 from .elementwise import as_array, like_arg, namespace, shape_of, unbroadcast
 from .registry import defrule, numba_twin
+from .tangents import deftangent
 
 __all__ = ["kron_vjp_a", "kron_vjp_b", "cross_vjp_a", "cross_vjp_b"]
 
@@ -88,9 +89,11 @@ def cross_vjp_b(g, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 # Registrations
 
 defrule(np.kron, "a, b", result=results.unknown, a="kron_vjp_a(g, a, b)", b="kron_vjp_b(g, a, b)")
+deftangent(np.kron, multilinear="a, b")
 defrule(np.cross, "a, b, axisa=-1, axisb=-1, axisc=-1, axis=None", result=results.array,
         a="cross_vjp_a(g, a, b, axisa, axisb, axisc, axis)",
         b="cross_vjp_b(g, a, b, axisa, axisb, axisc, axis)")
+deftangent(np.cross, multilinear="a, b")
 
 
 # ---------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from . import results, twins
 from .elementwise import as_array, like_arg, namespace
 from .linalg import contract
 from .registry import defrule, numba_twin
+from .tangents import deftangent
 
 __all__ = ["tensordot_vjp_a", "tensordot_vjp_b"]
 
@@ -54,6 +55,7 @@ def tensordot_vjp_b(g, a, b, axes=2):
 
 defrule(np.tensordot, "a, b, axes=2", result=results.unknown,
         a="tensordot_vjp_a(g, a, b, axes)", b="tensordot_vjp_b(g, a, b, axes)")
+deftangent(np.tensordot, multilinear="a, b")
 
 
 # ---------------------------------------------------------------------------

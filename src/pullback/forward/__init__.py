@@ -1,0 +1,1 @@
+"""Forward mode: tangents beside the values, by source transformation (:mod:`.transform`)."""

@@ -1,0 +1,161 @@
+"""Forward mode and whole Jacobians: jvp, jacfwd, jacrev, jacobian.
+
+``jvp`` runs the forward transform (:mod:`pullback.forward`): the function's own
+loops with a tangent beside each value, nothing saved.  ``jacfwd`` is one ``jvp``
+per entry of the differentiated arguments, ``jacrev`` one ``vjp`` cotangent per
+entry of the result, both on the compiled derivative, so a Jacobian costs its
+columns (or rows) times one derivative call.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .api import _check_argnums, _copy_arrays, _full_args, _name, _refuse_complex, for_user, vjp
+from .core.errors import PullbackError
+from .core.kinds import kind_of_value
+from .pipeline import choose_backend, derivative
+
+
+def _tangent_of(primal, tangent, i, fname):
+    """``tangent`` checked against its primal: same shape, real numbers."""
+    if isinstance(primal, np.ndarray):
+        t = np.asarray(tangent, dtype=np.result_type(primal.dtype, np.float64)
+                       if primal.dtype.kind != "f" else primal.dtype)
+        if t.shape != primal.shape:
+            raise ValueError(f"jvp of {fname}: the tangent of argument {i} has shape "
+                             f"{t.shape}, its primal {primal.shape}")
+        return t.copy()
+    if not isinstance(tangent, numbers.Real) and not (
+            isinstance(tangent, np.ndarray) and tangent.ndim == 0):
+        raise TypeError(f"jvp of {fname}: the tangent of argument {i} must be a real number "
+                        f"like its primal, got {type(tangent).__name__}")
+    return float(tangent)
+
+
+def jvp(f, primals, tangents, jit=None):
+    """``(value, tangent)``: ``f(*primals)`` and its derivative along ``tangents``
+    (the Jacobian-vector product), by forward mode.
+
+    ``primals`` and ``tangents`` are tuples of the same length; each tangent has the
+    shape of its primal.  A ``None`` tangent holds its argument fixed; arguments that
+    are not floats or float arrays (ints, flags) carry no tangent, and theirs is
+    ignored.  The tangent of the
+    value has the value's shape.  ``jit`` chooses the backend as in :func:`grad`.
+
+    >>> import pullback
+    >>> pullback.jvp(lambda x, y: x * y, (3.0, 2.0), (1.0, 0.0))
+    (6.0, 2.0)
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp takes the primals and the tangents as two tuples, "
+                        f"got {type(primals).__name__} and {type(tangents).__name__}")
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents; "
+                         "give one tangent per primal (None for a non-float argument)")
+    fname = _name(f)
+    args = _full_args(f, tuple(primals), {})
+    _refuse_complex(args, fname)
+    nums = tuple(i for i in range(len(primals))
+                 if kind_of_value(args[i]).dtype == "f" and tangents[i] is not None)
+    dots = tuple(_tangent_of(args[i], tangents[i], i, fname) for i in nums)
+    return _jvp_call(f, args, nums, dots, jit)
+
+
+def _jvp_call(f, args, nums, dots, jit):
+    backend = choose_backend(f, jit)
+    kinds = tuple(kind_of_value(a) for a in args)
+    try:
+        c = derivative(f, nums, kinds, backend, mode="forward")
+        value, tangent = c.fn(*_copy_arrays(args), *dots)
+    except PullbackError as exc:
+        raise for_user(exc) from None
+    return value, _like_value(tangent, value)
+
+
+def _like_value(tangent, value):
+    """The tangent in the value's shape and type (zeros where nothing flowed)."""
+    if isinstance(value, tuple):
+        return tuple(_like_value(t, v) for t, v in zip(tangent, value))
+    if np.ndim(value) == 0 and not isinstance(value, np.ndarray):
+        return float(tangent)
+    t = np.asarray(tangent, dtype=np.result_type(np.asarray(value).dtype, np.float64))
+    return t if t.shape == np.shape(value) else np.broadcast_to(t, np.shape(value)).copy()
+
+
+def _float_args(args, nums, fname):
+    for i in nums:
+        if kind_of_value(args[i]).dtype != "f":
+            raise TypeError(f"cannot differentiate {fname} with respect to argument {i}: "
+                            f"it is a {type(args[i]).__name__}, not a float or a float array")
+
+
+def jacfwd(f, argnums=0, jit=None):
+    """The Jacobian of ``f`` by forward mode: one :func:`jvp` per entry of the
+    differentiated arguments (cheapest when they have fewer entries than the result).
+
+    The Jacobian with respect to an argument has shape ``value.shape + arg.shape``;
+    a tuple ``argnums`` gives a tuple of them."""
+    def jacobian(*args):
+        fname = _name(f)
+        nums, single = _check_argnums(argnums, len(args), fname)
+        _float_args(args, nums, fname)
+        wrt = tuple(i for i in range(len(args)) if kind_of_value(args[i]).dtype == "f")
+        zeros = {i: (np.zeros_like(args[i], dtype=float) if np.ndim(args[i]) else 0.0)
+                 for i in wrt}
+        out = []
+        for i in nums:
+            columns, value = [], None
+            for k in range(max(np.size(args[i]), 1)):
+                dots = dict(zeros)
+                dots[i] = _unit(args[i], k)
+                value, column = _jvp_call(f, args, wrt, tuple(dots[j] for j in wrt), jit)
+                columns.append(np.asarray(column, dtype=float))
+            shape = np.shape(value) + np.shape(args[i])
+            out.append(np.moveaxis(np.array(columns), 0, -1).reshape(shape) if columns[0].ndim
+                       else np.array(columns).reshape(shape))
+        return _shaped(out, single)
+    jacobian.__name__ = f"jacfwd({_name(f)})"
+    return jacobian
+
+
+def jacrev(f, argnums=0, jit=None):
+    """The Jacobian of ``f`` by reverse mode: one :func:`vjp` cotangent per entry of
+    the result (cheapest when it has fewer entries than the arguments).  Shapes as
+    in :func:`jacfwd`."""
+    def jacobian(*args):
+        fname = _name(f)
+        nums, single = _check_argnums(argnums, len(args), fname)
+        _float_args(args, nums, fname)
+        value, back = vjp(f, *args, jit=jit)
+        if isinstance(value, tuple):
+            raise TypeError(f"jacrev: {fname} returns a tuple; return one array (stack the "
+                            "items) to take its Jacobian")
+        rows = [back(_unit(value, k)) for k in range(max(np.size(value), 1))]
+        out = []
+        for i in nums:
+            stacked = np.array([np.asarray(r[i], dtype=float) for r in rows])
+            out.append(stacked.reshape(np.shape(value) + np.shape(args[i])))
+        return _shaped(out, single)
+    jacobian.__name__ = f"jacrev({_name(f)})"
+    return jacobian
+
+
+#: The Jacobian by reverse mode, as JAX's ``jacobian``.
+jacobian = jacrev
+
+
+def _unit(like, k):
+    """The k-th unit vector in the shape of ``like`` (1.0 for a number)."""
+    if np.ndim(like) == 0:
+        return 1.0
+    e = np.zeros(np.shape(like), dtype=float)
+    e.flat[k] = 1.0
+    return e
+
+
+def _shaped(out, single):
+    out = [o[()] if isinstance(o, np.ndarray) and o.ndim == 0 else o for o in out]
+    out = [float(o) if isinstance(o, np.floating) else o for o in out]
+    return out[0] if single else tuple(out)
