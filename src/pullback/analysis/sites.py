@@ -25,7 +25,7 @@ class Sites:
     count: MappingProxyType      # name -> assignment sites (a parameter counts one)
     in_loop: frozenset           # assigned inside a loop
     top_level: frozenset         # assigned at the function's top level, or a parameter
-    read_in_loop: frozenset      # read by a statement inside a loop
+    read_in_loop: frozenset      # an operand of a statement inside a loop (ir.operands)
     single_use: frozenset        # assigned once, read by one later statement of its block
 
     def __contains__(self, name) -> bool:
