@@ -1,17 +1,25 @@
-"""The reverse-mode transform: the state one run shares, and the order of its steps.
+"""The reverse-mode transform: the order of its steps, and the records they pass on.
 
 ``ReverseTransform.run`` takes the final IR (normalized, with its loop
 bookkeeping, :mod:`pullback.frontend.bookkeeping`, and as the backend runs it,
 :mod:`pullback.backends.primal`; numbered), its kinds, its active set and the
 helper names those stages chose, and returns the forward and reverse sweeps
 (:class:`.ops.Generated`).  It edits none of them.
-The steps live in their own modules: :mod:`.adjoints` (each statement's
-adjoint), :mod:`.sweeps` (forward and reverse sweeps), :mod:`.lower`
-(pseudo-statements to Python), :mod:`.cleanup` (peepholes), :mod:`.fusion` (elementwise
-temporaries fused), :mod:`.declared` (the forward sweep rebinds only
-what the IR declares), and the analyses in :mod:`pullback.analysis` (aliasing,
-recomputation, saves).  ``optimise`` (:mod:`pullback.core.optimise`) says which
-optimisations apply; the reference derivative has none.
+
+Each step is a function of its own module that returns a frozen record, which
+the transform keeps and the later steps read: the assignment sites
+(:mod:`pullback.analysis.sites`), the shape facts, each statement's adjoint and
+what it reads (:class:`.adjoints.Adjoints`), the temporaries recomputed and the
+reads they narrow (:mod:`pullback.analysis.recompute`), the save plan, the
+storage plan, and the backend's tape.  Then :mod:`.sweeps` (forward and reverse
+sweeps), :mod:`.lower` (pseudo-statements to Python), :mod:`.cleanup`
+(peepholes), :mod:`.fusion` (elementwise temporaries fused) and
+:mod:`.declared` (the forward sweep rebinds only what the IR declares) build
+the code.  The transform itself only chooses names (``d``, ``helper``) and
+answers questions (a name's kind, whether its adjoint is a buffer); no step
+writes into it, except the backend's tape, which tracks its own reservations.
+``optimise`` (:mod:`pullback.core.optimise`) says which optimisations apply;
+the reference derivative has none.
 
 Reading an array element ``p[i]`` becomes, in the reverse sweep, the single
 in-place update ``dp[i] += d_t`` of one gradient buffer allocated once.
@@ -51,9 +59,9 @@ class ReverseTransform:
         self.wrt = wrt
         self.backend = backend
         self.location = location            # line -> Location, for errors
-        self.lookup = lookup                # name -> the object the user's code sees (or MISSING)
         self.names = Names(set(fn.names) | set(kinds))
         self.sites = sites.find(fn.body, fn.params)
+        # lookup: name -> the object the user's code sees there (or MISSING)
         self.helper_names = Helpers(self.names, lookup,
                                     lambda name: name in self.sites or name in fn.params, helpers,
                                     backend.calls_as_is)
