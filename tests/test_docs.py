@@ -101,14 +101,8 @@ def _classes():
     return out
 
 
-_SPLITTING = {"ReverseTransform": "being split into records"}
-
-
-@pytest.mark.parametrize("module,name,lines", [
-    pytest.param(*c, id=f"{c[0]}:{c[1]}",
-                 marks=[pytest.mark.xfail(reason=_SPLITTING[c[1]], strict=False)]
-                 if c[1] in _SPLITTING else [])
-    for c in _classes()])
+@pytest.mark.parametrize("module,name,lines", [pytest.param(*c, id=f"{c[0]}:{c[1]}")
+                                               for c in _classes()])
 def test_no_class_exceeds_200_lines(module, name, lines):
     """Each class has one job, small enough to read whole."""
     assert lines <= 200, f"{module}: class {name} has {lines} lines"

@@ -101,3 +101,26 @@ def test_helper_names_chosen_by_the_stages_reach_the_transform():
     gen = ReverseTransform(low.fn, kinds, active, ["x"], PYTHON, parsed.at_line, lookup,
                            helpers=low.helpers).run()
     assert gen.helpers["trip_count"] is trip_count
+
+
+def test_the_adjoints_are_a_frozen_record_of_every_statement():
+    from pullback.reverse.adjoints import Adjoints
+    parsed, lookup, _, low, kinds = stages(loops, ARGS, PYTHON)
+    tr = ReverseTransform(low.fn, kinds, activity(low.fn, kinds, {"x", "p"}), ["x", "p"],
+                          PYTHON, parsed.at_line, lookup, helpers=low.helpers)
+    tr.run()
+    adj = tr.adjoints
+    assert isinstance(adj, Adjoints)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        adj.contribs = {}
+    statements = [s for s in ir.walk(low.fn.body) if isinstance(s, (ir.Assign, ir.SetItem))]
+    headers = [s for s in ir.walk(low.fn.body) if isinstance(s, (ir.If, ir.For, ir.While))]
+    assert set(adj.code) == set(adj.stmt_reads) == {s.sid for s in statements}
+    assert set(adj.header_reads) == {s.sid for s in headers}
+    assert all(isinstance(c, tuple) for c in adj.code.values())
+    assert all(isinstance(r, frozenset) for r in [*adj.stmt_reads.values(),
+                                                  *adj.header_reads.values()])
+    # What the save plan reads: the adjoints' reads, with recomputed temporaries
+    # replaced by their operands, never edited in place.
+    assert set(tr.recomputation.stmt_reads) == set(adj.stmt_reads)
+    assert adj.contribs["p"] >= 1 and "p" in adj.updated_in_place

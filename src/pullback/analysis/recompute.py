@@ -1,10 +1,55 @@
-"""Which temporaries the reverse sweep computes again instead of saving."""
+"""Which temporaries the reverse sweep computes again instead of saving.
+
+``plan`` returns a :class:`Recomputation`: the temporaries and their
+expressions (:func:`find_cheap`), and what each statement's adjoint then reads
+from the forward sweep: a recomputed temporary's operands instead of the
+temporary (what the save plan, :mod:`.saves`, must keep).
+"""
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
+from types import MappingProxyType
 
 from ..core import ir
 from ..core.kinds import Kind, kind_of_value
+
+
+@dataclass(frozen=True)
+class Recomputation:
+    exprs: MappingProxyType     # temporary -> its expression, in program order
+    reads: frozenset            # the names those expressions read
+    stmt_reads: MappingProxyType    # sid -> names its adjoint reads, recomputed ones replaced
+
+    def needed_for(self, names) -> set:
+        """``names`` and, through recomputed temporaries among them, what their
+        expressions read, transitively."""
+        out, todo = set(), list(names)
+        while todo:
+            n = todo.pop()
+            if n not in out:
+                out.add(n)
+                if n in self.exprs:
+                    todo += ir.atom_names(self.exprs[n])
+        return out
+
+
+def plan(stmts, stmt_reads, control, sites, kinds, array_reads: bool, value_reads,
+         on=True) -> Recomputation:
+    """The temporaries to compute again (:func:`find_cheap`; none when not ``on``)
+    and ``stmt_reads`` (sid -> names an adjoint reads) with each recomputed
+    temporary replaced by what its expression reads, transitively.
+
+    Invariant: a name is read at a statement in the result exactly when its
+    adjoint, or a recomputation it needs, reads it there and it is not itself
+    recomputed."""
+    exprs = find_cheap(stmts, control, sites, kinds, array_reads, value_reads) if on else {}
+    out = Recomputation(MappingProxyType(exprs),
+                        frozenset().union(*map(ir.atom_names, exprs.values())),
+                        MappingProxyType({}))
+    narrowed = {sid: frozenset(out.needed_for(names) - set(exprs))
+                for sid, names in stmt_reads.items()}
+    return Recomputation(out.exprs, out.reads, MappingProxyType(narrowed))
 
 
 def find_cheap(stmts, control, sites, kinds, array_reads: bool,

@@ -182,6 +182,12 @@ def mentions(s: Stmt) -> set[str]:
     return s.reads() | ({s.target} if isinstance(s, Assign) else set())
 
 
+def var_read_in(loop: For) -> bool:
+    """Whether the body of ``loop`` names its loop variable (conservative: any
+    statement that reads or assigns it), so the reverse loop must bind it too."""
+    return any(loop.var in mentions(t) for t in walk(loop.body))
+
+
 def number(stmts) -> None:
     """Give every statement its ``sid``, 1, 2, ... in program order."""
     for k, s in enumerate(walk(stmts), start=1):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 
-from ..analysis.storage import LOCAL
 from ..core import ir
 
 
@@ -136,14 +135,14 @@ def _rename(st, old, new):
     return R().visit(st)
 
 
-def propagate_copies(tr, stmts) -> list:
-    """Drop ``d_t = dv`` copies of local-temporary adjoints by reading ``dv``
-    where ``d_t`` was read, when ``dv`` does not change in between."""
-    local = {tr.d(n) for n in tr.storage.names(LOCAL)}
+def propagate_copies(local, stmts) -> list:
+    """Drop ``d_t = dv`` copies of local-temporary adjoints (``local``: their
+    names) by reading ``dv`` where ``d_t`` was read, when ``dv`` does not change
+    in between."""
     out = list(stmts)
     for st in out:
         for sub in bodies(st):
-            sub[:] = propagate_copies(tr, sub)
+            sub[:] = propagate_copies(local, sub)
     # `b = a` after `a = b`, with neither written in between, changes nothing.
     k = 1
     while k < len(out):

@@ -107,9 +107,7 @@ class _Lowering:
             return
         dn = tr.d(c.name)
         if storage.how == BUFFER or storage.typed_reset:
-            value = zeros(tr, c.name)
-            tr.read(ast.Name(c.name), value=False)
-            self.out.append(assign(dn, value))
+            self.out.append(assign(dn, zeros(tr, c.name)))
             self.defined(dn)
         else:
             self.pending[dn] = len(self.out)

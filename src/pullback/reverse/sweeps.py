@@ -29,7 +29,7 @@ def init_saved(tr) -> list:
     if tr.backend.fixed_types:
         # An array first assigned inside a loop or branch still has a value
         # (of its type) when the reverse sweep allocates its adjoint.
-        names |= {n for n in tr.active - tr.top_level - set(tr.fn.params)
+        names |= {n for n in tr.active - tr.sites.top_level - set(tr.fn.params)
                   if tr.storage[n].how == BUFFER}
     out = [assign(name, placeholder(tr, name)) for name in sorted(names)]
     if tr.backend.fixed_types:
@@ -212,15 +212,15 @@ def rev_block(tr, stmts) -> list:
 
 def _recomputed(tr, s) -> list:
     """Read again, just before the adjoint, what is cheaper to read than to save."""
-    code = tr.adjoint_code[s.sid]
+    code = tr.adjoints.code[s.sid]
     if not code:
         return []
-    needed = tr.recomputed_for(names_in(code))
-    return [assign(t, copy.deepcopy(e)) for t, e in tr.recompute.items() if t in needed]
+    needed = tr.recomputation.needed_for(names_in(code))
+    return [assign(t, copy.deepcopy(e)) for t, e in tr.recomputation.exprs.items() if t in needed]
 
 
 def _rev_assign(tr, s: ir.Assign) -> list:
-    code = list(tr.adjoint_code[s.sid])
+    code = list(tr.adjoints.code[s.sid])
     if not tr.needs_save(s.target, s):
         return _recomputed(tr, s) + code
     # The target's adjoint is reset for the value it had before: restore that value
@@ -232,7 +232,7 @@ def _rev_assign(tr, s: ir.Assign) -> list:
 
 
 def _rev_setitem(tr, s: ir.SetItem) -> list:
-    out = _recomputed(tr, s) + tr.adjoint_code[s.sid]
+    out = _recomputed(tr, s) + list(tr.adjoints.code[s.sid])
     if tr.saves_element(s):
         out.append(Restore(s.array, s.index))
     return out
@@ -245,8 +245,8 @@ def _rev_if(tr, s: ir.If) -> list:
 
 def _rev_for(tr, s: ir.For) -> list:
     body = rev_block(tr, s.body)
-    out = [ReverseFor(s.var if tr._var_read_in(s) else None, LoopInfo(s.start, s.step, s.trips), body)] \
-        if body else []
+    out = [ReverseFor(s.var if ir.var_read_in(s) else None, LoopInfo(s.start, s.step, s.trips),
+                      body)] if body else []
     if tr.needs_save(s.var, s):
         out.append(Restore(s.var))
     return out
