@@ -22,12 +22,9 @@ from __future__ import annotations
 
 import ast
 import copy
-import operator
 import types
 from dataclasses import dataclass
 from types import MappingProxyType
-
-import numpy as np
 
 from ..core import ir
 from ..core.errors import InternalError, MissingRuleError, NumbaCompileError
@@ -36,15 +33,9 @@ from ..core.runtime import CALL_VJP, add_item, buffer_like, item_cotangent, scat
 from ..frontend.resolve import is_library
 from ..rules import registry, results
 from ..rules.elementwise import unbroadcast, unbroadcast_product
-from ..rules.scalar import OPERATORS
+from ..rules.scalar import ARRAY_OPERATORS, OPERATORS
+from ..rules.templates import substitute
 from .ops import Accum, AsBuffer, BufferUpdate, InPlace, Reset, Scatter, TupleItem, ZeroElement, assign, call
-
-# Operators applied to arrays use the NumPy ufunc's rule (it knows broadcasting).
-_ARRAY_OPS = {
-    operator.add: np.add, operator.sub: np.subtract, operator.mul: np.multiply,
-    operator.truediv: np.true_divide, operator.pow: np.power, operator.neg: np.negative,
-    operator.matmul: np.matmul, operator.mod: np.mod,
-}
 
 
 @dataclass(frozen=True)
@@ -285,8 +276,8 @@ def rule_adjoint(w, s, fn, args, kwargs, g):
     if not active_args or (rule is not None and not rule.differentiable):
         return []
     array_result = tr.kinds.get(s.target, Kind(0, "f")).ndim not in (0,)
-    if fn in _ARRAY_OPS and (array_result or any(tr.kind(a).ndim != 0 for a in args)):
-        fn = _ARRAY_OPS[fn]
+    if fn in ARRAY_OPERATORS and (array_result or any(tr.kind(a).ndim != 0 for a in args)):
+        fn = ARRAY_OPERATORS[fn]
     rule = registry.lookup(fn) if fn is not None else None
     if rule is not None and not rule.has_derivative:
         rule = None         # known only for its kind: no derivative yet
@@ -367,23 +358,7 @@ def instantiate(w, rule, template, bound, g, ans) -> ast.expr:
                                       if name == "__vjp__" else name)
                     for name, obj in rule.helpers.items()}
 
-    class Sub(ast.NodeTransformer):
-        def visit_Name(_, node):
-            if node.id in mapping:
-                return copy.deepcopy(mapping[node.id])
-            if node.id in helper_names:
-                return ast.Name(helper_names[node.id], ast.Load())
-            return node
-
-        def visit_Call(self, node):
-            # ``f(*operands)`` with the call's arguments spliced in, one by one: Numba
-            # types a constant among them (einsum's subscripts) as a literal then.
-            self.generic_visit(node)
-            node.args = [b for a in node.args
-                         for b in (a.value.elts if isinstance(a, ast.Starred)
-                                   and isinstance(a.value, ast.Tuple) else [a])]
-            return node
-    out = Sub().visit(copy.deepcopy(template))
+    out = substitute(template, mapping, helper_names)
     w.read(out)
     if ans.id in ir.atom_names(out):
         w.read(ans)
