@@ -93,6 +93,18 @@ def _zeros_like(value):
     return None
 
 
+@registry.numba_twin(runtime.zeros_tangent)
+def _zeros_tangent(value):
+    return lambda value: runtime.zeros_like(value)
+
+
+@registry.numba_twin(runtime.fit)
+def _fit(tangent, ans):
+    if is_array(ans):
+        return lambda tangent, ans: tangent + np.zeros_like(ans)
+    return lambda tangent, ans: tangent
+
+
 @registry.numba_twin(runtime.buffer_like)
 def _buffer_like(adjoint, value):
     if is_array(adjoint):

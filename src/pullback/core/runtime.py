@@ -73,6 +73,23 @@ def zeros_like(value):
     return np.zeros(np.shape(value), dtype=np.result_type(value, 1.0))
 
 
+def zeros_tangent(value):
+    """Forward mode's zero tangent of ``value``: :func:`zeros_like`, item by item
+    for a tuple."""
+    if isinstance(value, tuple):
+        return tuple(zeros_tangent(v) for v in value)
+    return zeros_like(value)
+
+
+def fit(tangent, ans):
+    """Forward mode: a tangent given the shape of the result ``ans`` (an operand
+    that was broadcast), as a float array of its own."""
+    shape = np.shape(ans)
+    if np.shape(tangent) == shape:
+        return tangent
+    return np.broadcast_to(tangent, shape).astype(np.result_type(tangent, 1.0))
+
+
 def scatter_add(adjoint, value, index, g):
     """``adjoint[index] += g`` with repeated indices accumulated (advanced indexing)."""
     buf = buffer_like(adjoint, value)

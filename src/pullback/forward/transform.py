@@ -22,7 +22,7 @@ from ..core import ir
 from ..core.errors import MissingRuleError, UnsupportedSyntaxError, located
 from ..core.kinds import MISSING, Kind, kind_of_atom
 from ..core.names import HelperNames, Helpers, Names
-from ..core.runtime import zeros_like
+from ..core.runtime import fit, zeros_tangent
 from ..rules import registry, tangents
 from ..rules.scalar import ARRAY_OPERATORS, OPERATORS
 from ..rules.templates import substitute
@@ -194,6 +194,9 @@ class _Writer:
         k = self.kind(atom)
         if k.ndim == 0 and k.items is None:
             return ast.Constant(0.0)
+        if k.ndim is not None and k.ndim > 0 and k.dtype == "f":
+            np_name = ast.Name(self.helpers.name(np, "np"))
+            return ast.Call(ast.Attribute(np_name, "zeros_like", ast.Load()), [copy.deepcopy(atom)], [])
         return ast.Call(ast.Name(self.helpers.name(zeros_tangent, "zeros_tangent")),
                         [copy.deepcopy(atom)], [])
 
@@ -228,6 +231,7 @@ def _templated(w, form, bound, active, fitted):
         return out
     return build
 
+
 def _reduced(w, rule, form, bound, active):
     """``sum(t * w, axis, keepdims)``, ``w`` the derivative for a cotangent of ones."""
     (param, arg), = active.items()
@@ -235,13 +239,15 @@ def _reduced(w, rule, form, bound, active):
     np_name = w.helpers.name(np, "np")
 
     def build(ans):
-        ones = ast.Call(ast.Attribute(ast.Name(np_name), "ones_like", ast.Load()), [ans], [])
+        ones = ast.Constant(1.0) if w.kind(ans).ndim == 0 else \
+            ast.Call(ast.Attribute(ast.Name(np_name), "ones_like", ast.Load()), [ans], [])
         weight = substitute(rule.adjoints[param], dict(bound, g=ones, ans=ans), names)
         product = ast.BinOp(ast.Name(w.dot(arg.id)), ast.Mult(), weight)
         return ast.Call(ast.Attribute(ast.Name(np_name), "sum", ast.Load()), [product],
                         [ast.keyword("axis", copy.deepcopy(bound["axis"])),
                          ast.keyword("keepdims", copy.deepcopy(bound["keepdims"]))])
     return build
+
 
 def _replaced(w, form, bound, active, node):
     def build(ans):
@@ -265,21 +271,6 @@ def _base(param: str) -> str:
 
 def _assign(name, value):
     return ast.Assign([ast.Name(name, ast.Store())], value)
-
-
-def fit(tangent, ans):
-    """A tangent given the shape of the result ``ans`` (an operand that was broadcast)."""
-    shape = np.shape(ans)
-    if np.shape(tangent) == shape:
-        return tangent
-    return np.broadcast_to(tangent, shape).astype(np.result_type(tangent, 1.0))
-
-
-def zeros_tangent(value):
-    """A zero tangent of ``value``'s shape (a tuple of them for a tuple)."""
-    if isinstance(value, tuple):
-        return tuple(zeros_tangent(v) for v in value)
-    return zeros_like(value)
 
 
 _STATEMENTS = ir.table("forward mode", {
