@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import itertools
 import linecache
 import math
@@ -40,30 +41,55 @@ def _negative(v) -> bool:
     return False
 
 
-class _SignedConstants(ast.NodeTransformer):
-    """``ast.unparse`` prints ``Constant(-1.5)`` as ``-1.5``, so ``Constant(-1.5) ** 2``
+class _Printable(ast.NodeTransformer):
+    """A copy of a generated statement that ``ast.unparse`` prints as it should read.
+
+    ``ast.unparse`` prints ``Constant(-1.5)`` as ``-1.5``, so ``Constant(-1.5) ** 2``
     would read ``-1.5 ** 2``, which is ``-(1.5 ** 2)``.  Spelled as a unary minus of its
-    magnitude, a negative constant gets the parentheses its precedence needs."""
+    magnitude, a negative constant gets the parentheses its precedence needs.  A
+    :class:`~pullback.reverse.ops.Comment` (which ``ast.unparse`` cannot print) becomes
+    a bare name unique to it, a line of its own that :func:`_lines` then replaces by
+    the comment."""
+
+    def __init__(self, comments: dict):
+        self.comments = comments        # placeholder name -> its Comment
 
     def visit_Constant(self, node):
         if _negative(node.value):
             return ast.copy_location(ast.UnaryOp(ast.USub(), ast.Constant(-node.value)), node)
         return node
 
+    def visit_Comment(self, node):
+        mark = f"__pb_comment_{len(self.comments)}__"
+        self.comments[mark] = node
+        return ast.Expr(ast.Name(mark, ast.Load()))
 
-def _unparse(node) -> str:
+
+def _unparse(node, comments=None) -> str:
     """Source text of a generated node; every printed statement and expression goes here."""
-    return ast.unparse(ast.fix_missing_locations(_SignedConstants().visit(node)))
+    node = _Printable({} if comments is None else comments).visit(copy.deepcopy(node))
+    return ast.unparse(ast.fix_missing_locations(node))
 
 
-def _lines(stmts, indent: str) -> list[str]:
+def _lines(stmts, indent: str, origins: list) -> list[str]:
+    """The lines of ``stmts``; ``origins`` gets, for each line, the user's source line
+    the last ``# from:`` comment at or above it names (None before the first one)."""
     out = []
     for s in stmts:
         if isinstance(s, Deferred):
-            out += _lines(s.make(), indent)
+            out += _lines(s.make(), indent, origins)
             continue
-        text = _unparse(s)
-        out += [indent + line for line in text.splitlines()]
+        comments: dict = {}
+        for line in _unparse(s, comments).splitlines():
+            c = comments.get(line.strip())
+            if c is not None:
+                line = line[:len(line) - len(line.lstrip())] + "# " + c.text
+                if c.source is not None:
+                    origins.append(c.source)
+                    out.append(indent + line)
+                    continue
+            origins.append(origins[-1] if origins else None)
+            out.append(indent + line)
     return out
 
 
@@ -72,12 +98,21 @@ def _tuple(items) -> str:
 
 
 def source_of(gen: Generated, fname: str) -> str:
+    return render(gen, fname)[0]
+
+
+def render(gen: Generated, fname: str) -> tuple[str, list]:
+    """The derivative's source, and for each of its lines (counted from 1, as the
+    compiled code counts them: line 1 is the maker's, see :func:`build`) the user's
+    source line it comes from, or None."""
     body = []
     for p in sorted(gen.copied_params):
         body.append(f"{p} = {p}.copy()  # written in place below: never touch the caller's array")
-    fwd = _lines(gen.forward, "    ")
+    fwd_origins: list = []
+    fwd = _lines(gen.forward, "    ", fwd_origins)
     value = _unparse(gen.value)
-    rev = _lines(gen.reverse, "    ")
+    rev_origins: list = []
+    rev = _lines(gen.reverse, "    ", rev_origins)
     # Tapes kept from one call to the next (the Numba backend's workspaces, one per
     # thread): taken as the last parameter, returned grown as the last result.
     workspace = [name for name, _ in gen.workspace()]
@@ -90,13 +125,18 @@ def source_of(gen: Generated, fname: str) -> str:
     lines += ["    " + b for b in body]
     lines += ["    # ---- forward sweep"] + fwd + [f"    _value = {value}"]
     lines += ["    # ---- reverse sweep"] + rev + [f"    return _value, {ret}"]
-    return "\n".join(lines) + "\n"
+    # Each line's origin is that of the nearest `# from:` line at or above it.
+    last = fwd_origins[-1] if fwd_origins else None
+    rev_origins = [o if o is not None else last for o in rev_origins]
+    origins = [None] * (3 + len(body)) + fwd_origins + [last, last] + rev_origins + \
+        [rev_origins[-1] if rev_origins else last]
+    return "\n".join(lines) + "\n", [None, None] + origins
 
 
 def build(gen: Generated, fname: str, user_globals: dict, user_closure: dict,
           externals: dict, backend):
     """Compile the generated source into a function (and njit it for Numba)."""
-    src = source_of(gen, fname)
+    src, origins = render(gen, fname)
     bound = dict(externals)
     bound.update(gen.helpers)
     check_bound(src, set(bound) | set(user_closure) | set(user_globals))
@@ -121,7 +161,7 @@ def build(gen: Generated, fname: str, user_globals: dict, user_closure: dict,
                                                                      else ()), cells)
     shown = maker_src if filename.startswith("<") else diskcache.MODULE_HEADER + src
     linecache.cache[filename] = (len(shown), None, shown.splitlines(True), filename)
-    return backend.finish(fn, src, filename, maker_src), src
+    return backend.finish(fn, src, filename, origins), src
 
 
 def check_bound(src: str, outer: set) -> None:
@@ -153,4 +193,4 @@ def rebind(fn, src: str, old_closure: dict, new_closure: dict, backend):
                   for n, c in zip(py.__code__.co_freevars, py.__closure__ or ()))
     out = types.FunctionType(py.__code__, py.__globals__, py.__name__, py.__defaults__, cells)
     filename = py.__code__.co_filename
-    return backend.finish(out, src, filename, "".join(linecache.getlines(filename)))
+    return backend.finish(out, src, filename, getattr(fn, "origins", ()))

@@ -43,8 +43,8 @@ class NumbaBackend(Backend):
     def bind_helper(self, obj):
         return _jit_helper(obj)
 
-    def finish(self, fn, src, filename, full_source):
-        return _LazyNumba(fn, src, filename, full_source)
+    def finish(self, fn, src, filename, origins):
+        return _LazyNumba(fn, src, filename, origins)
 
     def primal_twin(self, callee, method, call, kind=None):
         fn = registry.method(method) if method is not None else callee
@@ -290,11 +290,11 @@ class _LazyNumba:
     call directly once the first call compiled (``ok``): the Numba dispatcher
     itself, or :func:`_with_workspace` around it."""
 
-    def __init__(self, fn, src, filename="", full_source=""):
+    def __init__(self, fn, src, filename="", origins=()):
         self.py_func = fn
         self.source = src
         self.filename = filename
-        self.full_source = full_source.splitlines()
+        self.origins = origins      # compiled line number -> the user's line it comes from
         self.jitted = numbacache.jit_derivative(fn, src)
         defaults = fn.__defaults__ or ()
         # The default workspace (empty arrays of the tapes' dtypes, see emit.build).
@@ -326,18 +326,14 @@ class _LazyNumba:
 
     def _origin(self, message) -> str:
         """The user's source line behind the generated line Numba complains about."""
-        import re
         # Numba names the file relative to the working directory: match its name only
         # (a hash of the source is in it).
         hits = re.findall(re.escape(self.filename.replace("\\", "/").rpartition("/")[2])
                           + r'", line (\d+)', message.replace("\\", "/"))
         for line in reversed(hits):
-            k = int(line) - 1
-            while 0 <= k < len(self.full_source):
-                text = self.full_source[k].strip()
-                if text.startswith("# from: "):
-                    return f" at the code generated for `{text[8:]}`"
-                k -= 1
+            k = int(line)
+            if 0 <= k < len(self.origins) and self.origins[k] is not None:
+                return f" at the code generated for `{self.origins[k]}`"
         return ""
 
 

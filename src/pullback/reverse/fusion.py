@@ -12,6 +12,7 @@ import ast
 import copy
 
 from .cleanup import bodies, name_counts, names_read, names_written
+from .ops import Comment
 
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 
@@ -91,18 +92,13 @@ def _reader(block, k, name):
     inputs = names_read(block[k])
     for j in range(k + 1, len(block)):
         st = block[j]
-        if bodies(st) or _is_comment(st):
+        if bodies(st) or isinstance(st, Comment):
             return None         # (a comment starts another source line's code: keep it there)
         if name in names_read(st):
             return j if _reads_before_any_call(st, name) else None
         if not _harmless(st) or inputs & names_written(st):
             return None
     return None
-
-
-def _is_comment(st) -> bool:
-    return isinstance(st, ast.Expr) and isinstance(st.value, ast.Name) \
-        and st.value.id.startswith("#")
 
 
 def _harmless(st) -> bool:

@@ -4,6 +4,10 @@ A statement's adjoint is first a list of pseudo-statements (``Accum``: add to an
 adjoint, ``Reset``: the variable gets an older value, ``Restore``: pop a saved
 value, ...).  Only lowering (:mod:`.lower`) decides how each becomes Python,
 once it is known which adjoints are locals, buffers or lists.
+
+The sweeps stay typed after lowering where a later stage must recognise a
+statement: a ``Comment`` (``# from: <the user's line>``) is a statement node of
+its own, which the emitter prints and the Numba backend quotes in its errors.
 """
 from __future__ import annotations
 
@@ -148,9 +152,24 @@ def helper_call(tr, expr):
     return None
 
 
-def comment(text):
-    # ast.unparse prints a Name's id verbatim: a cheap way to carry a comment line.
-    return ast.Expr(ast.Name(text))
+class Comment(ast.stmt):
+    """``# text``, a line of its own in the generated code.  ``source``: the user's
+    source line that the statements after it come from (``# from: ...``), else None;
+    the emitter prints it and keeps, for each generated line, the user's line it
+    comes from (the Numba backend quotes it in its errors)."""
+
+    _fields = ("text", "source")
+    text: str
+    source: str | None = None
+
+
+def comment(text, source=None) -> Comment:
+    return Comment(text, source)
+
+
+def from_line(line: str) -> Comment:
+    """``# from: <line>``: the statements after it come from the user's ``line``."""
+    return Comment(f"from: {line}", line)
 
 
 def fold(e):
