@@ -49,7 +49,7 @@ class _Printable(ast.NodeTransformer):
     magnitude, a negative constant gets the parentheses its precedence needs.  A
     :class:`~pullback.reverse.ops.Comment` (which ``ast.unparse`` cannot print) becomes
     a bare name unique to it, a line of its own that :func:`_lines` then replaces by
-    the comment."""
+    the comment; a :class:`~pullback.reverse.ops.ZeroAdjoint` the assignment it is."""
 
     def __init__(self, comments: dict):
         self.comments = comments        # placeholder name -> its Comment
@@ -58,6 +58,10 @@ class _Printable(ast.NodeTransformer):
         if _negative(node.value):
             return ast.copy_location(ast.UnaryOp(ast.USub(), ast.Constant(-node.value)), node)
         return node
+
+    def visit_ZeroAdjoint(self, node):
+        self.generic_visit(node)
+        return ast.copy_location(ast.Assign(node.targets, node.value), node)
 
     def visit_Comment(self, node):
         mark = f"__pb_comment_{len(self.comments)}__"

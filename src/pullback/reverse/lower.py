@@ -32,6 +32,7 @@ from .ops import (
     call,
     fold,
     helper_call,
+    zero_adjoint,
 )
 
 
@@ -109,12 +110,12 @@ class _Lowering:
         if storage.how == BUFFER or storage.typed_reset:
             value = zeros(tr, c.name)
             tr.read(ast.Name(c.name), value=False)
-            self.out.append(assign(dn, value))
+            self.out.append(zero_adjoint(dn, value))
             self.defined(dn)
         else:
             self.pending[dn] = len(self.out)
             self.zero.add(dn)
-            self.out.append(assign(dn, ast.Constant(0.0)))
+            self.out.append(zero_adjoint(dn, ast.Constant(0.0)))
 
     def restore(self, c: Restore):
         self.reads(ast.Name(c.name))

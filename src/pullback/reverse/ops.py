@@ -7,7 +7,10 @@ once it is known which adjoints are locals, buffers or lists.
 
 The sweeps stay typed after lowering where a later stage must recognise a
 statement: a ``Comment`` (``# from: <the user's line>``) is a statement node of
-its own, which the emitter prints and the Numba backend quotes in its errors.
+its own, which the emitter prints and the Numba backend quotes in its errors;
+a ``ZeroAdjoint`` (``dv = 0.0``, ``dv = np.zeros_like(v)``) is an assignment the
+cleanup knows by its type for a reset of an adjoint to zero.  Passes compare
+code with ``same`` (node types and fields), never by its printed text.
 """
 from __future__ import annotations
 
@@ -161,6 +164,32 @@ class Comment(ast.stmt):
     _fields = ("text", "source")
     text: str
     source: str | None = None
+
+
+class ZeroAdjoint(ast.Assign):
+    """``dv = <a zero of v's kind>`` (``0.0``, ``np.zeros_like(v)``, ``zeros_like(v)``):
+    an adjoint reset to zero, an assignment the cleanup may drop when nothing reads
+    it.  The emitter prints it as the plain assignment it is."""
+
+
+def zero_adjoint(dn: str, value: ast.expr) -> ZeroAdjoint:
+    return ZeroAdjoint([ast.Name(dn, ast.Store())], value)
+
+
+def same(a, b) -> bool:
+    """Whether ``a`` and ``b`` are the same code: nodes of the same type whose fields
+    are the same, recursively; a name's context (load, store) and source positions
+    aside, and constants equal only with the same type and spelling (``1`` is not
+    ``1.0``, ``0.0`` not ``-0.0``)."""
+    if isinstance(a, list) or isinstance(b, list):
+        return isinstance(a, list) and isinstance(b, list) and len(a) == len(b) \
+            and all(same(x, y) for x, y in zip(a, b))
+    if not isinstance(a, ast.AST) or not isinstance(b, ast.AST):
+        return type(a) is type(b) and repr(a) == repr(b)
+    if type(a) is not type(b):
+        return False
+    return all(same(getattr(a, f, None), getattr(b, f, None))
+               for f in a._fields if f not in ("ctx", "kind"))
 
 
 def comment(text, source=None) -> Comment:
