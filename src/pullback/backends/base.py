@@ -82,10 +82,6 @@ class Backend:
         return f"<pullback {self.name} backend>"
 
 
-def parse_statements(src: str) -> list:
-    return ast.parse(src).body
-
-
 class Deferred(ast.stmt):
     """Statements known only once every push is: ``make()`` gives them at emission."""
 

@@ -146,6 +146,44 @@ def call(fn, *args):
     return ast.Call(ast.Name(fn) if isinstance(fn, str) else fn, list(args), [])
 
 
+def _expr(e):
+    return ast.Name(e, ast.Load()) if isinstance(e, str) else e
+
+
+def attribute(value, attr: str) -> ast.Attribute:
+    """``value.attr`` (``value``: a name or an expression)."""
+    return ast.Attribute(_expr(value), attr, ast.Load())
+
+
+def subscript(value, index, ctx=None) -> ast.Subscript:
+    """``value[index]`` (``value`` and ``index``: names or expressions; an int index
+    is a constant)."""
+    index = ast.Constant(index) if isinstance(index, int) else _expr(index)
+    return ast.Subscript(_expr(value), index, ctx or ast.Load())
+
+
+def plus(e, n: int):
+    """``e + n``, or ``e`` itself for ``n == 0`` (``e``: a name or an expression)."""
+    return _expr(e) if n == 0 else ast.BinOp(_expr(e), ast.Add(), ast.Constant(n))
+
+
+def augment(name: str, op: ast.operator, value) -> ast.AugAssign:
+    """``name op= value`` (``k += 1``)."""
+    return ast.AugAssign(ast.Name(name, ast.Store()), op, _expr(value))
+
+
+def store(target, value) -> ast.Assign:
+    """``target = value`` for a target that is not a plain name (``a[i] = x``)."""
+    target = copy.deepcopy(target)
+    target.ctx = ast.Store()
+    return ast.Assign([target], _expr(value))
+
+
+def expr_stmt(value) -> ast.Expr:
+    """The expression ``value`` as a statement (``_push(x)``)."""
+    return ast.Expr(value)
+
+
 def helper_call(tr, expr):
     """``(helper, args)`` when ``expr`` calls a helper of the generated code by
     position only (``matmul_vjp_a(d_t3, W, h)``), else None."""
