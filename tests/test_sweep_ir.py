@@ -71,3 +71,50 @@ def test_each_compiled_line_knows_the_user_line_it_comes_from():
     marked = [line.strip()[len("# from: "):] for line in lines if line.strip().startswith("# from: ")]
     assert [o for k, o in enumerate(origins) if k >= 2 and lines[k - 2].strip().startswith("# from")] \
         == marked
+
+
+def _tape(backend, kinds, values_read=()):
+    from pullback.core.names import Names
+    from pullback.reverse.ops import TapeNeeds
+    needs = TapeNeeds(kinds, Names(set(kinds)), lambda obj, name: name,
+                      lambda array, index: isinstance(index, ast.Name), frozenset(values_read))
+    return backend.tape(needs)
+
+
+def test_pushes_and_pops_are_typed_statements_holding_the_tape_code():
+    from pullback.backends.numba import NUMBA
+    from pullback.backends.python import PYTHON
+    from pullback.core.kinds import Kind
+    from pullback.reverse.ops import Pop, Push
+
+    kinds = {"x": Kind(0, "f"), "v": Kind(1, "f"), "a": Kind(1, "f")}
+    tape = _tape(PYTHON, kinds)
+    [push], [pop] = tape.push("x"), tape.pop_element("a", ast.Name("i"))
+    assert isinstance(push, Push) and push.name == "x" and isinstance(pop, Pop) and pop.name == "a"
+    assert emit._lines([push, pop], "", []) == ["_fpush(x)", "a[i] = _pop()"]
+    tape = _tape(NUMBA, kinds, values_read={"v"})
+    code = tape.push("x") + tape.push_element("a", ast.parse("a[1:]").body[0].value.slice)
+    tape.reserved = {"x"}
+    code += tape.push("x") + tape.pop("x") + tape.reserve({"x": 2}, ast.Name("n"))
+    assert emit._lines(code, "", []) == [
+        "if _k_x_1 == _tape_x_1.shape[0]:", "    _tape_x_1 = reserve(_tape_x_1, _k_x_1 + 1)",
+        "_tape_x_1[_k_x_1] = x", "_k_x_1 += 1",
+        "_tape_a_rows_1.append(a[1:].copy())",
+        "_tape_x_1[_k_x_1] = x", "_k_x_1 += 1",
+        "_k_x_1 -= 1", "x = _tape_x_1[_k_x_1]",
+        "_tape_x_1 = reserve(_tape_x_1, _k_x_1 + n * 2)"]
+    assert [line.strip() for line in emit._lines(tape.setup_code(), "", [])] == [
+        "_tape_x_1 = _ws[0]", "_k_x_1 = 0", "_tape_a_rows_1 = []"]
+
+
+def test_an_array_whose_shape_only_is_read_saves_its_shape():
+    from pullback.backends.numba import NUMBA
+    from pullback.core.kinds import Kind
+
+    tape = _tape(NUMBA, {"w": Kind(2, "f")})
+    assert emit._lines(tape.push("w") + tape.pop("w"), "", []) == [
+        "if _k_w_1 + 2 > _tape_w_1.shape[0]:", "    _tape_w_1 = reserve(_tape_w_1, _k_w_1 + 2)",
+        "_tape_w_1[_k_w_1] = w.shape[0]", "_tape_w_1[_k_w_1 + 1] = w.shape[1]", "_k_w_1 += 2",
+        "_k_w_1 -= 2", "w = with_shape(w, (_tape_w_1[_k_w_1], _tape_w_1[_k_w_1 + 1]))"]
+    assert emit._lines(tape.setup_code(), "", []) == ["_tape_w_1 = _ws[0]", "_k_w_1 = 0"]
+    assert tape.workspace() == [("_tape_w_1", np.int64)]      # a tape of ints

@@ -23,6 +23,7 @@ import numpy as np
 from .backends.base import Deferred
 from .core import diskcache
 from .core.errors import InternalError
+from .reverse.ops import TapeOp
 from .reverse.transform import Generated
 
 _counter = itertools.count(1)
@@ -49,7 +50,8 @@ class _Printable(ast.NodeTransformer):
     magnitude, a negative constant gets the parentheses its precedence needs.  A
     :class:`~pullback.reverse.ops.Comment` (which ``ast.unparse`` cannot print) becomes
     a bare name unique to it, a line of its own that :func:`_lines` then replaces by
-    the comment; a :class:`~pullback.reverse.ops.ZeroAdjoint` the assignment it is."""
+    the comment; a :class:`~pullback.reverse.ops.ZeroAdjoint` the assignment it is, a
+    ``Push`` or ``Pop`` the tape's statements it holds."""
 
     def __init__(self, comments: dict):
         self.comments = comments        # placeholder name -> its Comment
@@ -62,6 +64,12 @@ class _Printable(ast.NodeTransformer):
     def visit_ZeroAdjoint(self, node):
         self.generic_visit(node)
         return ast.copy_location(ast.Assign(node.targets, node.value), node)
+
+    def visit_Push(self, node):
+        self.generic_visit(node)
+        return node.body
+
+    visit_Pop = visit_Push
 
     def visit_Comment(self, node):
         mark = f"__pb_comment_{len(self.comments)}__"
@@ -80,8 +88,8 @@ def _lines(stmts, indent: str, origins: list) -> list[str]:
     the last ``# from:`` comment at or above it names (None before the first one)."""
     out = []
     for s in stmts:
-        if isinstance(s, Deferred):
-            out += _lines(s.make(), indent, origins)
+        if isinstance(s, (Deferred, TapeOp)):
+            out += _lines(s.make() if isinstance(s, Deferred) else s.body, indent, origins)
             continue
         comments: dict = {}
         for line in _unparse(s, comments).splitlines():

@@ -195,7 +195,7 @@ class NumbaTape(PythonTape):
             out.append(assign(tape, call(r, ast.Name(tape), ast.BinOp(ast.Name(k), ast.Add(), need))))
         return out
 
-    def push(self, name):
+    def push_code(self, name):
         tape, k = self._tape(name)
         rank = self._shape_only(name)
         if rank:
@@ -220,7 +220,7 @@ class NumbaTape(PythonTape):
         out += [store(subscript(tape, plus(k, j)), item) for j, item in enumerate(items)]
         return out + [augment(k, ast.Add(), ast.Constant(n))]
 
-    def pop(self, name):
+    def pop_code(self, name):
         tape, k = self._tape(name)
         rank = self._shape_only(name)
         if rank:
@@ -232,7 +232,7 @@ class NumbaTape(PythonTape):
             return [assign(name, call(attribute(tape, "pop")))]
         return [augment(k, ast.Sub(), ast.Constant(1)), assign(name, subscript(tape, k))]
 
-    def push_element(self, array, index):
+    def push_element_code(self, array, index):
         key = self.element_key(array, index)
         tape, k = self._tape(key)
         item = subscript(array, copy.deepcopy(index))
@@ -245,7 +245,7 @@ class NumbaTape(PythonTape):
             return [expr_stmt(call(attribute(tape, "append"), saved))]
         return self._store(key, tape, k, [item])
 
-    def pop_element(self, array, index):
+    def pop_element_code(self, array, index):
         key = self.element_key(array, index)
         tape, k = self._tape(key)
         item = subscript(array, index)

@@ -3,13 +3,16 @@
 One list holds every saved value; ``_push``/``_pop`` are its bound
 ``append``/``pop`` (the cheapest stack CPython has).  Float scalars have a
 stack of their own, converted to Python floats in one C call before the
-reverse sweep.
+reverse sweep.  The tape writes its statements as AST nodes (the builders of
+:mod:`pullback.reverse.ops`), each push or pop held by a typed ``Push`` or
+``Pop`` statement of the sweeps: ``push``/``pop`` wrap what the backend's
+``push_code``/``pop_code`` write.
 """
 from __future__ import annotations
 
 import ast
 
-from ..reverse.ops import assign, attribute, call, expr_stmt, store, subscript
+from ..reverse.ops import Pop, Push, assign, attribute, call, expr_stmt, store, subscript, tape_op
 from .base import Backend, Deferred, TapeNeeds
 
 
@@ -63,18 +66,33 @@ class PythonTape:
         k = self.needs.kinds.get(name)
         return k is not None and k.ndim == 0 and k.dtype == "f"
 
-    def push(self, name):
+    def push(self, name) -> list:
+        """Save ``name`` before the forward sweep overwrites it."""
+        return [tape_op(Push, name, None, self.push_code(name))]
+
+    def pop(self, name) -> list:
+        """Restore ``name`` in the reverse sweep."""
+        return [tape_op(Pop, name, None, self.pop_code(name))]
+
+    def push_element(self, array, index) -> list:
+        """Save ``array[index]`` (an element, a row or a slice) before it is written."""
+        return [tape_op(Push, array, index, self.push_element_code(array, index))]
+
+    def pop_element(self, array, index) -> list:
+        return [tape_op(Pop, array, index, self.pop_element_code(array, index))]
+
+    def push_code(self, name):
         self.used.add("float" if self._float(name) else "any")
         return [expr_stmt(call("_fpush" if self._float(name) else "_push", ast.Name(name)))]
 
-    def pop(self, name):
+    def pop_code(self, name):
         return [assign(name, call("_fpop" if self._float(name) else "_pop"))]
 
     def element_key(self, array, index):
         """The tape that saves ``array[index]`` (one stack holds everything here)."""
         return array + "[]"
 
-    def push_element(self, array, index):
+    def push_element_code(self, array, index):
         item = subscript(array, index)
         if not self.needs.selects_element(array, index):
             # A row or slice is a view: save a copy, not what the write will change.
@@ -82,7 +100,7 @@ class PythonTape:
         self.used.add("any")
         return [expr_stmt(call("_push", item))]
 
-    def pop_element(self, array, index):
+    def pop_element_code(self, array, index):
         return [store(subscript(array, index), call("_pop"))]
 
 

@@ -16,7 +16,7 @@ import ast
 
 from ..analysis.storage import LOCAL
 from ..core import ir
-from .ops import ZeroAdjoint, same
+from .ops import TapeOp, ZeroAdjoint, same
 
 
 def keep_element_adjoints(out) -> list:
@@ -87,6 +87,9 @@ def drop_dead_resets(stmts, adjoint_names, returned=()) -> list:
 
 
 def bodies(st) -> list:
+    """The statement lists nested in ``st`` (those of a push or pop's own statements)."""
+    if isinstance(st, TapeOp):
+        return [b for s in st.body for b in bodies(s)]
     if isinstance(st, (ast.For, ast.While)):
         return [st.body]
     if isinstance(st, ast.If):

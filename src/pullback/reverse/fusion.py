@@ -12,7 +12,7 @@ import ast
 import copy
 
 from .cleanup import bodies, name_counts, names_read, names_written
-from .ops import Comment
+from .ops import Comment, TapeOp
 
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 
@@ -104,6 +104,8 @@ def _reader(block, k, name):
 def _harmless(st) -> bool:
     """Writes no array memory: an assignment of arithmetic to a name, or a tape's
     push or pop (a list changes, no array does)."""
+    if isinstance(st, TapeOp):
+        return all(_harmless(s) for s in st.body)
     value = st.value if isinstance(st, (ast.Assign, ast.Expr)) else None
     if isinstance(st, ast.Assign) and not all(isinstance(t, ast.Name) for t in st.targets):
         return False

@@ -9,7 +9,8 @@ The sweeps stay typed after lowering where a later stage must recognise a
 statement: a ``Comment`` (``# from: <the user's line>``) is a statement node of
 its own, which the emitter prints and the Numba backend quotes in its errors;
 a ``ZeroAdjoint`` (``dv = 0.0``, ``dv = np.zeros_like(v)``) is an assignment the
-cleanup knows by its type for a reset of an adjoint to zero.  Passes compare
+cleanup knows by its type for a reset of an adjoint to zero; a ``Push`` or ``Pop``
+holds the statements a backend's tape wrote for one value saved or restored.  Passes compare
 code with ``same`` (node types and fields), never by its printed text.
 """
 from __future__ import annotations
@@ -208,6 +209,31 @@ class ZeroAdjoint(ast.Assign):
     """``dv = <a zero of v's kind>`` (``0.0``, ``np.zeros_like(v)``, ``zeros_like(v)``):
     an adjoint reset to zero, an assignment the cleanup may drop when nothing reads
     it.  The emitter prints it as the plain assignment it is."""
+
+
+class TapeOp(ast.stmt):
+    """A push or pop of the tape: ``body``, the backend's statements for it (its
+    tape's code, printed in its place); ``name``, the variable saved or restored,
+    or the array whose element or slice ``index`` is."""
+
+    _fields = ("body",)
+    body: list
+    name: str = ""
+    index: ast.expr | None = None
+
+
+class Push(TapeOp):
+    """Save ``name`` (or ``name[index]``) on the tape, before the forward sweep overwrites it."""
+
+
+class Pop(TapeOp):
+    """Restore ``name`` (or ``name[index]``) from the tape, in the reverse sweep."""
+
+
+def tape_op(cls, name: str, index, body: list) -> TapeOp:
+    op = cls(body)
+    op.name, op.index = name, index
+    return op
 
 
 def zero_adjoint(dn: str, value: ast.expr) -> ZeroAdjoint:
