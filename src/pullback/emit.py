@@ -23,7 +23,7 @@ import numpy as np
 from .backends.base import Deferred
 from .core import diskcache
 from .core.errors import InternalError
-from .reverse.ops import TapeOp
+from .reverse.ops import Comment, TapeOp, ZeroAdjoint
 from .reverse.transform import Generated
 
 _counter = itertools.count(1)
@@ -42,45 +42,48 @@ def _negative(v) -> bool:
     return False
 
 
-class _Printable(ast.NodeTransformer):
-    """A copy of a generated statement that ``ast.unparse`` prints as it should read.
-
-    ``ast.unparse`` prints ``Constant(-1.5)`` as ``-1.5``, so ``Constant(-1.5) ** 2``
+class _SignedConstants(ast.NodeTransformer):
+    """``ast.unparse`` prints ``Constant(-1.5)`` as ``-1.5``, so ``Constant(-1.5) ** 2``
     would read ``-1.5 ** 2``, which is ``-(1.5 ** 2)``.  Spelled as a unary minus of its
-    magnitude, a negative constant gets the parentheses its precedence needs.  A
-    :class:`~pullback.reverse.ops.Comment` (which ``ast.unparse`` cannot print) becomes
-    a bare name unique to it, a line of its own that :func:`_lines` then replaces by
-    the comment; a :class:`~pullback.reverse.ops.ZeroAdjoint` the assignment it is, a
-    ``Push`` or ``Pop`` the tape's statements it holds."""
-
-    def __init__(self, comments: dict):
-        self.comments = comments        # placeholder name -> its Comment
+    magnitude, a negative constant gets the parentheses its precedence needs."""
 
     def visit_Constant(self, node):
         if _negative(node.value):
             return ast.copy_location(ast.UnaryOp(ast.USub(), ast.Constant(-node.value)), node)
         return node
 
-    def visit_ZeroAdjoint(self, node):
-        self.generic_visit(node)
-        return ast.copy_location(ast.Assign(node.targets, node.value), node)
 
-    def visit_Push(self, node):
-        self.generic_visit(node)
-        return node.body
-
-    visit_Pop = visit_Push
-
-    def visit_Comment(self, node):
-        mark = f"__pb_comment_{len(self.comments)}__"
-        self.comments[mark] = node
-        return ast.Expr(ast.Name(mark, ast.Load()))
-
-
-def _unparse(node, comments=None) -> str:
+def _unparse(node) -> str:
     """Source text of a generated node; every printed statement and expression goes here."""
-    node = _Printable({} if comments is None else comments).visit(copy.deepcopy(node))
-    return ast.unparse(ast.fix_missing_locations(node))
+    return ast.unparse(ast.fix_missing_locations(_SignedConstants().visit(node)))
+
+
+def _plain(stmts, comments: dict) -> list:
+    """``stmts`` as statements ``ast.unparse`` can print, the sweeps' typed ones
+    (:mod:`pullback.reverse.ops`) lowered, at any depth: a ``Push`` or ``Pop`` is
+    the tape's statements it holds, a ``ZeroAdjoint`` the assignment it is, and a
+    ``Comment`` a bare name unique to it (``comments`` maps it back), a line of its
+    own that :func:`_lines` replaces by the comment.  A statement with nested
+    statements is copied (not its expressions), so the sweeps keep their types."""
+    out = []
+    for s in stmts:
+        if isinstance(s, TapeOp):
+            out += _plain(s.body, comments)
+        elif isinstance(s, Comment):
+            mark = f"__pb_comment_{len(comments)}__"
+            comments[mark] = s
+            out.append(ast.Expr(ast.Name(mark, ast.Load())))
+        elif isinstance(s, ZeroAdjoint):
+            out.append(ast.copy_location(ast.Assign(s.targets, s.value), s))
+        else:
+            nested = [f for f in s._fields if isinstance(getattr(s, f, None), list)
+                      and any(isinstance(x, ast.stmt) for x in getattr(s, f))]
+            if nested:
+                s = copy.copy(s)
+                for f in nested:
+                    setattr(s, f, _plain(getattr(s, f), comments))
+            out.append(s)
+    return out
 
 
 def _lines(stmts, indent: str, origins: list) -> list[str]:
@@ -88,11 +91,12 @@ def _lines(stmts, indent: str, origins: list) -> list[str]:
     the last ``# from:`` comment at or above it names (None before the first one)."""
     out = []
     for s in stmts:
-        if isinstance(s, (Deferred, TapeOp)):
-            out += _lines(s.make() if isinstance(s, Deferred) else s.body, indent, origins)
+        if isinstance(s, Deferred):
+            out += _lines(s.make(), indent, origins)
             continue
         comments: dict = {}
-        for line in _unparse(s, comments).splitlines():
+        text = "\n".join(_unparse(p) for p in _plain([s], comments))
+        for line in text.splitlines():
             c = comments.get(line.strip())
             if c is not None:
                 line = line[:len(line) - len(line.lstrip())] + "# " + c.text
