@@ -10,7 +10,7 @@ import numpy as np
 import pullback
 from helpers import assert_fd_close, fd_estimate
 from pullback.reverse.fusion import fuse_elementwise
-from pullback.reverse.ops import comment
+from pullback.reverse.ops import Comment, from_line
 
 
 def _fused(forward: str, reverse: str = "", also_read=()) -> tuple[str, str]:
@@ -46,9 +46,10 @@ def test_never_a_temporary_read_twice_or_by_the_other_sweep_or_the_result():
 
 def test_never_into_another_source_line_or_after_a_call_runs():
     block = ast.parse("_t1 = a * 2.0\nc = _t1 + 1.0").body
-    block.insert(1, comment("# from: y = 1"))      # as the sweeps mark a source line
+    block.insert(1, from_line("y = 1"))      # as the sweeps mark a source line
     fuse_elementwise([block])
-    assert [ast.unparse(s) for s in block] == ["_t1 = a * 2.0", "# from: y = 1", "c = _t1 + 1.0"]
+    assert [s.text if isinstance(s, Comment) else ast.unparse(s) for s in block] == \
+        ["_t1 = a * 2.0", "from: y = 1", "c = _t1 + 1.0"]
     src = "_t1 = a * 2.0\nc = f(a) + _t1"
     assert _fused(src)[0] == src
 

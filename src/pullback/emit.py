@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import itertools
 import linecache
 import math
@@ -22,6 +23,7 @@ import numpy as np
 from .backends.base import Deferred
 from .core import diskcache
 from .core.errors import InternalError
+from .reverse.ops import Comment, TapeOp, ZeroAdjoint
 from .reverse.transform import Generated
 
 _counter = itertools.count(1)
@@ -56,14 +58,54 @@ def _unparse(node) -> str:
     return ast.unparse(ast.fix_missing_locations(_SignedConstants().visit(node)))
 
 
-def _lines(stmts, indent: str) -> list[str]:
+def _plain(stmts, comments: dict) -> list:
+    """``stmts`` as statements ``ast.unparse`` can print, the sweeps' typed ones
+    (:mod:`pullback.reverse.ops`) lowered, at any depth: a ``Push`` or ``Pop`` is
+    the tape's statements it holds, a ``ZeroAdjoint`` the assignment it is, and a
+    ``Comment`` a bare name unique to it (``comments`` maps it back), a line of its
+    own that :func:`_lines` replaces by the comment.  A statement with nested
+    statements is copied (not its expressions), so the sweeps keep their types."""
+    out = []
+    for s in stmts:
+        if isinstance(s, TapeOp):
+            out += _plain(s.body, comments)
+        elif isinstance(s, Comment):
+            mark = f"__pb_comment_{len(comments)}__"
+            comments[mark] = s
+            out.append(ast.Expr(ast.Name(mark, ast.Load())))
+        elif isinstance(s, ZeroAdjoint):
+            out.append(ast.copy_location(ast.Assign(s.targets, s.value), s))
+        else:
+            nested = [f for f in s._fields if isinstance(getattr(s, f, None), list)
+                      and any(isinstance(x, ast.stmt) for x in getattr(s, f))]
+            if nested:
+                s = copy.copy(s)
+                for f in nested:
+                    setattr(s, f, _plain(getattr(s, f), comments))
+            out.append(s)
+    return out
+
+
+def _lines(stmts, indent: str, origins: list) -> list[str]:
+    """The lines of ``stmts``; ``origins`` gets, for each line, the user's source line
+    the last ``# from:`` comment at or above it names (None before the first one)."""
     out = []
     for s in stmts:
         if isinstance(s, Deferred):
-            out += _lines(s.make(), indent)
+            out += _lines(s.make(), indent, origins)
             continue
-        text = _unparse(s)
-        out += [indent + line for line in text.splitlines()]
+        comments: dict = {}
+        text = "\n".join(_unparse(p) for p in _plain([s], comments))
+        for line in text.splitlines():
+            c = comments.get(line.strip())
+            if c is not None:
+                line = line[:len(line) - len(line.lstrip())] + "# " + c.text
+                if c.source is not None:
+                    origins.append(c.source)
+                    out.append(indent + line)
+                    continue
+            origins.append(origins[-1] if origins else None)
+            out.append(indent + line)
     return out
 
 
@@ -72,12 +114,21 @@ def _tuple(items) -> str:
 
 
 def source_of(gen: Generated, fname: str) -> str:
+    return render(gen, fname)[0]
+
+
+def render(gen: Generated, fname: str) -> tuple[str, list]:
+    """The derivative's source, and for each of its lines (counted from 1, as the
+    compiled code counts them: line 1 is the maker's, see :func:`build`) the user's
+    source line it comes from, or None."""
     body = []
     for p in sorted(gen.copied_params):
         body.append(f"{p} = {p}.copy()  # written in place below: never touch the caller's array")
-    fwd = _lines(gen.forward, "    ")
+    fwd_origins: list = []
+    fwd = _lines(gen.forward, "    ", fwd_origins)
     value = _unparse(gen.value)
-    rev = _lines(gen.reverse, "    ")
+    rev_origins: list = []
+    rev = _lines(gen.reverse, "    ", rev_origins)
     # Tapes kept from one call to the next (the Numba backend's workspaces, one per
     # thread): taken as the last parameter, returned grown as the last result.
     workspace = [name for name, _ in gen.workspace()]
@@ -90,22 +141,28 @@ def source_of(gen: Generated, fname: str) -> str:
     lines += ["    " + b for b in body]
     lines += ["    # ---- forward sweep"] + fwd + [f"    _value = {value}"]
     lines += ["    # ---- reverse sweep"] + rev + [f"    return _value, {ret}"]
-    return "\n".join(lines) + "\n"
+    # Each line's origin is that of the nearest `# from:` line at or above it.
+    last = fwd_origins[-1] if fwd_origins else None
+    rev_origins = [o if o is not None else last for o in rev_origins]
+    origins = [None] * (3 + len(body)) + fwd_origins + [last, last] + rev_origins + \
+        [rev_origins[-1] if rev_origins else last]
+    return "\n".join(lines) + "\n", [None, None] + origins
 
 
 def build(gen: Generated, fname: str, user_globals: dict, user_closure: dict,
           externals: dict, backend):
     """Compile the generated source into a function (and njit it for Numba)."""
-    src = source_of(gen, fname)     # first: writing it fixes the tapes' workspace
+    src, origins = render(gen, fname)   # first: writing it fixes the tapes' workspace
     # The default workspace: an empty array per kept tape (never written: the first
     # push grows it into an array of this call's own).
     workspace = tuple(np.empty(0, dtype=dtype) for _, dtype in gen.workspace())
-    return _compile(src, fname, {**externals, **gen.helpers}, user_globals, user_closure,
-                    backend, (1.0,) + ((workspace,) if workspace else ()))
+    return _compile(src, origins, fname, {**externals, **gen.helpers}, user_globals,
+                    user_closure, backend, (1.0,) + ((workspace,) if workspace else ()))
 
 
-def forward_source(made, fname: str) -> str:
-    """The source of forward mode's function (:class:`.forward.transform.Tangents`)."""
+def forward_source(made, fname: str) -> tuple[str, list]:
+    """The source of forward mode's function (:class:`.forward.transform.Tangents`),
+    and each line's origin as :func:`render` gives it."""
     tangents = [made.tangent_params[p] for p in made.wrt]
     copies = [p for p in sorted(made.copied_params)] + \
         [made.tangent_params[p] for p in sorted(made.copied_params) if p in made.tangent_params]
@@ -114,20 +171,22 @@ def forward_source(made, fname: str) -> str:
              f'{", ".join(tangents)}."""']
     lines += [f"    {p} = {p}.copy()  # written in place below: never touch the caller's array"
               for p in copies]
-    lines += _lines(made.body, "    ")
+    origins: list = []
+    lines += _lines(made.body, "    ", origins)
     lines += [f"    return {_unparse(made.value)}, {_unparse(made.tangent)}"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n", [None] * (4 + len(copies)) + origins + [None]
 
 
 def build_forward(made, fname: str, user_globals: dict, user_closure: dict, externals: dict,
                   backend):
     """Compile forward mode's function: ``(value, tangent) = fn(*args, *tangents)``."""
-    return _compile(forward_source(made, fname), fname, {**externals, **made.helpers},
-                    user_globals, user_closure, backend, None)
+    src, origins = forward_source(made, fname)
+    return _compile(src, origins, fname, {**externals, **made.helpers}, user_globals,
+                    user_closure, backend, None)
 
 
-def _compile(src: str, fname: str, bound: dict, user_globals: dict, user_closure: dict,
-             backend, defaults):
+def _compile(src: str, origins: list, fname: str, bound: dict, user_globals: dict,
+             user_closure: dict, backend, defaults):
     check_bound(src, set(bound) | set(user_closure) | set(user_globals))
     free = sorted(set(bound) | set(user_closure))
     # Wrap in a maker so the names in `free` compile as closure variables.
@@ -146,7 +205,7 @@ def _compile(src: str, fname: str, bound: dict, user_globals: dict, user_closure
     fn = types.FunctionType(fn_code, user_globals, fname, defaults, cells)
     shown = maker_src if filename.startswith("<") else diskcache.MODULE_HEADER + src
     linecache.cache[filename] = (len(shown), None, shown.splitlines(True), filename)
-    return backend.finish(fn, src, filename, maker_src), src
+    return backend.finish(fn, src, filename, origins), src
 
 
 def check_bound(src: str, outer: set) -> None:
@@ -178,4 +237,4 @@ def rebind(fn, src: str, old_closure: dict, new_closure: dict, backend):
                   for n, c in zip(py.__code__.co_freevars, py.__closure__ or ()))
     out = types.FunctionType(py.__code__, py.__globals__, py.__name__, py.__defaults__, cells)
     filename = py.__code__.co_filename
-    return backend.finish(out, src, filename, "".join(linecache.getlines(filename)))
+    return backend.finish(out, src, filename, getattr(fn, "origins", ()))

@@ -69,8 +69,9 @@ class Backend:
         """Refuse, with an error located at statement ``s``, an index this backend
         cannot apply; ``index_kinds`` are the kinds of its array and int items."""
 
-    def finish(self, fn, src: str, filename: str, full_source: str):
-        """The callable to hand out for the generated function ``fn``."""
+    def finish(self, fn, src: str, filename: str, origins):
+        """The callable to hand out for the generated function ``fn``; ``origins[k]``:
+        the user's source line that line ``k`` of the compiled code comes from, or None."""
         return fn
 
     def primal(self, f, py_func):
@@ -79,10 +80,6 @@ class Backend:
 
     def __repr__(self):
         return f"<pullback {self.name} backend>"
-
-
-def parse_statements(src: str) -> list:
-    return ast.parse(src).body
 
 
 class Deferred(ast.stmt):

@@ -4,11 +4,13 @@ One typed array per saved variable with its own counter, grown by doubling
 (amortised O(1), no per-push allocation) and reserved from the trip count
 before a ``range`` loop, so the compiled loop is as tight as a hand-written
 adjoint that stores into an array.  Numba itself is imported only when this
-backend compiles something.
+backend compiles something.  The tape writes its pushes, pops and reservations
+as AST nodes (builders of :mod:`pullback.reverse.ops`), never as source text.
 """
 from __future__ import annotations
 
 import ast
+import copy
 import re
 import threading
 import types
@@ -18,9 +20,10 @@ import numpy as np
 from ..core import numbacache
 from ..core.errors import NumbaCompileError
 from ..core.runtime import reserve, snapshot, with_shape
+from ..reverse.ops import assign, attribute, augment, call, expr_stmt, plus, store, subscript
 from ..rules import registry
 from . import in_place  # noqa: F401  (registers the in-place forms of rule helpers)
-from .base import Backend, TapeNeeds, parse_statements
+from .base import Backend, TapeNeeds
 from .python import PythonTape
 
 
@@ -43,8 +46,8 @@ class NumbaBackend(Backend):
     def bind_helper(self, obj):
         return _jit_helper(obj)
 
-    def finish(self, fn, src, filename, full_source):
-        return _LazyNumba(fn, src, filename, full_source)
+    def finish(self, fn, src, filename, origins):
+        return _LazyNumba(fn, src, filename, origins)
 
     def primal_twin(self, callee, method, call, kind=None):
         fn = registry.method(method) if method is not None else callee
@@ -102,7 +105,7 @@ def _array_call(fn, call, kind) -> bool:
     return kind is None or kind(call.args[0]).ndim != 0
 
 
-_NUMBA_DTYPES = {"f": "np.float64", "i": "np.int64", "b": "np.bool_", "c": "np.complex128"}
+_NUMBA_DTYPES = {"f": np.float64, "i": np.int64, "b": np.bool_, "c": np.complex128}
 
 
 class NumbaTape(PythonTape):
@@ -134,7 +137,7 @@ class NumbaTape(PythonTape):
             return None
         kind = self.needs.kinds.get(key[:-2] if key.endswith("[]") else key)
         if key.endswith("[]"):
-            return _NUMBA_DTYPES.get(getattr(kind, "dtype", "f"), "np.float64")
+            return _NUMBA_DTYPES.get(getattr(kind, "dtype", "f"), np.float64)
         if kind is None or kind.ndim != 0:
             return None
         return _NUMBA_DTYPES.get(kind.dtype)
@@ -157,14 +160,13 @@ class NumbaTape(PythonTape):
         out = []
         self._workspace = []
         for key, (tape, k) in self.tapes.items():
-            dtype = self._dtype(key)
-            if self._shape_only(key):
-                dtype = "np.int64"
+            dtype = np.int64 if self._shape_only(key) else self._dtype(key)
             if dtype is None:
-                out += parse_statements(f"{tape} = []")
+                out.append(assign(tape, ast.List([], ast.Load())))
                 continue
-            out += parse_statements(f"{tape} = _ws[{len(self._workspace)}]\n{k} = 0")
-            self._workspace.append((tape, getattr(np, dtype[3:])))
+            out += [assign(tape, subscript("_ws", len(self._workspace))),
+                    assign(k, ast.Constant(0))]
+            self._workspace.append((tape, dtype))
         return out
 
     def workspace(self) -> list:
@@ -177,6 +179,8 @@ class NumbaTape(PythonTape):
         return array + ("[]" if self.needs.selects_element(array, index) else "[:]")
 
     def reserve(self, counts: dict, trips: ast.expr) -> list:
+        """``tape = reserve(tape, k + trips * c)`` for each typed tape the loop pushes
+        ``c`` numbers to per iteration."""
         out = []
         r = self.needs.helper(reserve, "reserve")
         for key, c in counts.items():
@@ -185,61 +189,69 @@ class NumbaTape(PythonTape):
                 continue
             c *= rank or 1
             tape, k = self._tape(key)
-            need = ast.unparse(trips) + (f" * {c}" if c != 1 else "")
-            out += parse_statements(f"{tape} = {r}({tape}, {k} + {need})")
+            need = copy.deepcopy(trips)
+            if c != 1:
+                need = ast.BinOp(need, ast.Mult(), ast.Constant(c))
+            out.append(assign(tape, call(r, ast.Name(tape), ast.BinOp(ast.Name(k), ast.Add(), need))))
         return out
 
-    def push(self, name):
+    def push_code(self, name):
         tape, k = self._tape(name)
         rank = self._shape_only(name)
         if rank:
-            return self._store(name, tape, k, [f"{name}.shape[{j}]" for j in range(rank)])
+            return self._store(name, tape, k, [subscript(attribute(name, "shape"), j)
+                                               for j in range(rank)])
         if self._dtype(name) is None:
-            return parse_statements(f"{tape}.append({name})")
-        return self._store(name, tape, k, [name])
+            return [expr_stmt(call(attribute(tape, "append"), ast.Name(name)))]
+        return self._store(name, tape, k, [ast.Name(name)])
 
     def _store(self, key, tape, k, items):
         """``tape[k] = item; k += 1`` for each item, growing the tape first unless
         the loop already reserved room for them."""
         n = len(items)
-        check = "" if key in self.reserved else \
-            f"if {k}{f' + {n} >' if n > 1 else ' =='} {tape}.shape[0]:\n" \
-            f"    {tape} = {self.needs.helper(reserve, 'reserve')}({tape}, {k} + {n})\n"
-        stores = "".join(f"{tape}[{k}{f' + {j}' if j else ''}] = {item}\n"
-                         for j, item in enumerate(items))
-        return parse_statements(f"{check}{stores}{k} += {n}")
+        out = []
+        if key not in self.reserved:
+            size = subscript(attribute(tape, "shape"), 0)
+            test = ast.Compare(plus(k, n), [ast.Gt()], [size]) if n > 1 else \
+                ast.Compare(ast.Name(k), [ast.Eq()], [size])
+            grow = assign(tape, call(self.needs.helper(reserve, "reserve"), ast.Name(tape),
+                                     plus(k, n)))
+            out.append(ast.If(test, [grow], []))
+        out += [store(subscript(tape, plus(k, j)), item) for j, item in enumerate(items)]
+        return out + [augment(k, ast.Add(), ast.Constant(n))]
 
-    def pop(self, name):
+    def pop_code(self, name):
         tape, k = self._tape(name)
         rank = self._shape_only(name)
         if rank:
-            shape = "".join(f"{tape}[{k}{f' + {j}' if j else ''}], " for j in range(rank))
-            return parse_statements(f"{k} -= {rank}\n{name} = "
-                                    f"{self.needs.helper(with_shape, 'with_shape')}({name}, ({shape}))")
+            shape = ast.Tuple([subscript(tape, plus(k, j)) for j in range(rank)], ast.Load())
+            return [augment(k, ast.Sub(), ast.Constant(rank)),
+                    assign(name, call(self.needs.helper(with_shape, "with_shape"),
+                                      ast.Name(name), shape))]
         if self._dtype(name) is None:
-            return parse_statements(f"{name} = {tape}.pop()")
-        return parse_statements(f"{k} -= 1\n{name} = {tape}[{k}]")
+            return [assign(name, call(attribute(tape, "pop")))]
+        return [augment(k, ast.Sub(), ast.Constant(1)), assign(name, subscript(tape, k))]
 
-    def push_element(self, array, index):
+    def push_element_code(self, array, index):
         key = self.element_key(array, index)
         tape, k = self._tape(key)
-        item = ast.unparse(ast.Subscript(ast.Name(array), index, ast.Load()))
+        item = subscript(array, copy.deepcopy(index))
         if self._dtype(key) is None:
             # A row or slice is a view of the array: save a copy (where the rank is not
             # known, snapshot() leaves a number as it is).
             ndim = getattr(self.needs.kinds.get(array), "ndim", None)
-            saved = f"{item}.copy()" if ndim is not None and ndim >= 0 else \
-                f"{self.needs.helper(snapshot, 'snapshot')}({item})"
-            return parse_statements(f"{tape}.append({saved})")
+            saved = call(attribute(item, "copy")) if ndim is not None and ndim >= 0 else \
+                call(self.needs.helper(snapshot, "snapshot"), item)
+            return [expr_stmt(call(attribute(tape, "append"), saved))]
         return self._store(key, tape, k, [item])
 
-    def pop_element(self, array, index):
+    def pop_element_code(self, array, index):
         key = self.element_key(array, index)
         tape, k = self._tape(key)
-        item = ast.unparse(ast.Subscript(ast.Name(array), index, ast.Load()))
+        item = subscript(array, index)
         if self._dtype(key) is None:
-            return parse_statements(f"{item} = {tape}.pop()")
-        return parse_statements(f"{k} -= 1\n{item} = {tape}[{k}]")
+            return [store(item, call(attribute(tape, "pop")))]
+        return [augment(k, ast.Sub(), ast.Constant(1)), store(item, subscript(tape, k))]
 
 
 def _needs_twin(obj) -> bool:
@@ -290,11 +302,11 @@ class _LazyNumba:
     call directly once the first call compiled (``ok``): the Numba dispatcher
     itself, or :func:`_with_workspace` around it."""
 
-    def __init__(self, fn, src, filename="", full_source=""):
+    def __init__(self, fn, src, filename="", origins=()):
         self.py_func = fn
         self.source = src
         self.filename = filename
-        self.full_source = full_source.splitlines()
+        self.origins = origins      # compiled line number -> the user's line it comes from
         self.jitted = numbacache.jit_derivative(fn, src)
         defaults = fn.__defaults__ or ()
         # The default workspace (empty arrays of the tapes' dtypes, see emit.build).
@@ -326,18 +338,14 @@ class _LazyNumba:
 
     def _origin(self, message) -> str:
         """The user's source line behind the generated line Numba complains about."""
-        import re
         # Numba names the file relative to the working directory: match its name only
         # (a hash of the source is in it).
         hits = re.findall(re.escape(self.filename.replace("\\", "/").rpartition("/")[2])
                           + r'", line (\d+)', message.replace("\\", "/"))
         for line in reversed(hits):
-            k = int(line) - 1
-            while 0 <= k < len(self.full_source):
-                text = self.full_source[k].strip()
-                if text.startswith("# from: "):
-                    return f" at the code generated for `{text[8:]}`"
-                k -= 1
+            k = int(line)
+            if 0 <= k < len(self.origins) and self.origins[k] is not None:
+                return f" at the code generated for `{self.origins[k]}`"
         return ""
 
 

@@ -6,13 +6,16 @@ and re-added, a temporary array for an addition that can be made in place
 (``v[s] = v[s] + e``, ``add_into(v, a * b)``).  The fusion of elementwise
 temporaries into one expression is :mod:`.fusion`, which reads statements with
 the name helpers here (``bodies``, ``names_read``, ``names_written``,
-``name_counts``).
+``name_counts``).  The rewrites match statements by node type and structure:
+a reset to zero is a :class:`.ops.ZeroAdjoint`, two expressions are the same
+when :func:`.ops.same` says so, never by their printed text.
 """
 from __future__ import annotations
 
 import ast
 
 from ..core import ir
+from .ops import TapeOp, ZeroAdjoint, same
 
 
 def keep_element_adjoints(out) -> list:
@@ -29,18 +32,18 @@ def keep_element_adjoints(out) -> list:
             k += 1
             continue
         target = zero.targets[0]
-        text, array = ast.unparse(target), target.value.id
+        array = target.value.id
         index_names = ir.atom_names(target.slice)
         # The copy taken just before the zeroing.
         j = k - 1
-        copy_ok = (j >= 0 and _is_copy_of(out[j], text))
+        copy_ok = (j >= 0 and _is_copy_of(out[j], target))
         done = False
         if copy_ok:
             saved = out[j].targets[0].id
             for m in range(k + 1, len(out)):
                 st = out[m]
                 if (isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add)
-                        and ast.unparse(st.target) == text and isinstance(st.value, ast.Name)
+                        and same(st.target, target) and isinstance(st.value, ast.Name)
                         and st.value.id == saved):
                     del out[m]
                     del out[k]
@@ -54,9 +57,9 @@ def keep_element_adjoints(out) -> list:
     return out
 
 
-def _is_copy_of(st, text) -> bool:
+def _is_copy_of(st, element) -> bool:
     return (isinstance(st, ast.Assign) and len(st.targets) == 1
-            and isinstance(st.targets[0], ast.Name) and ast.unparse(st.value) == text)
+            and isinstance(st.targets[0], ast.Name) and same(st.value, element))
 
 
 def _is_copy(st) -> bool:
@@ -65,7 +68,8 @@ def _is_copy(st) -> bool:
 
 
 def drop_dead_resets(stmts, adjoint_names, returned=()) -> list:
-    """Remove trailing ``dv = 0.0`` / ``dv = zeros_like(v)`` that nothing reads.
+    """Remove trailing ``dv = 0.0`` / ``dv = zeros_like(v)`` (a :class:`.ops.ZeroAdjoint`,
+    or an adjoint assigned a constant) that nothing reads.
 
     ``returned`` names the adjoints the function returns: they are read at the end,
     so their last reset stays (a parameter rebound before it is read, ``x = 2.0``,
@@ -74,16 +78,17 @@ def drop_dead_resets(stmts, adjoint_names, returned=()) -> list:
     for st in reversed(stmts):
         if (isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Name)
                 and st.targets[0].id in adjoint_names and st.targets[0].id not in live
-                and (isinstance(st.value, ast.Constant) or isinstance(st.value, ast.Call))
-                and not bodies(st)):
-            if isinstance(st.value, ast.Constant) or "zeros" in ast.unparse(st.value.func):
-                continue
+                and (isinstance(st, ZeroAdjoint) or isinstance(st.value, ast.Constant))):
+            continue
         live |= names_read(st)
         out.append(st)
     return out[::-1]
 
 
 def bodies(st) -> list:
+    """The statement lists nested in ``st`` (those of a push or pop's own statements)."""
+    if isinstance(st, TapeOp):
+        return [b for s in st.body for b in bodies(s)]
     if isinstance(st, (ast.For, ast.While)):
         return [st.body]
     if isinstance(st, ast.If):
@@ -232,15 +237,17 @@ def _slice_round_trip(block, k, loads, updates):
             and _buffer_slice(take.value.func.value)):
         return None
     g, view = take.targets[0].id, take.value.func.value
-    text, buffer = ast.unparse(view), view.value.id
-    if not (isinstance(zero, ast.Assign) and ast.unparse(zero.targets[0]) == text
+    buffer = view.value.id
+    if not (isinstance(zero, ast.Assign) and same(zero.targets[0], view)
             and isinstance(zero.value, ast.Constant) and zero.value.value == 0.0):
         return None
     index_names, reads = ir.atom_names(view.slice), 0
     for m in range(k + 2, len(block)):
         st = block[m]
         target = _added_into(st, updates)
-        if target is not None and ast.unparse(target) == text and ast.unparse(_added(st)) == g:
+        added = _added(st) if target is not None else None
+        if target is not None and same(target, view) and isinstance(added, ast.Name) \
+                and added.id == g:
             return m if reads + 1 == loads.get(g, 0) else None
         if bodies(st) or (index_names | {g, buffer}) & names_written(st):
             return None
@@ -332,7 +339,7 @@ def _basic_index(st, float_arrays, ints):
             and isinstance(st.targets[0].value, ast.Name)
             and st.targets[0].value.id in float_arrays
             and isinstance(st.value, ast.BinOp) and isinstance(st.value.op, ast.Add)
-            and ast.unparse(st.value.left) == ast.unparse(st.targets[0])):
+            and same(st.value.left, st.targets[0])):
         return None
     index = st.targets[0].slice
     parts = index.elts if isinstance(index, ast.Tuple) else [index]

@@ -12,6 +12,7 @@ import ast
 import copy
 
 from .cleanup import bodies, name_counts, names_read, names_written
+from .ops import Comment, TapeOp
 
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 
@@ -91,7 +92,7 @@ def _reader(block, k, name):
     inputs = names_read(block[k])
     for j in range(k + 1, len(block)):
         st = block[j]
-        if bodies(st) or _is_comment(st):
+        if bodies(st) or isinstance(st, Comment):
             return None         # (a comment starts another source line's code: keep it there)
         if name in names_read(st):
             return j if _reads_before_any_call(st, name) else None
@@ -100,14 +101,11 @@ def _reader(block, k, name):
     return None
 
 
-def _is_comment(st) -> bool:
-    return isinstance(st, ast.Expr) and isinstance(st.value, ast.Name) \
-        and st.value.id.startswith("#")
-
-
 def _harmless(st) -> bool:
     """Writes no array memory: an assignment of arithmetic to a name, or a tape's
     push or pop (a list changes, no array does)."""
+    if isinstance(st, TapeOp):
+        return all(_harmless(s) for s in st.body)
     value = st.value if isinstance(st, (ast.Assign, ast.Expr)) else None
     if isinstance(st, ast.Assign) and not all(isinstance(t, ast.Name) for t in st.targets):
         return False

@@ -32,6 +32,7 @@ from .ops import (
     call,
     fold,
     helper_call,
+    zero_adjoint,
 )
 
 
@@ -107,12 +108,12 @@ class _Lowering:
             return
         dn = tr.d(c.name)
         if storage.how == BUFFER or storage.typed_reset:
-            self.out.append(assign(dn, zeros(tr, c.name)))
+            self.out.append(zero_adjoint(dn, zeros(tr, c.name)))
             self.defined(dn)
         else:
             self.pending[dn] = len(self.out)
             self.zero.add(dn)
-            self.out.append(assign(dn, ast.Constant(0.0)))
+            self.out.append(zero_adjoint(dn, ast.Constant(0.0)))
 
     def restore(self, c: Restore):
         self.reads(ast.Name(c.name))

@@ -4,6 +4,14 @@ A statement's adjoint is first a list of pseudo-statements (``Accum``: add to an
 adjoint, ``Reset``: the variable gets an older value, ``Restore``: pop a saved
 value, ...).  Only lowering (:mod:`.lower`) decides how each becomes Python,
 once it is known which adjoints are locals, buffers or lists.
+
+The sweeps stay typed after lowering where a later stage must recognise a
+statement: a ``Comment`` (``# from: <the user's line>``) is a statement node of
+its own, which the emitter prints and the Numba backend quotes in its errors;
+a ``ZeroAdjoint`` (``dv = 0.0``, ``dv = np.zeros_like(v)``) is an assignment the
+cleanup knows by its type for a reset of an adjoint to zero; a ``Push`` or ``Pop``
+holds the statements a backend's tape wrote for one value saved or restored.  Passes compare
+code with ``same`` (node types and fields), never by its printed text.
 """
 from __future__ import annotations
 
@@ -139,6 +147,44 @@ def call(fn, *args):
     return ast.Call(ast.Name(fn) if isinstance(fn, str) else fn, list(args), [])
 
 
+def _expr(e):
+    return ast.Name(e, ast.Load()) if isinstance(e, str) else e
+
+
+def attribute(value, attr: str) -> ast.Attribute:
+    """``value.attr`` (``value``: a name or an expression)."""
+    return ast.Attribute(_expr(value), attr, ast.Load())
+
+
+def subscript(value, index, ctx=None) -> ast.Subscript:
+    """``value[index]`` (``value`` and ``index``: names or expressions; an int index
+    is a constant)."""
+    index = ast.Constant(index) if isinstance(index, int) else _expr(index)
+    return ast.Subscript(_expr(value), index, ctx or ast.Load())
+
+
+def plus(e, n: int):
+    """``e + n``, or ``e`` itself for ``n == 0`` (``e``: a name or an expression)."""
+    return _expr(e) if n == 0 else ast.BinOp(_expr(e), ast.Add(), ast.Constant(n))
+
+
+def augment(name: str, op: ast.operator, value) -> ast.AugAssign:
+    """``name op= value`` (``k += 1``)."""
+    return ast.AugAssign(ast.Name(name, ast.Store()), op, _expr(value))
+
+
+def store(target, value) -> ast.Assign:
+    """``target = value`` for a target that is not a plain name (``a[i] = x``)."""
+    target = copy.deepcopy(target)
+    target.ctx = ast.Store()
+    return ast.Assign([target], _expr(value))
+
+
+def expr_stmt(value) -> ast.Expr:
+    """The expression ``value`` as a statement (``_push(x)``)."""
+    return ast.Expr(value)
+
+
 def helper_call(tr, expr):
     """``(helper, args)`` when ``expr`` calls a helper of the generated code by
     position only (``matmul_vjp_a(d_t3, W, h)``), else None."""
@@ -148,9 +194,75 @@ def helper_call(tr, expr):
     return None
 
 
-def comment(text):
-    # ast.unparse prints a Name's id verbatim: a cheap way to carry a comment line.
-    return ast.Expr(ast.Name(text))
+class Comment(ast.stmt):
+    """``# text``, a line of its own in the generated code.  ``source``: the user's
+    source line that the statements after it come from (``# from: ...``), else None;
+    the emitter prints it and keeps, for each generated line, the user's line it
+    comes from (the Numba backend quotes it in its errors)."""
+
+    _fields = ("text", "source")
+    text: str
+    source: str | None = None
+
+
+class ZeroAdjoint(ast.Assign):
+    """``dv = <a zero of v's kind>`` (``0.0``, ``np.zeros_like(v)``, ``zeros_like(v)``):
+    an adjoint reset to zero, an assignment the cleanup may drop when nothing reads
+    it.  The emitter prints it as the plain assignment it is."""
+
+
+class TapeOp(ast.stmt):
+    """A push or pop of the tape: ``body``, the backend's statements for it (its
+    tape's code, printed in its place); ``name``, the variable saved or restored,
+    or the array whose element or slice ``index`` is."""
+
+    _fields = ("body",)
+    body: list
+    name: str = ""
+    index: ast.expr | None = None
+
+
+class Push(TapeOp):
+    """Save ``name`` (or ``name[index]``) on the tape, before the forward sweep overwrites it."""
+
+
+class Pop(TapeOp):
+    """Restore ``name`` (or ``name[index]``) from the tape, in the reverse sweep."""
+
+
+def tape_op(cls, name: str, index, body: list) -> TapeOp:
+    op = cls(body)
+    op.name, op.index = name, index
+    return op
+
+
+def zero_adjoint(dn: str, value: ast.expr) -> ZeroAdjoint:
+    return ZeroAdjoint([ast.Name(dn, ast.Store())], value)
+
+
+def same(a, b) -> bool:
+    """Whether ``a`` and ``b`` are the same code: nodes of the same type whose fields
+    are the same, recursively; a name's context (load, store) and source positions
+    aside, and constants equal only with the same type and spelling (``1`` is not
+    ``1.0``, ``0.0`` not ``-0.0``)."""
+    if isinstance(a, list) or isinstance(b, list):
+        return isinstance(a, list) and isinstance(b, list) and len(a) == len(b) \
+            and all(same(x, y) for x, y in zip(a, b))
+    if not isinstance(a, ast.AST) or not isinstance(b, ast.AST):
+        return type(a) is type(b) and repr(a) == repr(b)
+    if type(a) is not type(b):
+        return False
+    return all(same(getattr(a, f, None), getattr(b, f, None))
+               for f in a._fields if f not in ("ctx", "kind"))
+
+
+def comment(text, source=None) -> Comment:
+    return Comment(text, source)
+
+
+def from_line(line: str) -> Comment:
+    """``# from: <line>``: the statements after it come from the user's ``line``."""
+    return Comment(f"from: {line}", line)
 
 
 def fold(e):

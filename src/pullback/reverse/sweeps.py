@@ -18,7 +18,7 @@ from ..analysis.storage import BUFFER, LIST, VALUE
 from ..core import ir
 from ..core.errors import NumbaCompileError
 from .lower import zeros
-from .ops import Accum, Branch, LoopInfo, Reset, Restore, ReverseFor, assign, call, comment, names_in
+from .ops import Accum, Branch, LoopInfo, Reset, Restore, ReverseFor, assign, call, from_line, names_in
 
 
 def init_saved(tr) -> list:
@@ -93,7 +93,7 @@ def fwd_block(tr, stmts) -> list:
     last_line = None
     for s in stmts:
         if s.line != last_line and s.line in tr.fn.source_lines and not isinstance(s, ir.Return):
-            out.append(comment(f"# from: {tr.fn.source_lines[s.line]}"))
+            out.append(from_line(tr.fn.source_lines[s.line]))
             last_line = s.line
         out += ir.dispatch(_FORWARD, s)(tr, s)
     return out
@@ -204,7 +204,7 @@ def rev_block(tr, stmts) -> list:
         code = ir.dispatch(_REVERSE, s)(tr, s)
         if s.line != last_line and s.line in tr.fn.source_lines and not isinstance(s, ir.Return):
             if code:
-                out.append(comment(f"# from: {tr.fn.source_lines[s.line]}"))
+                out.append(from_line(tr.fn.source_lines[s.line]))
                 last_line = s.line
         out += code
     return out
