@@ -10,9 +10,10 @@ from .core.errors import (
                           SourceUnavailableError,
                           UnsupportedSyntaxError,
 )
-from .jacobians import jacfwd, jacobian, jacrev, jvp
+from .jacobians import hessian, hvp, jacfwd, jacobian, jacrev, jvp
 
-__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian", "show", "rule",
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian", "hvp",
+           "hessian", "show", "rule",
            "unregister", "check_grad", "GradCheck",
            "PullbackError", "UnsupportedSyntaxError", "MissingRuleError", "SourceUnavailableError",
            "NumbaCompileError", "cache_dir", "set_cache_dir"]

@@ -1,10 +1,13 @@
-"""Forward mode and whole Jacobians: jvp, jacfwd, jacrev, jacobian.
+"""Forward mode, whole Jacobians and second derivatives: jvp, jacfwd, jacrev,
+jacobian, hvp, hessian.
 
 ``jvp`` runs the forward transform (:mod:`pullback.forward`): the function's own
 loops with a tangent beside each value, nothing saved.  ``jacfwd`` is one ``jvp``
 per entry of the differentiated arguments, ``jacrev`` one ``vjp`` cotangent per
 entry of the result, both on the compiled derivative, so a Jacobian costs its
-columns (or rows) times one derivative call.
+columns (or rows) times one derivative call.  ``hvp`` is reverse mode over forward
+mode: the forward transform's generated function is ordinary code, which the
+reverse transform differentiates again; ``hessian`` is one ``hvp`` per entry.
 """
 from __future__ import annotations
 
@@ -48,30 +51,97 @@ def jvp(f, primals, tangents, jit=None):
     >>> pullback.jvp(lambda x, y: x * y, (3.0, 2.0), (1.0, 0.0))
     (6.0, 2.0)
     """
+    args, nums, dots = _checked(f, primals, tangents, "jvp")
+    return _jvp_call(f, args, nums, dots, jit)
+
+
+def _tangent_program(f, args, nums, jit):
+    """The forward transform's compiled function for these argument kinds."""
+    kinds = tuple(kind_of_value(a) for a in args)
+    return derivative(f, nums, kinds, choose_backend(f, jit), mode="forward").fn
+
+
+def _jvp_call(f, args, nums, dots, jit):
+    try:
+        value, tangent = _tangent_program(f, args, nums, jit)(*_copy_arrays(args), *dots)
+    except PullbackError as exc:
+        raise for_user(exc) from None
+    return value, _like_value(tangent, value)
+
+
+def hvp(f, primals, tangents, jit=None):
+    """The Hessian of a scalar ``f`` at ``primals`` times ``tangents``: a tuple with one
+    entry per primal, each of its shape (``None`` for a non-float argument, and zeros
+    for one whose tangent is ``None``, held fixed).
+
+    Reverse mode over forward mode: the gradient of ``<grad f, v>``, one forward and
+    one reverse sweep of the tangent program.  For SciPy:
+    ``minimize(f, x0, jac=grad(f), hessp=lambda x, p: hvp(f, (x,), (p,))[0],
+    method="trust-ncg")``.
+    """
+    args, nums, dots = _checked(f, primals, tangents, "hvp")
+    return _hvp_call(f, args, nums, dots, jit)
+
+
+def _checked(f, primals, tangents, api):
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise TypeError("jvp takes the primals and the tangents as two tuples, "
+        raise TypeError(f"{api} takes the primals and the tangents as two tuples, "
                         f"got {type(primals).__name__} and {type(tangents).__name__}")
     if len(primals) != len(tangents):
-        raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents; "
+        raise ValueError(f"{api}: {len(primals)} primals but {len(tangents)} tangents; "
                          "give one tangent per primal (None for a non-float argument)")
     fname = _name(f)
     args = _full_args(f, tuple(primals), {})
     _refuse_complex(args, fname)
     nums = tuple(i for i in range(len(primals))
                  if kind_of_value(args[i]).dtype == "f" and tangents[i] is not None)
-    dots = tuple(_tangent_of(args[i], tangents[i], i, fname) for i in nums)
-    return _jvp_call(f, args, nums, dots, jit)
+    return args, nums, tuple(_tangent_of(args[i], tangents[i], i, fname) for i in nums)
 
 
-def _jvp_call(f, args, nums, dots, jit):
-    backend = choose_backend(f, jit)
-    kinds = tuple(kind_of_value(a) for a in args)
+def _hvp_call(f, args, nums, dots, jit):
     try:
-        c = derivative(f, nums, kinds, backend, mode="forward")
-        value, tangent = c.fn(*_copy_arrays(args), *dots)
+        program = _tangent_program(f, args, nums, jit)
+        value, back = vjp(program, *args, *dots, jit=jit)
     except PullbackError as exc:
         raise for_user(exc) from None
-    return value, _like_value(tangent, value)
+    if np.ndim(value[0]) != 0 or isinstance(value[0], tuple):
+        raise TypeError(f"hvp and hessian need {_name(f)} to return a scalar, but it returned "
+                        f"shape {np.shape(value[0])}; use jacfwd(jacrev(f)) per output")
+    cotangents = back((0.0, 1.0))[:len(args)]
+    return tuple(None if kind_of_value(a).dtype != "f" else
+                 _like_value(0.0 if ct is None else ct, a) for ct, a in zip(cotangents, args))
+
+
+def hessian(f, argnums=0, jit=None):
+    """The Hessian of a scalar ``f``: one :func:`hvp` per entry of the differentiated
+    arguments.  For an int ``argnums`` an array of shape ``arg.shape + arg.shape``; for
+    a tuple, the blocks ``H[i][j]`` of shape ``args[i].shape + args[j].shape``, as
+    JAX's ``hessian`` gives them."""
+    def hess(*args):
+        fname = _name(f)
+        nums, single = _check_argnums(argnums, len(args), fname)
+        _float_args(args, nums, fname)
+        zeros = {i: (np.zeros_like(args[i], dtype=float) if np.ndim(args[i]) else 0.0)
+                 for i in nums}
+        blocks = {}
+        for j in nums:
+            columns = []
+            for k in range(max(np.size(args[j]), 1)):
+                dots = dict(zeros)
+                dots[j] = _unit(args[j], k)
+                columns.append(_hvp_call(f, args, nums, tuple(dots[i] for i in nums), jit))
+            for i in nums:
+                stacked = np.array([np.asarray(c[i], dtype=float) for c in columns])
+                blocks[i, j] = np.moveaxis(stacked, 0, -1).reshape(
+                    np.shape(args[i]) + np.shape(args[j]))
+        out = [[_scalar(blocks[i, j]) for j in nums] for i in nums]
+        return out[0][0] if single else tuple(tuple(row) for row in out)
+    hess.__name__ = f"hessian({_name(f)})"
+    return hess
+
+
+def _scalar(a):
+    return float(a[()]) if a.ndim == 0 else a
 
 
 def _like_value(tangent, value):

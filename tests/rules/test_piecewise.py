@@ -3,6 +3,8 @@ conditions, choices and bounds (values away from the bounds, where clip has a ki
 import numpy as np
 import pytest
 
+from pullback.rules import piecewise
+
 from .checks import check_rule, check_vjp, rule_vjp, values
 
 
@@ -28,3 +30,11 @@ def test_clip(sa, slo, shi):
     a = np.where(np.abs(np.abs(a) - 0.5) < 0.15, 0.0, a)      # no entry near a bound
     check_rule(np.clip, [a, lo, hi])
     check_rule(np.clip, [a], kwargs={"a_min": -0.5, "a_max": None})
+
+
+@pytest.mark.parametrize("mask", [piecewise.clip_vjp_a, piecewise.clip_vjp_min,
+                                  piecewise.clip_vjp_max])
+def test_clip_masks_are_linear_in_the_cotangent(mask):
+    # Forward mode's tangent of clip calls these; reverse mode over it differentiates them.
+    a = values(3, (5,))
+    check_rule(mask, (values(4, (5,)), a, -0.3, 0.4))

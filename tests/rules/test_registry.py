@@ -119,3 +119,11 @@ def test_a_variadic_parameter_takes_any_number_of_arguments():
             rule.bind([], {"xs": ast.Name("a")})
     finally:
         registry.unregister(weighted_total)
+
+
+@pytest.mark.parametrize("signature,template", [("g, x", "g * x"), ("x, ans", "g * ans")])
+def test_a_parameter_named_like_a_template_input_is_refused(signature, template):
+    # In a template ``g`` is the cotangent and ``ans`` the result: a parameter of that
+    # name would be read as the one or the other.
+    with pytest.raises(ValueError, match="rename the parameter"):
+        templates.read_templates(signature, {"x": template}, {}, "f")

@@ -74,3 +74,12 @@ def test_pow_at_small_integer_exponents_and_zero():
         check_rule(operator.pow, [1.3, y], only=("x",))
     assert rule_vjp(operator.pow, "x")(1.0, 0.0, 0.0, 2.0) == 0.0
     assert rule_vjp(operator.pow, "y")(1.0, 0.0, 0.0, 2.0) == 0.0
+
+
+# The helpers forward mode's tangents call, differentiated again for Hessians.
+@pytest.mark.parametrize("helper,args", [
+    (scalar.div_dy, [0.7, 1.3, -0.8]), (scalar.sqrt_dx, [0.7, 1.9]),
+    (scalar.pow_dx, [0.7, 1.4, 2.5]), (scalar.pow_dx, [0.7, 1.4, 2.0]),
+    (scalar.pow_dy, [0.7, 2.1, 1.6])])
+def test_forward_helpers_differentiate_again(helper, args):
+    check_rule(helper, args)

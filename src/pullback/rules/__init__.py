@@ -7,6 +7,7 @@ from . import (  # noqa: F401
     einsum,
     elementwise,
     extrema,
+    forward_helpers,
     indexing,
     interpolation,
     joining,

@@ -209,6 +209,11 @@ defrule(np.clip, "a, a_min=None, a_max=None, out=None, *, min=None, max=None", m
         min="clip_vjp_min(g, a, a_min, a_max, min, max)",
         max="clip_vjp_max(g, a, a_min, a_max, min, max)")
 deftangent(np.clip, elementwise=True)
+# Forward mode's tangent of clip calls these, linear in g and piecewise constant in the rest.
+for _mask in (clip_vjp_a, clip_vjp_min, clip_vjp_max):
+    defrule(_mask, "u, a, a_min=None, a_max=None, min=None, max=None", result=results.like,
+            u=f"{_mask.__name__}(g, a, a_min, a_max, min, max)")
+    deftangent(_mask, elementwise=True)
 
 
 # Numba twins of clip's cotangents: numbers (or arrays) for the bounds, no min=/max=.

@@ -12,7 +12,8 @@ import operator
 import numpy as np
 
 from . import results
-from .registry import defrule, numba_plain
+from .registry import defnondiff, defrule, numba_plain
+from .tangents import deftangent
 
 
 def pow_dx(g, x, y):
@@ -124,6 +125,19 @@ defrule(math.lgamma, "x", x="g * digamma(x)")
 defrule(math.pow, "x, y", x="pow_dx(g, x, y)", y="pow_dy(g, ans, x)")
 defrule(math.fabs, "x", x="g * sign(x)")
 defrule(math.copysign, "x, y", x="g * sign(x) * sign(ans)")
+
+# The helpers above are what forward mode's tangents call (the templates with ``t``
+# for ``g``): differentiable again, so that reverse mode over forward gives Hessians.
+defnondiff(sign)
+defnondiff(max_weight)
+# (Their parameters are named for the rule: ``ans`` in a template is the result.)
+defrule(div_dy, "u, r, y", u="-g * r / y", r="-g * u / y", y="g * u * r / (y * y)")
+defrule(sqrt_dx, "u, r", u="sqrt_dx(g, r)", r="-0.5 * g * u / (r * r)")
+defrule(pow_dx, "u, x, y", u="pow_dx(g, x, y)", x="pow_dx(g * u * y, x, y - 1)",
+        y="g * u * (x ** (y - 1.0) + y * pow_dy(1.0, x ** (y - 1.0), x))")
+defrule(pow_dy, "u, r, x", u="pow_dy(g, r, x)", r="pow_dy(g * u, 1.0, x)", x="g * u * r / x")
+for _helper in (div_dy, sqrt_dx, pow_dx, pow_dy):
+    deftangent(_helper, elementwise=True)       # scalar functions: entry by entry
 
 # builtins
 defrule(abs, "x", result=results.joined, x="g * sign(x)")

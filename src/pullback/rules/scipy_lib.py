@@ -31,6 +31,7 @@ from . import results
 from .elementwise import unbroadcast
 from .registry import defnamespace, defrule
 from .shapes import array_vjp, astype_vjp, reshape_vjp
+from .tangents import deftangent
 
 __all__ = ["conversion_vjp", "promote_vjp", "reshape_vjp"]
 
@@ -99,22 +100,27 @@ def register():
         defrule(promote, "a0, " + ", ".join(f"{s}=None" for s in slots[1:])
                 + ", *, broadcast=False, force_floating=False, xp=None", result=promoted,
                 **{s: f"promote_vjp(g, ans, {s}, {k})" for k, s in enumerate(slots)})
+        deftangent(promote, linear=", ".join(slots))
     asarray = _lookup("scipy._lib._array_api:_asarray")
     if asarray is not None:
         defrule(asarray, "array, dtype=None, order=None, copy=None, *, xp=None, "
                 "check_finite=False, subok=False", result=results.like_source, view=True,
                 array="conversion_vjp(g, array)")
+        deftangent(asarray, linear="array")
     copy = _lookup("scipy._lib._array_api:xp_copy")
     if copy is not None:
         defrule(copy, "x, *, xp=None", result=results.like_source, x="conversion_vjp(g, x)")
+        deftangent(copy, linear="x")
     ravel = _lookup("scipy._lib._array_api:xp_ravel")
     if ravel is not None:
         defrule(ravel, "x, /, *, xp=None", result=results.flat, view=True,
                 x="reshape_vjp(g, x)")
+        deftangent(ravel, linear="x")
     atleast = _lookup("scipy._lib.array_api_extra:atleast_nd")
     if atleast is not None:
         defrule(atleast, "x, /, *, ndim, xp=None", result=results.rank_unknown, view=True,
                 x="reshape_vjp(g, x)")
+        deftangent(atleast, linear="x")
 
 
 register_pickers()

@@ -65,6 +65,11 @@ def read_templates(signature: str, adjoints: dict, namespace: dict, what: str):
     if VARIADIC_POSITION in by_name and any(p.variadic for p in params):
         raise ValueError(f"rule for {what}: {VARIADIC_POSITION!r} names the position "
                          f"in a *parameter's template; rename the parameter of {signature!r}")
+    taken = [n for n in _TEMPLATE_INPUTS if n in by_name]
+    if taken:
+        raise ValueError(f"rule for {what}: {taken[0]!r} in a template is the "
+                         f"{'cotangent' if taken[0] == 'g' else 'result'}; rename the parameter "
+                         f"of {signature!r}")
     trees = {}
     for pname, src in adjoints.items():
         if pname not in by_name:

@@ -1,0 +1,76 @@
+"""Second derivatives, reverse mode over forward mode (``hvp``, ``hessian``), against
+analytic Hessians (SciPy's ``rosen_hess``, Horner's), central differences of the
+gradient, and SciPy's trust-region Newton methods converging with them."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pullback
+from helpers import fd_grad
+
+from .test_jvp import horner, lennard_jones
+
+RNG = np.random.default_rng(41)
+optimize = pytest.importorskip("scipy.optimize")
+
+
+def rosen(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2.0) ** 2.0 + (1 - x[:-1]) ** 2.0)
+
+
+def test_rosenbrock_hessian_is_scipys():
+    x = RNG.uniform(-1.5, 1.5, 7)
+    np.testing.assert_allclose(pullback.hessian(rosen)(x), optimize.rosen_hess(x),
+                               rtol=1e-13, atol=1e-12)
+    # SciPy's own rosen, with its array-API conversions, read from its source.
+    np.testing.assert_allclose(pullback.hessian(optimize.rosen)(x), optimize.rosen_hess(x),
+                               rtol=1e-13, atol=1e-12)
+
+
+def test_hvp_is_the_hessian_times_the_vector():
+    x, v = RNG.uniform(-1.5, 1.5, 6), RNG.normal(size=6)
+    hv, = pullback.hvp(rosen, (x,), (v,))
+    np.testing.assert_allclose(hv, optimize.rosen_hess_prod(x, v), rtol=1e-13, atol=1e-12)
+
+
+@pytest.mark.parametrize("newton", ["hess", "hessp"])
+def test_trust_region_newton_converges(newton):
+    second = {"hess": pullback.hessian(rosen)} if newton == "hess" else \
+        {"hessp": lambda x, p: pullback.hvp(rosen, (x,), (p,))[0]}
+    result = optimize.minimize(rosen, np.zeros(5), jac=pullback.grad(rosen), method="trust-ncg",
+                               options={"gtol": 1e-10}, **second)
+    assert result.success
+    np.testing.assert_allclose(result.x, np.ones(5), atol=1e-6)
+
+
+def test_horner_second_derivative_is_the_analytic_one():
+    p, x = RNG.normal(size=6), 0.9
+    n = len(p)
+    expected = sum((n - 1 - i) * (n - 2 - i) * p[i] * x ** (n - 3 - i) for i in range(n - 2))
+    assert pullback.hessian(horner)(x, p) == pytest.approx(expected, rel=1e-13)
+    # The mixed block: d/dp d/dx is the derivative of x^(n-1-i) in x.
+    (hxx, hxp), (hpx, hpp) = pullback.hessian(horner, argnums=(0, 1))(x, p)
+    mixed = np.array([(n - 1 - i) * x ** (n - 2 - i) if i < n - 1 else 0.0 for i in range(n)])
+    np.testing.assert_allclose(hxp, mixed, rtol=1e-13)
+    np.testing.assert_allclose(hpx, mixed, rtol=1e-13)
+    np.testing.assert_allclose(hpp, np.zeros((n, n)), atol=1e-14)
+
+
+def test_pair_loop_hessian_against_differences_of_the_gradient():
+    x, y = RNG.uniform(0, 2.5, 5), RNG.uniform(0, 2.5, 5)
+    H = pullback.hessian(lennard_jones)(x, y, 3.0)
+    grad_x = pullback.grad(lennard_jones)
+    expected = np.array([fd_grad(lambda x: grad_x(x, y, 3.0)[k], (x,), 0, eps=1e-6)
+                         for k in range(5)])
+    np.testing.assert_allclose(H, expected, rtol=1e-5, atol=1e-6 * np.max(np.abs(H)))
+    np.testing.assert_allclose(H, H.T, rtol=1e-12, atol=1e-9)
+
+
+def vector_valued(x):
+    return np.sin(x) * 2.0
+
+
+def test_hessian_of_a_vector_function_is_refused():
+    with pytest.raises(TypeError, match="return a scalar"):
+        pullback.hessian(vector_valued)(np.ones(3))
