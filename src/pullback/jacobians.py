@@ -15,7 +15,16 @@ import numbers
 
 import numpy as np
 
-from .api import _check_argnums, _copy_arrays, _full_args, _name, _refuse_complex, for_user, vjp
+from .api import (
+    GradientFunction,
+    _check_argnums,
+    _copy_arrays,
+    _full_args,
+    _name,
+    _refuse_complex,
+    for_user,
+    vjp,
+)
 from .core.errors import PullbackError
 from .core.kinds import kind_of_value
 from .pipeline import choose_backend, derivative
@@ -51,8 +60,47 @@ def jvp(f, primals, tangents, jit=None):
     >>> pullback.jvp(lambda x, y: x * y, (3.0, 2.0), (1.0, 0.0))
     (6.0, 2.0)
     """
+    if isinstance(f, GradientFunction) and not f.with_value and not f._bound:
+        return _jvp_of_grad(f, primals, tangents, jit)
     args, nums, dots = _checked(f, primals, tangents, "jvp")
     return _jvp_call(f, args, nums, dots, jit)
+
+
+def _inner_argnum(gf, api):
+    """The one argument ``grad(f)`` differentiates (an int ``argnums``)."""
+    if not isinstance(gf.argnums, int) or isinstance(gf.argnums, bool):
+        raise TypeError(f"{api} of {gf.__name__} needs its argnums to be one int, so that it "
+                        f"returns one gradient; got argnums={gf.argnums!r}")
+    return gf.argnums
+
+
+def _jvp_of_grad(gf, primals, tangents, jit):
+    """``jvp(grad(f), ...)``: the gradient and the Hessian times the tangents."""
+    i = _inner_argnum(gf, "jvp")
+    return gf(*primals), hvp(gf.f, primals, tangents, jit)[i % len(primals)]
+
+
+def grad_of_grad(gf, argnums, jit, with_value):
+    """``grad(grad(f, i), argnums)``: the derivatives of ``df/dx_i``, a number, by one
+    hvp of ``f`` along the unit tangent of ``x_i`` (the Hessian is symmetric)."""
+    if gf._bound:
+        raise TypeError("grad of grad of a bound method: differentiate a plain function")
+
+    def second(*args):
+        fname = _name(gf.f)
+        i = _inner_argnum(gf, "grad") % max(len(args), 1)
+        if np.ndim(args[i]) != 0:
+            raise TypeError(f"grad of {gf.__name__} needs its value to be a number, but it "
+                            f"is a gradient of shape {np.shape(args[i])}; use "
+                            f"pullback.hessian({fname}) or jvp({gf.__name__}, ...)")
+        nums, single = _check_argnums(argnums, len(args), f"grad({fname})")
+        _float_args(args, nums, fname)
+        tangents = tuple(1.0 if k == i else None for k in range(len(args)))
+        column = hvp(gf.f, tuple(args), tangents, jit)
+        out = column[nums[0]] if single else tuple(column[k] for k in nums)
+        return (gf(*args), out) if with_value else out
+    second.__name__ = f"grad({gf.__name__})"
+    return second
 
 
 def _tangent_program(f, args, nums, jit):

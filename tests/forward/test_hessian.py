@@ -74,3 +74,33 @@ def vector_valued(x):
 def test_hessian_of_a_vector_function_is_refused():
     with pytest.raises(TypeError, match="return a scalar"):
         pullback.hessian(vector_valued)(np.ones(3))
+
+
+def mixed(x, y):
+    return np.sin(x) * y ** 3 + x * x * y
+
+
+def test_grad_of_grad_is_the_second_derivative():
+    x, y = 0.7, 1.3
+    dxx = -np.sin(x) * y ** 3 + 2 * y
+    dxy = 3 * np.cos(x) * y ** 2 + 2 * x
+    assert pullback.grad(pullback.grad(mixed))(x, y) == pytest.approx(dxx, rel=1e-14)
+    both = pullback.grad(pullback.grad(mixed), argnums=(0, 1))(x, y)
+    assert both == pytest.approx((dxx, dxy), rel=1e-14)
+    value, d2 = pullback.value_and_grad(pullback.grad(mixed, argnums=1))(x, y)
+    assert value == pytest.approx(3 * np.sin(x) * y ** 2 + x * x, rel=1e-14)
+    assert d2 == pytest.approx(dxy, rel=1e-14)
+
+
+def test_jvp_of_grad_is_the_hessian_times_the_tangent():
+    x, v = RNG.uniform(-1, 1, 5), RNG.normal(size=5)
+    g, hv = pullback.jvp(pullback.grad(rosen), (x,), (v,))
+    np.testing.assert_allclose(g, optimize.rosen_der(x), rtol=1e-13)
+    np.testing.assert_allclose(hv, optimize.rosen_hess_prod(x, v), rtol=1e-13, atol=1e-12)
+
+
+def test_grad_of_a_gradient_that_is_not_a_number_is_refused():
+    with pytest.raises(TypeError, match="pullback.hessian"):
+        pullback.grad(pullback.grad(rosen))(np.ones(3))
+    with pytest.raises(TypeError, match="argnums to be one int"):
+        pullback.grad(pullback.grad(mixed, argnums=(0, 1)))(0.5, 0.5)
