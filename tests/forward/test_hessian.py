@@ -104,3 +104,9 @@ def test_grad_of_a_gradient_that_is_not_a_number_is_refused():
         pullback.grad(pullback.grad(rosen))(np.ones(3))
     with pytest.raises(TypeError, match="argnums to be one int"):
         pullback.grad(pullback.grad(mixed, argnums=(0, 1)))(0.5, 0.5)
+
+
+def test_hessian_under_numba():
+    x = RNG.uniform(-1.5, 1.5, 6)
+    np.testing.assert_allclose(pullback.hessian(rosen, jit=True)(x), optimize.rosen_hess(x),
+                               rtol=1e-13, atol=1e-12)

@@ -29,10 +29,18 @@ def install() -> None:
     _install_bool_casts()
     _install_stacked_matmul()
     for target, twin in registry.all_twins():
-        if twin is registry.PLAIN or id(target) in _INSTALLED or registry.lookup(target):
+        if twin is registry.PLAIN or id(target) in _INSTALLED or (
+                registry.lookup(target) and not _own(target)):
             continue
         overload(target, prefer_literal=True)(twin)
         _INSTALLED.add(id(target))
+
+
+def _own(target) -> bool:
+    """One of pullback's run-time helpers: generated code calls it as it is (forward
+    mode's ``fit``), even where it is also a primitive with a rule (so that reverse
+    mode differentiates that code again), so its twin is its overload."""
+    return getattr(target, "__module__", "").startswith("pullback.")
 
 
 @functools.cache
