@@ -1,4 +1,5 @@
-"""pullback: reverse-mode automatic differentiation of plain Python by source transformation."""
+"""pullback: automatic differentiation of plain Python by source transformation (reverse
+mode, forward mode, Hessians)."""
 from . import rules as _rules  # registers the derivative rules  # noqa: F401
 from .api import grad, rule, show, unregister, value_and_grad, vjp
 from .check import GradCheck, check_grad
