@@ -48,8 +48,7 @@ from ..core.errors import MissingRuleError
 from . import results
 from .templates import MAX_VARIADIC, Param, read_templates, read_vjp, vjp_name
 
-#: The array namespace of the values pullback differentiates (NumPy arrays and
-#: Python floats): what a namespace picker (:func:`defnamespace`) returns for them.
+#: What a namespace picker (:func:`defnamespace`) returns for NumPy arrays and floats.
 NUMPY_NAMESPACE = np
 
 
@@ -348,11 +347,12 @@ def checked_cotangents(cotangents, n, rule, where):
 
 
 def lookup(fn) -> Rule | None:
-    """The rule registered for ``fn``, or None."""
+    """The rule for ``fn``, or for its Python function if Numba compiled it; or None."""
     rule = _RULES.get(key(fn))
     if rule is not None and _same(rule, fn):
         return rule
-    return None
+    py = getattr(fn, "py_func", None)     # the Numba backend binds helpers compiled
+    return lookup(py) if py is not None and py is not fn else None
 
 
 def method(name: str):

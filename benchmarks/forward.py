@@ -1,0 +1,122 @@
+"""Forward mode and Hessians: jvp against the primal, hvp against the gradient, and
+the Hessian of Rosenbrock's function against JAX and PyTorch.
+
+Run:  python benchmarks/forward.py [--quick]
+
+Every figure is a ratio of medians measured in this one process, the candidates
+interleaved (pullback.bench.timing), so machine load affects numerator and
+denominator alike.  Targets (the forward-mode issue): jvp / primal <= 2 on Numba
+and <= 3 on Python for Horner (N = 10^4) and RK4 (2,000 steps); hvp / grad <= 3.
+``jvp`` is the public call (argument checks and the derivative's lookup each
+call); ``tangent program`` calls the compiled forward function directly.
+"""
+from __future__ import annotations
+
+import argparse
+
+import numba
+import numpy as np
+
+import pullback
+from pullback.bench.timing import interleaved, once
+from pullback.core.kinds import kind_of_value
+from pullback.examples import horner, lotka_volterra_misfit
+from pullback.pipeline import choose_backend, derivative
+
+
+def rosen(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2.0) ** 2.0 + (1 - x[:-1]) ** 2.0)
+
+
+def _program(f, args, nums, jit):
+    kinds = tuple(kind_of_value(a) for a in args)
+    return derivative(f, nums, kinds, choose_backend(f, jit), mode="forward").fn
+
+
+def _median_ratios(funcs, budget):
+    single = {k: once(fn) for k, fn in funcs.items()}
+    for fn in funcs.values():      # warm
+        fn()
+    medians, _, _ = interleaved(funcs, single, rounds=30, batch_s=0.02, budget_s=budget)
+    return medians
+
+
+def workload_rows(name, f, args, tangents, nums, budget):
+    """jvp and hvp against the primal and the gradient, on both backends."""
+    rows = []
+    for jit in (False, True):
+        primal = numba.njit(f) if jit else f
+        program = _program(f, args, nums, jit)
+        dots = tuple(tangents[i] for i in nums)
+        grad = pullback.grad(f, argnums=nums, jit=jit)
+        funcs = {
+            "primal": lambda: primal(*args),
+            "jvp": lambda: pullback.jvp(f, args, tangents, jit=jit),
+            "tangent program": lambda: program(*args, *dots),
+            "grad": lambda: grad(*args),
+            "hvp": lambda: pullback.hvp(f, args, tangents, jit=jit),
+        }
+        m = _median_ratios(funcs, budget)
+        backend = "Numba" if jit else "Python"
+        rows.append(f"| {name} | {backend} | {m['jvp'] / m['primal']:.2f} | "
+                    f"{m['tangent program'] / m['primal']:.2f} | {m['hvp'] / m['grad']:.2f} | "
+                    f"{m['primal'] * 1e6:.0f} µs |")
+    return rows
+
+
+def hessian_rows(n, budget):
+    x = np.random.default_rng(1).uniform(-1.5, 1.5, n)
+    funcs = {"pullback (Python)": lambda: pullback.hessian(rosen)(x),
+             "pullback (Numba)": lambda: pullback.hessian(rosen, jit=True)(x)}
+    try:
+        import jax
+        import jax.numpy as jnp
+        jax.config.update("jax_enable_x64", True)
+        jh = jax.jit(jax.hessian(lambda x: jnp.sum(100.0 * (x[1:] - x[:-1] ** 2.0) ** 2.0
+                                                   + (1 - x[:-1]) ** 2.0)))
+        xj = jnp.asarray(x)
+        funcs["JAX jit(hessian)"] = lambda: jh(xj).block_until_ready()
+    except ImportError:
+        pass
+    try:
+        import torch
+        xt = torch.from_numpy(x)
+        th = torch.func.hessian(lambda x: torch.sum(100.0 * (x[1:] - x[:-1] ** 2.0) ** 2.0
+                                                    + (1 - x[:-1]) ** 2.0))
+        funcs["torch.func.hessian"] = lambda: th(xt)
+    except ImportError:
+        pass
+    m = _median_ratios(funcs, budget)
+    base = m["pullback (Python)"]
+    return [f"| {k} | {v * 1e3:.2f} ms | {v / base:.2f} |" for k, v in m.items()]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, shorter runs")
+    args = parser.parse_args(argv)
+    budget = 2.0 if args.quick else 8.0
+    rng = np.random.default_rng(0)
+    n = 10 ** 3 if args.quick else 10 ** 4
+    p = rng.standard_normal(n)
+    steps = 400 if args.quick else 2000
+    observed = np.abs(rng.normal(1.0, 0.3, size=(steps, 2)))
+    theta = np.array([1.1, 0.4, 0.3, 0.8])
+    print("| workload | backend | jvp ÷ primal | tangent program ÷ primal | hvp ÷ grad | primal |")
+    print("|---|---|---|---|---|---|")
+    for row in workload_rows(f"Horner N={n}", horner, (0.9999, p), (1.0, np.zeros(n)),
+                             (0, 1), budget):
+        print(row)
+    for row in workload_rows(f"RK4 steps={steps}", lotka_volterra_misfit,
+                             (theta, observed, 0.01), (np.ones(4), None, None), (0,), budget):
+        print(row)
+    size = 30 if args.quick else 100
+    print(f"\nHessian of Rosenbrock's function, n = {size}\n")
+    print("| tool | time | ÷ pullback (Python) |")
+    print("|---|---|---|")
+    for row in hessian_rows(size, budget):
+        print(row)
+
+
+if __name__ == "__main__":
+    main()
