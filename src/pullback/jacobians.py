@@ -12,16 +12,17 @@ reverse transform differentiates again; ``hessian`` is one ``hvp`` per entry.
 from __future__ import annotations
 
 import numbers
+import types
 
 import numpy as np
 
 from .api import (
     GradientFunction,
     _check_argnums,
-    _copy_arrays,
     _full_args,
     _name,
     _refuse_complex,
+    call_vjp,
     for_user,
     vjp,
 )
@@ -38,7 +39,7 @@ def _tangent_of(primal, tangent, i, fname):
         if t.shape != primal.shape:
             raise ValueError(f"jvp of {fname}: the tangent of argument {i} has shape "
                              f"{t.shape}, its primal {primal.shape}")
-        return t.copy()
+        return t      # the tangent program copies what it writes in place
     if not isinstance(tangent, numbers.Real) and not (
             isinstance(tangent, np.ndarray) and tangent.ndim == 0):
         raise TypeError(f"jvp of {fname}: the tangent of argument {i} must be a real number "
@@ -106,12 +107,22 @@ def grad_of_grad(gf, argnums, jit, with_value):
 def _tangent_program(f, args, nums, jit):
     """The forward transform's compiled function for these argument kinds."""
     kinds = tuple(kind_of_value(a) for a in args)
-    return derivative(f, nums, kinds, choose_backend(f, jit), mode="forward").fn
+    return derivative(f, nums, kinds, choose_backend(f, jit), mode="forward")
+
+
+def _run(compiled, *args):
+    """``compiled.fn(*args)``; once Numba compiled it, later calls go to the
+    dispatcher directly (as grad's do).  The generated function copies any argument
+    it writes in place, so the caller's arrays are never touched."""
+    out = compiled.fn(*args)
+    if type(compiled.fn) is not types.FunctionType and getattr(compiled.fn, "ok", False):
+        compiled.fn = compiled.fn.dispatcher
+    return out
 
 
 def _jvp_call(f, args, nums, dots, jit):
     try:
-        value, tangent = _tangent_program(f, args, nums, jit)(*_copy_arrays(args), *dots)
+        value, tangent = _run(_tangent_program(f, args, nums, jit), *args, *dots)
     except PullbackError as exc:
         raise for_user(exc) from None
     return value, _like_value(tangent, value)
@@ -147,17 +158,24 @@ def _checked(f, primals, tangents, api):
 
 
 def _hvp_call(f, args, nums, dots, jit):
+    """The reverse transform applied to the tangent program, seeded with the cotangent
+    ``(0, 1)`` of its result ``(value, tangent)``: the gradient of ``<grad f, v>``."""
+    floats = tuple(i for i, a in enumerate(args) if kind_of_value(a).dtype == "f")
     try:
         program = _tangent_program(f, args, nums, jit)
-        value, back = vjp(program, *args, *dots, jit=jit)
+        kinds = tuple(kind_of_value(a) for a in args + dots)
+        backend = choose_backend(f, jit)
+        second = derivative(program.fn, floats, kinds, backend, call_vjp)
+        (value, _), grads = _run(second, *args, *dots, (0.0, 1.0))
     except PullbackError as exc:
         raise for_user(exc) from None
-    if np.ndim(value[0]) != 0 or isinstance(value[0], tuple):
+    if np.ndim(value) != 0 or isinstance(value, tuple):
         raise TypeError(f"hvp and hessian need {_name(f)} to return a scalar, but it returned "
-                        f"shape {np.shape(value[0])}; use jacfwd(jacrev(f)) per output")
-    cotangents = back((0.0, 1.0))[:len(args)]
-    return tuple(None if kind_of_value(a).dtype != "f" else
-                 _like_value(0.0 if ct is None else ct, a) for ct, a in zip(cotangents, args))
+                        f"shape {np.shape(value)}; use jacfwd(jacrev(f)) per output")
+    out = [None] * len(args)
+    for i, g in zip(floats, grads):
+        out[i] = _like_value(g, args[i])
+    return tuple(out)
 
 
 def hessian(f, argnums=0, jit=None):
