@@ -218,3 +218,17 @@ def test_the_callers_arrays_are_not_changed():
     pullback.jvp(writes, (A, v), (tA, tv))
     for a, b in zip((A, v, tA, tv), before):
         np.testing.assert_array_equal(a, b)
+
+
+CONDITIONS = [np.array([True, False, False]), np.array([False, True, False])]
+
+
+def select_with_a_default(x, y):
+    return np.sum(np.sin(np.select(CONDITIONS, [x, y], default=1.1)))
+
+
+def test_a_constant_argument_of_a_linear_primitive_has_a_zero_tangent():
+    # np.select is linear in its choices and its default: the default 1.1 is a number,
+    # whose tangent is 0 (found by the peers' cases against the gradient).
+    x, y = RNG.normal(size=3), RNG.normal(size=3)
+    assert_tangent(select_with_a_default, (x, y), (RNG.normal(size=3), RNG.normal(size=3)))

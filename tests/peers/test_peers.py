@@ -183,6 +183,29 @@ def check_case(case, jit: bool) -> None:
             if isinstance(a, np.ndarray):
                 np.testing.assert_array_equal(a, b, err_msg="pullback mutated an argument")
         assert_matches_reference(case.fn, args, case.argnums, jit)
+        if not jit:
+            check_forward_oracle(case, args, grads)
+
+
+def check_forward_oracle(case, args, grads) -> None:
+    """Forward mode against the gradient: the tangent along a random direction equals
+    ``<grad, v>`` to 1e-12 of the terms' size.  A primitive without a tangent rule
+    is refused (MissingRuleError, located), which is allowed; a wrong tangent is not."""
+    rng = np.random.default_rng(7)
+    v = [rng.normal(size=np.shape(a)).astype(getattr(a, "dtype", float)) if k in case.argnums
+         else None for k, a in enumerate(args)]     # (jvp takes a tangent in its primal's dtype)
+    v = [float(t) if t is not None and np.ndim(t) == 0 else t for t in v]
+    try:
+        _, tangent = pullback.jvp(case.fn, tuple(_snapshot(args)), tuple(v))
+    except pullback.MissingRuleError:
+        return
+    terms = [np.asarray(g, dtype=float) * v[k] for g, k in zip(grads, case.argnums)]
+    expected = sum(float(np.sum(t)) for t in terms)
+    scale = sum(float(np.sum(np.abs(t))) for t in terms)
+    # A float32 argument's gradient is float32 (rounded), as the argument is.
+    rtol = 1e-12 if all(np.asarray(args[k]).dtype != np.float32 for k in case.argnums) else 1e-6
+    assert abs(float(tangent) - expected) <= rtol * scale + 1e-300, \
+        f"jvp's tangent {tangent!r} against the gradient's <grad, v> {expected!r} at {args!r}"
 
 
 def on_autograd(fn, anp):

@@ -251,10 +251,11 @@ def _reduced(w, rule, form, bound, active):
 
 def _replaced(w, form, bound, active, node):
     def build(ans):
-        if form.linear:
+        if form.linear:     # every linear argument by its tangent, a number's is 0
             return tangents.replace_args(node, {
-                id(a): w.tangent_of_atom(a) for p, a in bound.items()
-                if _base(p) in form.linear and isinstance(a, ast.Name)})
+                id(a): w.tangent_of_atom(a) if isinstance(a, ast.Name) else ast.Constant(0.0)
+                for p, a in bound.items() if _base(p) in form.linear and (
+                    isinstance(a, ast.Name) or _number(a))})
         terms = [tangents.replace_args(node, {id(a): ast.Name(w.dot(a.id))})
                  for a in active.values()]
         out = terms[0]
@@ -262,6 +263,11 @@ def _replaced(w, form, bound, active, node):
             out = ast.BinOp(out, ast.Add(), t)
         return out
     return build
+
+
+def _number(node) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+        and not isinstance(node.value, bool)
 
 
 def _base(param: str) -> str:
