@@ -1,6 +1,6 @@
 """Every registered Numba twin computes what its target computes.
 
-A twin (``registry.numba_twin``) stands for its target (a rule helper, a runtime
+A twin (``forms.numba_twin``) stands for its target (a rule helper, a runtime
 helper, or a primal such as ``np.max`` with an axis) in the code ``jit=True``
 compiles.  For each one, the examples of ``twin_examples`` give argument sets in
 float64 and float32; the target is called as plain Python and the twin through
@@ -33,7 +33,7 @@ from twin_examples import EXAMPLES, NO_EXAMPLE_YET, Call, Xfail  # noqa: E402
 
 from pullback.backends import numba as numba_backend  # noqa: E402
 from pullback.backends import numba_twins  # noqa: E402
-from pullback.rules import registry  # noqa: E402
+from pullback.rules import forms, registry  # noqa: E402
 
 WALK = os.environ.get("PULLBACK_TWINS", "sample")
 if WALK not in ("sample", "all", "thorough"):
@@ -47,7 +47,7 @@ def _registered():
     """(name, target) of every registered twin, but the forward sweep's stubs (made
     from a primal's twin while compiling; the primal itself is walked)."""
     stubs = {id(stub) for _, stub in numba_backend._STUBS.values()}
-    return sorted(((registry.describe(t), t) for t, _ in registry.all_twins() if id(t) not in stubs),
+    return sorted(((registry.describe(t), t) for t, _ in forms.all_twins() if id(t) not in stubs),
                   key=lambda pair: pair[0])
 
 
@@ -77,8 +77,8 @@ def _walked(name) -> bool:
 def _compiled_callee(target):
     """What generated ``jit=True`` code calls for ``target``."""
     numba_twins.install()
-    twin = registry.twin(target)
-    if twin is registry.PLAIN:
+    twin = forms.twin(target)
+    if twin is forms.PLAIN:
         return numba_backend._jit_helper(target)
     if registry.lookup(target) is not None:
         stub = numba_backend._primal_stub(target, twin)

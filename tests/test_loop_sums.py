@@ -133,10 +133,10 @@ def test_not_deferred_where_the_cotangent_is_read_in_the_loop():
 def test_summed_forms_equal_the_sum_of_their_terms(k):
     """The registered summed forms against the per-step helper they stand for,
     for vectors and matrices per step (and an empty loop)."""
-    from pullback.rules import registry
+    from pullback.rules import forms
     from pullback.rules.linalg import matmul_vjp_a, matmul_vjp_b
     helper = (matmul_vjp_a, matmul_vjp_b)[k]
-    summed, varying = registry.summed_form(helper)
+    summed, varying = forms.summed_form(helper)
     M = r.normal(size=(4, 5))
     for per_step in [(), (5,), (5, 3)] if k == 0 else [(), (4,), (2, 4)]:
         if not per_step:

@@ -2,7 +2,7 @@
 ``jit=True`` against the Python backend and against central finite differences.
 
 The twins that make these compile are registered beside their rules
-(``pullback.rules.registry.numba_twin``); a rule without one is refused when the
+(``pullback.rules.forms.numba_twin``); a rule without one is refused when the
 derivative is generated, with a located ``NumbaCompileError``.
 """
 from __future__ import annotations

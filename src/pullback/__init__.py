@@ -1,7 +1,7 @@
 """pullback: automatic differentiation of plain Python by source transformation (reverse
 mode, forward mode, Hessians)."""
 from . import rules as _rules  # registers the derivative rules  # noqa: F401
-from .api import grad, rule, show, unregister, value_and_grad, vjp
+from .api import rule, show, unregister, vjp
 from .check import GradCheck, check_grad
 from .core.diskcache import cache_dir, set_cache_dir
 from .core.errors import (
@@ -11,7 +11,7 @@ from .core.errors import (
                           SourceUnavailableError,
                           UnsupportedSyntaxError,
 )
-from .jacobians import hessian, hvp, jacfwd, jacobian, jacrev, jvp
+from .jacobians import grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, value_and_grad
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian", "hvp",
            "hessian", "show", "rule",

@@ -337,21 +337,12 @@ def grad(f, argnums=0, jit=None):
     >>> import pullback
     >>> pullback.grad(lambda x: x * x)(3.0)
     6.0
-
-    ``grad(grad(f))`` is the second derivative (reverse mode over forward mode, see
-    :func:`pullback.hessian`), for an ``f`` whose gradient is a number.
     """
-    if isinstance(f, GradientFunction) and not f.with_value:
-        from .jacobians import grad_of_grad
-        return grad_of_grad(f, argnums, jit, with_value=False)
     return GradientFunction(f, argnums, jit, with_value=False)
 
 
 def value_and_grad(f, argnums=0, jit=None):
     """Like :func:`grad`, but the function returns ``(value, gradient)``."""
-    if isinstance(f, GradientFunction) and not f.with_value:
-        from .jacobians import grad_of_grad
-        return grad_of_grad(f, argnums, jit, with_value=True)
     return GradientFunction(f, argnums, jit, with_value=True)
 
 

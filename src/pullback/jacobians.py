@@ -16,6 +16,7 @@ import types
 
 import numpy as np
 
+from . import api
 from .api import (
     GradientFunction,
     _check_argnums,
@@ -79,6 +80,27 @@ def _jvp_of_grad(gf, primals, tangents, jit):
     """``jvp(grad(f), ...)``: the gradient and the Hessian times the tangents."""
     i = _inner_argnum(gf, "jvp")
     return gf(*primals), hvp(gf.f, primals, tangents, jit)[i % len(primals)]
+
+
+def grad(f, argnums=0, jit=None):
+    """:func:`pullback.api.grad`, and the second derivative when ``f`` is itself
+    ``grad(g)`` of a ``g`` whose gradient is a number (``grad(grad(g))``: reverse
+    mode over forward mode, see :func:`hessian`).
+
+    >>> import pullback
+    >>> pullback.grad(pullback.grad(lambda x: x ** 3))(2.0)
+    12.0
+    """
+    if isinstance(f, GradientFunction) and not f.with_value:
+        return grad_of_grad(f, argnums, jit, with_value=False)
+    return api.grad(f, argnums, jit)
+
+
+def value_and_grad(f, argnums=0, jit=None):
+    """:func:`pullback.api.value_and_grad`, nesting as :func:`grad` does."""
+    if isinstance(f, GradientFunction) and not f.with_value:
+        return grad_of_grad(f, argnums, jit, with_value=True)
+    return api.value_and_grad(f, argnums, jit)
 
 
 def grad_of_grad(gf, argnums, jit, with_value):

@@ -2,15 +2,15 @@
 
 Plain Python here (what they mean); their Numba twins, in ``numba_twins``, add
 without building the result first.  Each is registered
-(:func:`pullback.rules.registry.accumulates_into`) for the rule helpers it
+(:func:`pullback.rules.forms.accumulates_into`) for the rule helpers it
 stands for; the Numba backend's ``accumulate_into`` reads the registry.
 """
 from __future__ import annotations
 
-from ..rules import linalg, registry
+from ..rules import forms, linalg
 
 
-@registry.accumulates_into(linalg.matmul_vjp_a, linalg.dot_vjp_a)
+@forms.accumulates_into(linalg.matmul_vjp_a, linalg.dot_vjp_a)
 def add_matmul_vjp_a(out, g, a, b):
     """``out += matmul_vjp_a(g, a, b)`` (also for ``np.dot``): under Numba, the
     outer product ``g b^T`` of a matrix-vector product is added element by element
@@ -18,7 +18,7 @@ def add_matmul_vjp_a(out, g, a, b):
     out += linalg.matmul_vjp_a(g, a, b)
 
 
-@registry.accumulates_into(linalg.matmul_vjp_b, linalg.dot_vjp_b)
+@forms.accumulates_into(linalg.matmul_vjp_b, linalg.dot_vjp_b)
 def add_matmul_vjp_b(out, g, a, b):
     """``out += matmul_vjp_b(g, a, b)`` (also for ``np.dot``): ``a^T g`` for a matrix
     ``a`` and a vector ``g`` is added row by row under Numba."""

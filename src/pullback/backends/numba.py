@@ -21,7 +21,7 @@ from ..core import numbacache
 from ..core.errors import NumbaCompileError
 from ..core.runtime import reserve, snapshot, with_shape
 from ..reverse.ops import assign, attribute, augment, call, expr_stmt, plus, store, subscript
-from ..rules import registry
+from ..rules import forms, registry
 from . import in_place  # noqa: F401  (registers the in-place forms of rule helpers)
 from .base import Backend, TapeNeeds
 from .python import PythonTape
@@ -38,7 +38,7 @@ class NumbaBackend(Backend):
     sequences_as_arrays = True
 
     def accumulate_into(self, helper):
-        return registry.accumulating_form(helper)
+        return forms.accumulating_form(helper)
 
     def tape(self, needs: TapeNeeds):
         return NumbaTape(needs)
@@ -52,10 +52,10 @@ class NumbaBackend(Backend):
     def primal_twin(self, callee, method, call, kind=None):
         fn = registry.method(method) if method is not None else callee
         if len(call.args) + len(call.keywords) + (method is not None) <= 1 \
-                and not registry.twin_always(fn) and not _array_call(fn, call, kind):
+                and not forms.twin_always(fn) and not _array_call(fn, call, kind):
             return None     # f(a): Numba compiles the NumPy function itself
-        twin = registry.twin(fn) if fn is not None else None
-        return None if twin is None or twin is registry.PLAIN else _primal_stub(fn, twin)
+        twin = forms.twin(fn) if fn is not None else None
+        return None if twin is None or twin is forms.PLAIN else _primal_stub(fn, twin)
 
     def check_rule(self, tr, s, rule, bound):
         """A rule whose derivative calls one of pullback's array-API helpers that has
@@ -75,13 +75,13 @@ class NumbaBackend(Backend):
                 continue
             for node in ast.walk(template):
                 obj = rule.helpers.get(node.id) if isinstance(node, ast.Name) else None
-                if _needs_twin(obj) and registry.twin(obj) is None:
+                if _needs_twin(obj) and forms.twin(obj) is None:
                     raise tr.error(
                         s, f"the derivative of {rule.name} (with respect to {pname!r}) under "
                         f"the Numba backend (jit=True): its helper {node.id} has no compiled "
                         "(Numba) twin",
                         "Use jit=False, or register a Numba twin for the helper with "
-                        "pullback.rules.registry.numba_twin beside it.", cls=NumbaCompileError)
+                        "pullback.rules.forms.numba_twin beside it.", cls=NumbaCompileError)
 
     def check_index(self, tr, s, index_kinds):
         """Numba indexes with a boolean mask of one dimension only (one of more fails
@@ -99,8 +99,8 @@ class NumbaBackend(Backend):
 
 def _array_call(fn, call, kind) -> bool:
     """``fn(a)`` of an array ``a`` (or of a kind not known before it runs), where
-    ``fn``'s twin replaces such calls (``registry.numba_twin(arrays=True)``)."""
-    if not registry.twin_arrays(fn) or len(call.args) != 1:
+    ``fn``'s twin replaces such calls (``forms.numba_twin(arrays=True)``)."""
+    if not forms.twin_arrays(fn) or len(call.args) != 1:
         return False
     return kind is None or kind(call.args[0]).ndim != 0
 
@@ -271,7 +271,7 @@ def _primal_stub(fn, twin):
         def stub(*args, **kwargs):
             return fn(*args, **kwargs)
         stub.__name__ = stub.__qualname__ = f"{getattr(fn, '__name__', 'primal')}_numba"
-        registry.numba_twin(stub)(twin)
+        forms.numba_twin(stub)(twin)
         _STUBS[id(fn)] = (fn, stub)
     return _STUBS[id(fn)][1]
 
@@ -284,8 +284,8 @@ def _jit_helper(v):
     a helper with a twin is passed as it is (Numba compiles the twin)."""
     from . import numba_twins
     numba_twins.install()
-    twin = registry.twin(v)
-    if isinstance(v, types.FunctionType) and (twin is None or twin is registry.PLAIN):
+    twin = forms.twin(v)
+    if isinstance(v, types.FunctionType) and (twin is None or twin is forms.PLAIN):
         if id(v) not in _JITTED:
             _JITTED[id(v)] = (v, numbacache.njit(v))
         return _JITTED[id(v)][1]

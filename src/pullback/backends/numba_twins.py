@@ -2,7 +2,7 @@
 
 Rule helpers are written against the array API (so one rule serves NumPy,
 CuPy, PyTorch and JAX arrays), which Numba cannot compile.  Each rule module
-registers, beside a helper, its Numba twin (:func:`pullback.rules.registry.numba_twin`);
+registers, beside a helper, its Numba twin (:func:`pullback.rules.forms.numba_twin`);
 this module, imported only when the Numba backend first compiles, turns each
 into a ``numba.extending.overload`` of the helper, so the generated code calls
 the helpers by their own names and Numba compiles the twins.  The twins of the
@@ -16,7 +16,7 @@ import numpy as np
 from numba.extending import overload
 
 from ..core import runtime
-from ..rules import linalg, registry
+from ..rules import forms, linalg, registry
 from ..rules.twins import is_array, is_number, is_tuple, jitted, literal, one_dtype, rank, tuple_of
 from . import in_place
 
@@ -28,8 +28,8 @@ def install() -> None:
     overloaded: the forward sweep calls its stub, see ``backends.numba``)."""
     _install_bool_casts()
     _install_stacked_matmul()
-    for target, twin in registry.all_twins():
-        if twin is registry.PLAIN or id(target) in _INSTALLED or (
+    for target, twin in forms.all_twins():
+        if twin is forms.PLAIN or id(target) in _INSTALLED or (
                 registry.lookup(target) and not _own(target)):
             continue
         overload(target, prefer_literal=True)(twin)
@@ -87,7 +87,7 @@ def _is_list_of_arrays(t) -> bool:
     return isinstance(t, types.List) and is_array(t.dtype)
 
 
-@registry.numba_twin(runtime.zeros_like)
+@forms.numba_twin(runtime.zeros_like)
 def _zeros_like(value):
     if is_number(value):
         return lambda value: 0.0
@@ -101,19 +101,19 @@ def _zeros_like(value):
     return None
 
 
-@registry.numba_twin(runtime.zeros_tangent)
+@forms.numba_twin(runtime.zeros_tangent)
 def _zeros_tangent(value):
     return lambda value: runtime.zeros_like(value)
 
 
-@registry.numba_twin(runtime.fit)
+@forms.numba_twin(runtime.fit)
 def _fit(tangent, ans):
     if is_array(ans):
         return lambda tangent, ans: tangent + np.zeros_like(ans)
     return lambda tangent, ans: tangent
 
 
-@registry.numba_twin(runtime.buffer_like)
+@forms.numba_twin(runtime.buffer_like)
 def _buffer_like(adjoint, value):
     if is_array(adjoint):
         return lambda adjoint, value: adjoint
@@ -122,7 +122,7 @@ def _buffer_like(adjoint, value):
     return None
 
 
-@registry.numba_twin(runtime.scatter_add)
+@forms.numba_twin(runtime.scatter_add)
 def _scatter_add(adjoint, value, index, g):
     """``np.add.at``, which Numba lacks, for any index Numba itself can apply (an
     integer or boolean array, alone or beside slices and ints): the index is applied
@@ -144,7 +144,7 @@ def _scatter_add(adjoint, value, index, g):
     return scatter_add
 
 
-@registry.numba_twin(runtime.snapshot)
+@forms.numba_twin(runtime.snapshot)
 def _snapshot(value):
     if is_array(value):
         return lambda value: value.copy()
@@ -158,7 +158,7 @@ def _literal_index(k):
     return v if isinstance(v, int) else None
 
 
-@registry.numba_twin(runtime.accumulate)
+@forms.numba_twin(runtime.accumulate)
 def _accumulate(total, more):
     if is_tuple(total) and is_tuple(more) and len(total) == len(more):
         sums = tuple_of(len(total), lambda k: lambda total, more: runtime.accumulate(total[k], more[k]))
@@ -170,7 +170,7 @@ def _accumulate(total, more):
     return None
 
 
-@registry.numba_twin(runtime.item_cotangent)
+@forms.numba_twin(runtime.item_cotangent)
 def _item_cotangent(cotangent, k):
     from numba import types
     if is_number(cotangent):
@@ -184,7 +184,7 @@ def _item_cotangent(cotangent, k):
     return None
 
 
-@registry.numba_twin(runtime.add_item)
+@forms.numba_twin(runtime.add_item)
 def _add_item(cotangent, value, k, g):
     from numba import types
     if _is_list_of_arrays(cotangent):
@@ -244,7 +244,7 @@ def _may_share(a, b):
     return impl
 
 
-@registry.numba_twin(runtime.add_into)
+@forms.numba_twin(runtime.add_into)
 def _add_into(out, g):
     if not is_array(out):
         return None
@@ -278,7 +278,7 @@ def _products_into(out, a, b):
         out[i] += a[i] * b[i]
 
 
-@registry.numba_twin(runtime.add_product_into)
+@forms.numba_twin(runtime.add_product_into)
 def _add_product_into(out, a, b):
     if not is_array(out):
         return None
@@ -295,7 +295,7 @@ def _add_product_into(out, a, b):
     return whole
 
 
-@registry.numba_twin(in_place.add_matmul_vjp_a)
+@forms.numba_twin(in_place.add_matmul_vjp_a)
 def _add_matmul_vjp_a(out, g, a, b):
     vjp = linalg.matmul_vjp_a
     if rank(out) == 2 and rank(g) == 1 and rank(a) == 2 and rank(b) == 1:
@@ -315,7 +315,7 @@ def _add_matmul_vjp_a(out, g, a, b):
     return general if is_array(out) else None
 
 
-@registry.numba_twin(in_place.add_matmul_vjp_b)
+@forms.numba_twin(in_place.add_matmul_vjp_b)
 def _add_matmul_vjp_b(out, g, a, b):
     vjp = linalg.matmul_vjp_b
     if rank(out) == 1 and rank(g) == 1 and rank(a) == 2 and rank(b) == 1:

@@ -3,7 +3,7 @@ is added once, after the loop, by the rule's summed form.
 
 ``h = np.tanh(W @ h)`` over T steps reverses to ``dW += outer(g_t, h_t)`` per
 step: T fresh matrices and T passes over ``dW``.  A helper with a summed form
-(:func:`pullback.rules.registry.loop_sum`) instead collects each iteration's
+(:func:`pullback.rules.forms.loop_sum`) instead collects each iteration's
 varying arguments and adds ``sum_t outer(g_t, h_t)`` as one matrix product
 after the loop, as a hand-written backpropagation through time does.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 
 from ..core.runtime import snapshot
-from ..rules import registry
+from ..rules import forms
 from .ops import assign, call, helper_call
 
 
@@ -66,7 +66,7 @@ def _summable(tr, st):
             and isinstance(st.target, ast.Name)):
         return None
     found = helper_call(tr, st.value)
-    form = registry.summed_form(found[0]) if found is not None else None
+    form = forms.summed_form(found[0]) if found is not None else None
     if form is None:
         return None
     summed, varying = form

@@ -19,9 +19,10 @@ import numpy as np
 
 from . import results, twins
 from .elementwise import as_array, is_scalar, like_arg, namespace, normalize_axes, shape_of
+from .forms import numba_twin
 from .prod import axis_layout, cumprod_last, host_array, inverse_permutation
 from .reductions import check_axis
-from .registry import defrule, numba_twin
+from .registry import defrule
 from .tangents import deftangent
 
 __all__ = ["cumsum_vjp", "cumprod_vjp", "cumprod_vjp_exact", "cumulative_twin"]

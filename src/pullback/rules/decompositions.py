@@ -59,8 +59,9 @@ from .decomposition_kernels import (
     _svd_values_stack,
 )
 from .elementwise import as_array, namespace
+from .forms import numba_twin
 from .joining import item_cotangents
-from .registry import defrule, numba_twin
+from .registry import defrule
 
 __all__ = ["cholesky_vjp", "eigh_vjp", "svd_vjp", "pinv_vjp", "fold_triangle",
            "symmetric_from_lower"]

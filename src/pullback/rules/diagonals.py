@@ -11,8 +11,9 @@ import numpy as np
 
 from . import results, twins
 from .elementwise import as_array, device_of, float_dtype, namespace, shape_of, unbroadcast
+from .forms import numba_twin
 from .linalg import mT
-from .registry import defrule, lookup, numba_twin
+from .registry import defrule, lookup
 from .tangents import deftangent
 
 __all__ = ["diagonal_vjp", "diag_vjp", "trace_vjp", "tril_vjp", "triu_vjp"]

@@ -24,7 +24,8 @@ import numpy as np
 
 from . import results, twins
 from .elementwise import as_array, like_arg, namespace, unbroadcast
-from .registry import defrule, numba_twin
+from .forms import numba_twin
+from .registry import defrule
 from .tangents import deftangent
 
 __all__ = ["einsum_vjp", "einsum_subscripts", "parse_einsum"]

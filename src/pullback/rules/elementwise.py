@@ -48,7 +48,8 @@ import array_api_compat
 import numpy as np
 
 from . import results, twins
-from .registry import defnondiff, defrule, numba_twin
+from .forms import numba_twin
+from .registry import defnondiff, defrule
 from .tangents import deftangent
 
 _AxisError = getattr(getattr(np, "exceptions", np), "AxisError")

@@ -19,8 +19,9 @@ from .elementwise import (
     normalize_axes,
     shape_of,
 )
+from .forms import numba_twin
 from .reductions import axis_sums, check_axis, no_mask, reduction_twin, spreader, sum_keep, takes_all
-from .registry import defrule, numba_twin
+from .registry import defrule
 
 __all__ = ["max_vjp"]
 

@@ -25,8 +25,9 @@ import numpy as np
 
 from . import results, twins
 from .elementwise import as_array, float_dtype, like_arg, namespace, unbroadcast
+from .forms import numba_twin
 from .indexing import getitem_vjp
-from .registry import defrule, numba_twin
+from .registry import defrule
 
 __all__ = ["linspace_vjp", "interp_vjp_x", "interp_vjp_fp", "interp_vjp_left",
            "interp_vjp_right"]

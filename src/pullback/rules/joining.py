@@ -19,7 +19,8 @@ import numpy as np
 
 from . import results, twins
 from .elementwise import as_array, like_arg, namespace, shape_of
-from .registry import defrule, numba_twin
+from .forms import numba_twin
+from .registry import defrule
 from .shapes import join_impl, length_along
 from .tangents import deftangent
 

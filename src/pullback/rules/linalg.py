@@ -21,7 +21,8 @@ import numpy as np
 
 from . import results, twins
 from .elementwise import as_array, like_arg, namespace, shape_of, unbroadcast
-from .registry import defrule, loop_sum, numba_twin
+from .forms import loop_sum, numba_twin
+from .registry import defrule
 from .tangents import deftangent
 
 __all__ = ["dot_vjp_a", "dot_vjp_b", "matmul_vjp_a", "matmul_vjp_b", "outer_vjp_a",

@@ -24,7 +24,8 @@ import numpy as np
 
 from . import results, twins
 from .elementwise import as_array, device_of, like_arg, namespace, shape_of, unbroadcast
-from .registry import defrule, lookup, numba_twin
+from .forms import numba_twin
+from .registry import defrule, lookup
 from .shapes import reshape_vjp
 from .tangents import deftangent
 

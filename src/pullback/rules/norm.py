@@ -13,8 +13,9 @@ import numpy as np
 
 from . import results, twins
 from .elementwise import as_array, expand_reduced, like_arg, namespace
+from .forms import numba_twin
 from .reductions import along_axis, safe_divisor, spreader, sum_keep
-from .registry import defrule, numba_twin
+from .registry import defrule
 
 __all__ = ["norm_vjp"]
 

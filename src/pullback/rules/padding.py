@@ -21,8 +21,9 @@ import numpy as np
 
 from . import results, twins
 from .elementwise import as_array, like_arg, namespace, shape_of
+from .forms import numba_twin
 from .indexing import getitem_vjp
-from .registry import defrule, numba_twin
+from .registry import defrule
 from .tangents import deftangent
 
 __all__ = ["pad_vjp_array", "pad_vjp_constant"]

@@ -10,7 +10,8 @@ import numpy as np
 
 from . import results, twins
 from .elementwise import as_array, namespace, unbroadcast
-from .registry import defrule, numba_twin
+from .forms import numba_twin
+from .registry import defrule
 from .tangents import deftangent
 
 __all__ = ["clip_vjp_a", "clip_vjp_min", "clip_vjp_max", "select_vjp_choices", "select_vjp_default"]

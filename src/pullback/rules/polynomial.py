@@ -8,7 +8,8 @@ import numpy as np
 
 from . import twins
 from .elementwise import as_array, float_dtype, like_arg, namespace, shape_of
-from .registry import defrule, numba_twin
+from .forms import numba_twin
+from .registry import defrule
 
 __all__ = ["polyval_vjp_p", "polyval_vjp_x"]
 

@@ -60,8 +60,9 @@ import numpy as np
 from ..core import numbacache
 from . import results, twins
 from .elementwise import as_array, is_scalar, like_arg, mask_on, namespace, normalize_axes
+from .forms import numba_twin
 from .reductions import reduction_twin
-from .registry import defrule, numba_twin
+from .registry import defrule
 
 __all__ = ["prod_vjp", "prod_vjp_exact", "cumprod_last", "inverse_permutation", "host_array",
            "axis_layout"]

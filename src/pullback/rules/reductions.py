@@ -27,7 +27,8 @@ import numpy as np
 
 from . import results, twins
 from .elementwise import as_array, expand_reduced, like_arg, mask_on, namespace, normalize_axes, shape_of
-from .registry import defrule, numba_twin
+from .forms import numba_twin
+from .registry import defrule
 from .tangents import deftangent
 
 __all__ = ["sum_vjp", "mean_vjp", "var_vjp", "var_vjp_mean", "std_vjp", "std_vjp_mean",

@@ -13,7 +13,8 @@ import numpy as np
 
 from . import results, twins
 from .elementwise import as_array, like_arg, namespace, shape_of
-from .registry import defrule, lookup, numba_twin
+from .forms import numba_twin
+from .registry import defrule, lookup
 from .tangents import deftangent
 
 __all__ = ["flip_vjp", "rot90_vjp", "roll_vjp", "rollaxis_vjp", "sort_vjp", "partition_vjp"]

@@ -12,7 +12,8 @@ import operator
 import numpy as np
 
 from . import results
-from .registry import defnondiff, defrule, numba_plain
+from .forms import numba_plain
+from .registry import defnondiff, defrule
 from .tangents import deftangent
 
 

@@ -25,7 +25,8 @@ import numpy as np
 
 from . import results, twins
 from .elementwise import as_array, like_arg, namespace, shape_of, unbroadcast
-from .registry import defrule, numba_twin
+from .forms import numba_twin
+from .registry import defrule
 from .tangents import deftangent
 
 __all__ = ["reshape_vjp", "transpose_vjp", "method_axes", "swapaxes_vjp", "moveaxis_vjp",

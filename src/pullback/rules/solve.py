@@ -24,8 +24,9 @@ import numpy as np
 
 from . import results, twins
 from .elementwise import as_array, namespace, shape_of, unbroadcast
+from .forms import numba_twin
 from .linalg import mT
-from .registry import defrule, numba_twin
+from .registry import defrule
 from .tangents import deftangent
 
 __all__ = ["solve_vjp_a", "solve_vjp_b", "inv_vjp", "det_vjp", "slogdet_vjp"]

@@ -12,7 +12,8 @@ import numpy as np
 
 from . import results, twins
 from .elementwise import as_array, like_arg, namespace, shape_of, unbroadcast
-from .registry import defrule, numba_twin
+from .forms import numba_twin
+from .registry import defrule
 from .tangents import deftangent
 
 __all__ = ["kron_vjp_a", "kron_vjp_b", "cross_vjp_a", "cross_vjp_b"]

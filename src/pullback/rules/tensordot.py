@@ -9,8 +9,9 @@ import numpy as np
 
 from . import results, twins
 from .elementwise import as_array, like_arg, namespace
+from .forms import numba_twin
 from .linalg import contract
-from .registry import defrule, numba_twin
+from .registry import defrule
 from .tangents import deftangent
 
 __all__ = ["tensordot_vjp_a", "tensordot_vjp_b"]

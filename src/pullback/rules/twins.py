@@ -1,4 +1,4 @@
-"""What Numba twins (:func:`.registry.numba_twin`) ask of the Numba types they receive.
+"""What Numba twins (:func:`.forms.numba_twin`) ask of the Numba types they receive.
 
 A twin is called by the Numba backend while it compiles, with the Numba types
 of the arguments, and returns an implementation for those types.  These

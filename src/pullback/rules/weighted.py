@@ -21,6 +21,7 @@ from .elementwise import (
     shape_of,
     unbroadcast,
 )
+from .forms import numba_twin
 from .reductions import (
     _MEAN_SIG,
     _SUM_SIG,
@@ -35,7 +36,7 @@ from .reductions import (
     sum_keep,
     takes_all,
 )
-from .registry import defrule, numba_twin
+from .registry import defrule
 
 __all__ = ["nansum_vjp", "nanmean_vjp", "average_vjp_a", "average_vjp_weights"]
 
