@@ -51,6 +51,60 @@ def brute_prod_jvp(v, x, axis, keepdims=False):
     return out if keepdims else np.reshape(out, np.shape(np.prod(x, axis=axis)))
 
 
+def brute_prod_jvp_vjp_x(g, v, x, axis):
+    """g * sum_{i != k} v_i prod_{j not in {i, k}} x_j at each x_k, by setting x_k to 1
+    and v_k to 0 and taking the tangent of the rest."""
+    gk = np.reshape(g, np.shape(np.prod(x, axis=axis, keepdims=True)))
+    out = np.empty(x.shape)
+    for idx in np.ndindex(x.shape):
+        xs, vs = x.copy(), v.copy()
+        xs[idx], vs[idx] = 1.0, 0.0
+        out[idx] = np.broadcast_to(gk * brute_prod_jvp(vs, xs, axis, True), x.shape)[idx]
+    return out
+
+
+# ---------------------------------------------------------------------------
+# every path (division, compiled, doubling scan) against brute force
+
+@pytest.mark.parametrize("zeros", ZEROS)
+@pytest.mark.parametrize("axis", AXES)
+def test_every_path_against_brute_force(zeros, axis):
+    x, v = _case((4, 3, 5), axis, zeros, seed=3)
+    p = np.prod(x, axis=axis)
+    g = np.random.default_rng(5).standard_normal(np.shape(p))
+    want_jvp, want_ct = brute_prod_jvp(v, x, axis), brute_prod_jvp_vjp_x(g, v, x, axis)
+    inputs = [(x, v, g), (np.asfortranarray(x), v, g),            # compiled or division
+              (no_scalar(x), no_scalar(v), no_scalar(g))]         # the doubling scan
+    for xi, vi, gi in inputs:
+        for pi in (None, p):
+            got = np.asarray(prod_jvp(vi, pi, xi, axis))
+            assert got.shape == np.shape(p)
+            np.testing.assert_allclose(got, want_jvp, rtol=1e-12, atol=1e-14)
+            got = np.asarray(prod_jvp_vjp_x(gi, vi, pi, xi, axis))
+            assert got.shape == x.shape and np.isfinite(got).all()
+            np.testing.assert_allclose(got, want_ct, rtol=1e-10, atol=1e-14)
+    # float32 tangents and a broadcast cotangent through the compiled kernels
+    got = prod_jvp_vjp_x(np.broadcast_to(0.5, np.shape(p)), v.astype(np.float32), None, x, axis)
+    np.testing.assert_allclose(got, brute_prod_jvp_vjp_x(np.full(np.shape(p), 0.5),
+                                                         v.astype(np.float32), x, axis),
+                               rtol=1e-10, atol=1e-14)
+
+
+def test_many_short_slices_and_one_long_one():
+    """The compiled kernels' layouts: many slices along the last axis (the transposed
+    loop), and one long slice with zeros."""
+    for shape, axis in (((300, 7), 1), ((7, 300), 0), ((2000,), None)):
+        x, v = _case(shape, axis, 2, seed=9)
+        p = np.prod(x, axis=axis)
+        g = np.random.default_rng(6).standard_normal(np.shape(p))
+        exact = prod_jvp_vjp_x(no_scalar(g), no_scalar(v), None, no_scalar(x), axis)
+        np.testing.assert_allclose(prod_jvp_vjp_x(g, v, p, x, axis), np.asarray(exact),
+                                   rtol=1e-10, atol=1e-300)
+        np.testing.assert_allclose(prod_jvp(v, p, x, axis),
+                                   np.asarray(prod_jvp(no_scalar(v), None, no_scalar(x), axis)),
+                                   rtol=1e-10, atol=1e-300)
+
+
 # ---------------------------------------------------------------------------
 # prod's tangent (now prod_jvp) and prod_jvp's own rule, by finite differences
 

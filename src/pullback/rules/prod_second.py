@@ -14,18 +14,26 @@ call again, so it has a derivative rule of its own:
   ε-part of the product of the dual numbers of the slice *but the k-th*
   (:func:`prod_jvp_vjp_x`).
 
-Both are exact for any number of zeros per slice.  The exact formulations
-divide nothing.  :func:`prod_jvp` sums ``v`` times the weights ``prod_{j != i}
-x_j`` of :func:`~.prod.prod_vjp` (exact with zeros on each of its paths).  Its
-derivative in ``x`` takes the leave-one-out products of the dual numbers: the
-exclusive prefix dual products times the exclusive suffix ones (as
-:func:`~.prod.prod_vjp_exact` does with real numbers), each an inclusive scan
-computed by doubling
-(``log2(n)`` steps of shifted copies, vector operations over every slice at
-once, no element read alone), so they run on any array API namespace.  Where
-asking "are there zeros?" is free (NumPy arrays, PyTorch CPU tensors) and every
-product is finite and nonzero, the division formulas run instead:
-``prod_jvp = p * sum(v / x)`` and ``d/dx_k = g p / x_k * (sum_i v_i / x_i - v_k / x_k)``.
+Both are exact for any number of zeros per slice, and three formulations
+compute them:
+
+* **division**, where asking "are there zeros?" is free (NumPy arrays, PyTorch
+  CPU tensors) and every product is finite and nonzero:
+  ``prod_jvp = p * sum(v / x)`` and
+  ``d/dx_k = g p / x_k * (sum_i v_i / x_i - v_k / x_k)``;
+* **compiled** (a float64 NumPy array reduced along one axis or all of them,
+  with zeros): the dual-number recurrence ``r <- r x_i``, ``e <- e x_i + r v_i``
+  along each slice, compiled with Numba; for the derivative in ``x`` one pass
+  from each end, the leave-one-out dual product being the exclusive prefix dual
+  product times the exclusive suffix one;
+* **exact** (any namespace, and the other NumPy cases): :func:`prod_jvp` sums
+  ``v`` times the weights ``prod_{j != i} x_j`` of :func:`~.prod.prod_vjp`
+  (exact with zeros on each of its paths), and its derivative in ``x`` takes the
+  same prefix and suffix dual products, each an inclusive scan computed by
+  doubling (``log2(n)`` steps of shifted copies, vector operations over every
+  slice at once, no element read alone), so it runs on GPU arrays.
+
+The compiled and exact formulations divide nothing.
 
 ``p`` is the primal's product, ``prod(x, axis, keepdims, initial=initial,
 where=where)``, or None: it only saves recomputing it.  The value of
@@ -35,8 +43,11 @@ anything else for ``p`` is an error this module does not detect.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from ..core import numbacache
 from ..core.kinds import Kind
 from .elementwise import as_array, is_scalar, like_arg, mask_on, namespace, normalize_axes
 from .prod import _move_back, _move_to_end, host_array, prod_vjp, prod_vjp_exact
@@ -75,6 +86,106 @@ def _dual_others_eps(xp, y, s):
                                 xp.concat([zero, xp.flip(s[..., 1:], axis=-1)], axis=-1))
     rr, re = xp.flip(rr, axis=-1), xp.flip(re, axis=-1)
     return lr * re + le * rr
+
+
+# ---------------------------------------------------------------------------
+# Compiled kernels for float64 NumPy arrays reduced along one axis (or all of
+# them), over the layout (pre, n, post): the same dual-number recurrences, one
+# pass along the slice (two for the leave-one-out products), division-free.
+
+def _dual_prod_kernel(x3, v3, out):
+    """``out[a, b]``: the ε-part of ``prod_i (x3[a, i, b] + ε v3[a, i, b])``."""
+    pre, n, post = x3.shape
+    r = np.empty(post)
+    for a in range(pre):
+        r[:] = 1.0
+        e = out[a]
+        e[:] = 0.0
+        for i in range(n):
+            for b in range(post):
+                x = x3[a, i, b]
+                e[b] = e[b] * x + r[b] * v3[a, i, b]
+                r[b] = r[b] * x
+
+
+def _dual_others_kernel(x3, v3, g2, out):
+    """``out[a, k, b] = g2[a, b] * sum_{i != k} v_i prod_{j not in {i, k}} x_j`` along
+    the middle axis (``g2`` (pre, post), or (1, 1) for one cotangent everywhere)."""
+    pre, n, post = x3.shape
+    lr, le = np.empty((n, post)), np.empty((n, post))
+    r, e, gs = np.empty(post), np.empty(post), np.empty(post)
+    for a in range(pre):
+        if g2.shape[0] == pre and g2.shape[1] == post:
+            gs[:] = g2[a]
+        else:
+            gs[:] = g2[0, 0]
+        r[:] = 1.0
+        e[:] = 0.0
+        for i in range(n):          # exclusive prefix dual products
+            for b in range(post):
+                x = x3[a, i, b]
+                lr[i, b] = r[b]
+                le[i, b] = e[b]
+                e[b] = e[b] * x + r[b] * v3[a, i, b]
+                r[b] = r[b] * x
+        r[:] = 1.0
+        e[:] = 0.0
+        for i in range(n - 1, -1, -1):      # times the exclusive suffix ones
+            for b in range(post):
+                x = x3[a, i, b]
+                out[a, i, b] = gs[b] * (lr[i, b] * e[b] + le[i, b] * r[b])
+                e[b] = e[b] * x + r[b] * v3[a, i, b]
+                r[b] = r[b] * x
+
+
+_KERNELS: dict = {}
+
+
+def _kernel(fn):
+    """``fn`` compiled with Numba on first use (cached in pullback's cache directory)."""
+    if fn not in _KERNELS:
+        _KERNELS[fn] = numbacache.njit(fn, nogil=True)
+    return _KERNELS[fn]
+
+
+def _layout(x, axis, *others):
+    """(pre, n, post) of a float64 C-contiguous ``x`` reduced along an int axis or all
+    of them, the others float64 or float32 of ``x``'s shape; None for anything else."""
+    if type(x) is not np.ndarray or x.dtype != np.float64 or not x.ndim \
+            or not x.flags.c_contiguous or not (axis is None or type(axis) is int):
+        return None
+    if any(type(o) is not np.ndarray or o.shape != x.shape
+           or o.dtype not in (np.float64, np.float32) for o in others):
+        return None
+    if axis is None:
+        return 1, x.size, 1
+    axis %= x.ndim
+    return math.prod(x.shape[:axis]), x.shape[axis], math.prod(x.shape[axis + 1:])
+
+
+def _as3(a, layout):
+    """``a`` as a float64 (pre, n, post) array; for post == 1 the transposed view
+    (1, n, pre), so that the kernels' inner loops run over independent slices."""
+    a3 = np.ascontiguousarray(a, dtype=np.float64).reshape(layout)
+    return a3.reshape(layout[:2]).T[np.newaxis] if layout[2] == 1 else a3
+
+
+def _dual_prod(x, v, layout):
+    """``sum_i v_i prod_{j != i} x_j`` per slice, (pre, post)."""
+    out = np.empty((layout[0], layout[2]))
+    _kernel(_dual_prod_kernel)(_as3(x, layout), _as3(v, layout),
+                               out.T if layout[2] == 1 else out)
+    return out
+
+
+def _dual_others(x, v, g, layout):
+    """``g * sum_{i != k} v_i prod_{j not in {i, k}} x_j``, (pre, n, post)."""
+    pre, n, post = layout
+    out = np.empty(layout)
+    g2 = np.ascontiguousarray(np.reshape(g, (pre, post)), dtype=np.float64)
+    _kernel(_dual_others_kernel)(_as3(x, layout), _as3(v, layout),
+                                 g2.T if post == 1 else g2, _as3(out, layout))
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -131,6 +242,10 @@ def prod_jvp(v, p, x, axis=None, keepdims=False, *, initial=None, where=True):
             out = pk * xp.sum(v / x, axis=axes, keepdims=True)
             return out if keepdims else xp.reshape(out, tuple(
                 s for d, s in enumerate(x.shape) if d not in axes))
+    layout = _layout(x, axis, v)
+    if layout is not None:
+        out = _dual_prod(x, v, layout).reshape(np.shape(np.sum(x, axis=axis, keepdims=keepdims)))
+        return out if initial is None else out * initial
     if type(x) is np.ndarray:
         # prod_vjp's own NumPy paths (a compiled kernel for float64) give the weights.
         w = prod_vjp(np.ones(_kept_shape(x.shape, axes), dtype=np.result_type(x, v, 1.0)), p, x,
@@ -167,6 +282,9 @@ def prod_jvp_vjp_x(g, v, p, x, axis=None, keepdims=False, *, initial=None, where
             return like_arg((gk * pk) / xa * (xp.sum(r, axis=axes, keepdims=True) - r), x)
     if initial is not None:
         gk = gk * initial
+    layout = _layout(xa, axis, va)
+    if layout is not None and np.result_type(gk) in (np.float64, np.float32):
+        return like_arg(_dual_others(xa, va, gk, layout).reshape(xa.shape), x)
     y, perm, kept_shape = _move_to_end(xp, xa, axes)
     s, _, _ = _move_to_end(xp, xp.broadcast_to(va, xa.shape), axes)
     eps = _dual_others_eps(xp, y, s) * xp.reshape(gk, kept_shape + (1,))
