@@ -209,6 +209,10 @@ def prod_all(A):
     return np.sum(np.prod(A))
 
 
+def prod_rows_initial(A):
+    return np.sum(np.prod(A, axis=1, initial=2.5))
+
+
 FUNCTIONS = {(0, False): prod_axis0, (0, True): prod_axis0_kept, (1, False): prod_axis1,
              (None, False): prod_all}
 
@@ -253,6 +257,9 @@ def test_hessian_reverse_over_forward_is_exact(zeros, axis, keepdims):
     H = hessian_reverse_over_forward(FUNCTIONS[(axis, keepdims)], A)
     assert np.isfinite(H).all()
     np.testing.assert_allclose(H, brute_hessian(A, axis), rtol=1e-12, atol=1e-14)
+    if axis == 1 and not keepdims:
+        H = hessian_reverse_over_forward(prod_rows_initial, A)
+        np.testing.assert_allclose(H, 2.5 * brute_hessian(A, axis), rtol=1e-12, atol=1e-14)
     if zeros == 2 and axis == 0:
         # the gradient vanishes on a column with two zeros, the mixed second
         # derivative at the two zeros is the product of the rest

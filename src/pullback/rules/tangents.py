@@ -16,9 +16,11 @@ record (:class:`Tangent`, through :func:`deftangent`) beside its derivative:
 An elementwise primitive (a Python scalar function or operator, a NumPy ufunc)
 needs no registration: its Jacobian is diagonal, so its derivative rule's
 templates, read with ``t`` for ``g``, are its tangent templates.  Nor does a
-reduction along an axis (``prod``, ``max``, ``var``, ``norm``): each result entry
+reduction along an axis (``max``, ``var``, ``norm``): each result entry
 depends on its own slice alone, so its tangent is ``sum(t * w, axis)`` with ``w``
 the derivative rule's contribution for a cotangent of ones (:func:`tangent_of`).
+``prod`` registers its own (:mod:`.prod_second`), a helper that reverse mode
+differentiates again, exactly, for Hessians taken reverse over forward.
 A primitive with none of these has no forward mode yet: the forward transform
 refuses it by name, never with a zero tangent.
 """
