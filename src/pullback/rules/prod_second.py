@@ -22,7 +22,8 @@ compute them:
   ``prod_jvp = p * sum(v / x)`` and
   ``d/dx_k = g p / x_k * (sum_i v_i / x_i - v_k / x_k)``;
 * **compiled** (a float64 NumPy array reduced along one axis or all of them,
-  with zeros): the dual-number recurrence ``r <- r x_i``, ``e <- e x_i + r v_i``
+  with zeros, and for :func:`prod_jvp` along a leading axis, zeros or not, where
+  it is faster than division): the dual-number recurrence ``r <- r x_i``, ``e <- e x_i + r v_i``
   along each slice, compiled with Numba; for the derivative in ``x`` one pass
   from each end, the leave-one-out dual product being the exclusive prefix dual
   product times the exclusive suffix one;
@@ -204,6 +205,12 @@ def _kept_shape(shape, axes):
     return tuple(1 if d in axes else s for d, s in enumerate(shape))
 
 
+def _result_shape(shape, axes, keepdims):
+    """The shape of ``prod(x, axes, keepdims=keepdims)`` for ``x`` of ``shape``."""
+    return _kept_shape(shape, axes) if keepdims else \
+        tuple(s for d, s in enumerate(shape) if d not in axes)
+
+
 def _products(xp, p, x, axes, initial):
     """The products with the reduced axes kept: ``p`` reshaped, or computed."""
     if p is None:
@@ -236,15 +243,16 @@ def prod_jvp(v, p, x, axis=None, keepdims=False, *, initial=None, where=True):
     x = as_array(xp, x, v)
     v = as_array(xp, v, x)
     axes = normalize_axes(axis, x.ndim)
-    if _fast(x) and _fast(v):
+    layout = _layout(x, axis, v)
+    # The compiled recurrence is exact and, when its inner loop runs along many
+    # contiguous slices (a reduction along a leading axis), faster than division too.
+    if _fast(x) and _fast(v) and (layout is None or layout[2] < 16):
         pk = _products(xp, p, x, axes, initial)
         if _all_finite_nonzero(xp, pk):
             out = pk * xp.sum(v / x, axis=axes, keepdims=True)
-            return out if keepdims else xp.reshape(out, tuple(
-                s for d, s in enumerate(x.shape) if d not in axes))
-    layout = _layout(x, axis, v)
+            return out if keepdims else xp.reshape(out, _result_shape(x.shape, axes, False))
     if layout is not None:
-        out = _dual_prod(x, v, layout).reshape(np.shape(np.sum(x, axis=axis, keepdims=keepdims)))
+        out = _dual_prod(x, v, layout).reshape(_result_shape(x.shape, axes, keepdims))
         return out if initial is None else out * initial
     if type(x) is np.ndarray:
         # prod_vjp's own NumPy paths (a compiled kernel for float64) give the weights.
