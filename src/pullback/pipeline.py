@@ -178,7 +178,8 @@ def _derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp,
             return hit
     p = prepare(py, wrt_index, kinds, backend)
     if mode == "forward":
-        made = forward(p.fn, p.kinds, p.active, p.wrt, p.parsed.at_line, p.lookup, p.helpers)
+        made = forward(p.fn, p.kinds, p.active, p.wrt, p.parsed.at_line, p.lookup, p.helpers,
+                       backend)
         fname = f"{p.fn.name}_jvp".replace("<", "").replace(">", "")
         compiled_fn, src = build_forward(made, fname, p.parsed.globals, p.parsed.closure,
                                          p.externals, backend)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -44,14 +45,17 @@ class Tangents:
 
 
 def forward(fn: ir.Function, kinds: Mapping, active: frozenset, wrt: list, location,
-            lookup=lambda name: MISSING, helpers: HelperNames = HelperNames()) -> Tangents:
-    """The tangent program of ``fn`` for the tangents of ``wrt``."""
-    return _Writer(fn, kinds, active, location, lookup, helpers).run(wrt)
+            lookup=lambda name: MISSING, helpers: HelperNames = HelperNames(),
+            backend=None) -> Tangents:
+    """The tangent program of ``fn`` for the tangents of ``wrt``; ``backend``, when
+    given, refuses (located) a tangent template it cannot run."""
+    return _Writer(fn, kinds, active, location, lookup, helpers, backend).run(wrt)
 
 
 class _Writer:
-    def __init__(self, fn, kinds, active, location, lookup, helpers):
+    def __init__(self, fn, kinds, active, location, lookup, helpers, backend=None):
         self.fn, self.kinds, self.active, self.location = fn, kinds, active, location
+        self.backend = backend
         self.names = Names(set(fn.names) | set(kinds))
         assigned = set(fn.params) | {n for s in ir.walk(fn.body) for n in s.writes()}
         self.helpers = Helpers(self.names, lookup, assigned.__contains__, helpers)
@@ -179,8 +183,12 @@ class _Writer:
         if form.reduction:
             return _reduced(self, rule, form, bound, active)
         if form.templates:
+            if self.backend is not None:
+                # The backend's check of a derivative's helpers, on the tangent's templates.
+                self.backend.check_rule(self, s, dataclasses.replace(
+                    rule, adjoints=form.templates, helpers=form.helpers), bound)
             unary = len(args) == 1 and not kwargs
-            return _templated(self, form, bound, active, array and not unary)
+            return _templated(self, form, bound, active, array and not unary and not form.shaped)
         return _replaced(self, form, bound, active, node)
 
     # ----------------------------------------------------------------- helpers
@@ -213,6 +221,8 @@ class _Writer:
 
     def refuse(self, s, what, hint="", cls=UnsupportedSyntaxError):
         return located(what, self.location(s.line), hint, cls)
+
+    error = refuse      # the name a backend's checks call
 
 
 def _templated(w, form, bound, active, fitted):

@@ -19,6 +19,7 @@ from . import (  # noqa: F401
     piecewise,
     polynomial,
     prod,
+    prod_second,
     reductions,
     registry,
     reorder,

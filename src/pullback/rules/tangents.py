@@ -16,9 +16,11 @@ record (:class:`Tangent`, through :func:`deftangent`) beside its derivative:
 An elementwise primitive (a Python scalar function or operator, a NumPy ufunc)
 needs no registration: its Jacobian is diagonal, so its derivative rule's
 templates, read with ``t`` for ``g``, are its tangent templates.  Nor does a
-reduction along an axis (``prod``, ``max``, ``var``, ``norm``): each result entry
+reduction along an axis (``max``, ``var``, ``norm``): each result entry
 depends on its own slice alone, so its tangent is ``sum(t * w, axis)`` with ``w``
 the derivative rule's contribution for a cotangent of ones (:func:`tangent_of`).
+``prod`` registers its own (:mod:`.prod_second`), a helper that reverse mode
+differentiates again, exactly, for Hessians taken reverse over forward.
 A primitive with none of these has no forward mode yet: the forward transform
 refuses it by name, never with a zero tangent.
 """
@@ -50,6 +52,7 @@ class Tangent:
     helpers: dict = field(default_factory=dict)     # free name in a template -> object
     uses_g: bool = False            # templates say ``g`` for the tangent (derived ones)
     reduction: str = ""             # a reduction's differentiated parameter (see tangent_of)
+    shaped: bool = False            # the templates give the result's shape (no broadcast)
 
     def covers(self, param: str) -> bool:
         """Whether the rule gives a tangent for ``param`` (``operands[k]`` counts as
@@ -60,13 +63,16 @@ class Tangent:
 
 
 def deftangent(fn, *, linear: str = "", multilinear: str = "", elementwise: bool = False,
-               **templates: str) -> Tangent:
+               shaped: bool = False, **templates: str) -> Tangent:
     """Register ``fn``'s tangent rule beside its derivative rule.
 
     ``linear`` / ``multilinear``: comma lists of the parameter names of its
     derivative rule's signature.  ``elementwise=True``: ``fn`` acts entry by entry
     though it is no ufunc (``clip``, ``sinc``), so its derivative templates serve.
-    Templates name the derivative rule's parameters, ``ans`` and ``t``."""
+    Templates name the derivative rule's parameters, ``ans`` and ``t``.
+    ``shaped=True``: the templates' sum has the result's shape and a floating dtype
+    whatever the arguments (a reduction's helper), so forward mode need not fit it
+    to the result (a broadcast, which reverse mode could not differentiate again)."""
     rule = registry.lookup(fn)
     if rule is None:
         raise ValueError(f"register {registry.describe(fn)}'s derivative before its tangent")
@@ -82,7 +88,7 @@ def deftangent(fn, *, linear: str = "", multilinear: str = "", elementwise: bool
         _, trees, helpers = read_templates(f"{sig}, {TANGENT}=None", templates,
                                            sys._getframe(1).f_globals, rule.name) \
             if templates else ((), {}, {})
-        form = Tangent(lin, multi, trees, helpers)
+        form = Tangent(lin, multi, trees, helpers, shaped=shaped)
     registry.amend(fn, tangent=form)
     return form
 
