@@ -110,3 +110,26 @@ def test_hessian_under_numba():
     x = RNG.uniform(-1.5, 1.5, 6)
     np.testing.assert_allclose(pullback.hessian(rosen, jit=True)(x), optimize.rosen_hess(x),
                                rtol=1e-13, atol=1e-12)
+
+
+def prod_columns(A):
+    return np.sum(np.prod(A, axis=0))
+
+
+@pytest.mark.parametrize("zeros", [0, 1, 2, 3])
+def test_the_seeds_prod_hessian_with_zeros(zeros):
+    """d2/dA[i,j]dA[k,l] sum(prod(A, axis=0)) is the product of column j without rows i
+    and k when j == l and i != k, else 0: brute force, exact with zeros, no NaN."""
+    A = RNG.uniform(0.5, 1.5, size=(4, 3))
+    A[:zeros, 1] = 0.0
+    H = pullback.hessian(prod_columns)(A)
+    expected = np.zeros((4, 3, 4, 3))
+    for i, j, k in np.ndindex(4, 3, 4):
+        if i != k:
+            expected[i, j, k, j] = np.prod(np.delete(A[:, j], [i, k]))
+    np.testing.assert_allclose(H, expected, rtol=1e-13, atol=1e-15)
+    assert np.all(np.isfinite(H))
+    torch = pytest.importorskip("torch")
+    reference = torch.func.hessian(lambda T: torch.sum(torch.prod(T, dim=0)))(torch.from_numpy(A))
+    finite = np.isfinite(reference.numpy())
+    np.testing.assert_allclose(H[finite], reference.numpy()[finite], rtol=1e-12, atol=1e-14)
