@@ -122,7 +122,9 @@ def check_tangent(fn, args, kwargs, k, ct, seed):
     ans = fn(*args, **kwargs)
     g = rng.standard_normal(np.shape(ans))        # the draw check_vjp made first
     v = np.random.default_rng(seed + 1).standard_normal(np.shape(args[k]))
-    tangent = rule_jvp(fn)(list(args), {k: v if np.ndim(args[k]) else float(v)}, kwargs)
+    if not isinstance(args[k], np.ndarray):
+        v = float(v)        # a number's tangent is a number (a 0-d array's, a 0-d array)
+    tangent = rule_jvp(fn)(list(args), {k: v}, kwargs)
     assert np.shape(tangent) == np.shape(ans), \
         f"tangent shape {np.shape(tangent)} != result shape {np.shape(ans)}"
     got, want = float(np.sum(g * np.asarray(tangent))), float(np.sum(ct * v))
