@@ -11,6 +11,7 @@ reverse transform differentiates again; ``hessian`` is one ``hvp`` per entry.
 """
 from __future__ import annotations
 
+import inspect
 import numbers
 import types
 
@@ -29,7 +30,9 @@ from .api import (
 )
 from .core.errors import PullbackError
 from .core.kinds import kind_of_value
+from .frontend.parse import unwrap
 from .pipeline import choose_backend, derivative
+from .rules import registry
 
 
 def _tangent_of(primal, tangent, i, fname):
@@ -317,3 +320,31 @@ def _shaped(out, single):
     out = [o[()] if isinstance(o, np.ndarray) and o.ndim == 0 else o for o in out]
     out = [float(o) if isinstance(o, np.floating) else o for o in out]
     return out[0] if single else tuple(out)
+
+
+def _gradient_rule(gf):
+    """A call of ``grad(f, i)`` inside differentiated code is a primitive (when it gives
+    one gradient): the cotangent ``g`` of ``df/dx_i`` flows back as ``H g``, one
+    :func:`hvp` of ``f`` along ``g`` in argument ``i``.  The rule's VJP takes ``f``'s
+    positional parameters, so a call is bound as ``f`` would be."""
+    if gf.with_value or gf._bound or not isinstance(gf.argnums, int) \
+            or isinstance(gf.argnums, bool):
+        return None
+    try:
+        names = [p.name for p in inspect.signature(unwrap(gf.f)[0]).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return None
+
+    def gradient_vjp(g, ans, *args):
+        i = gf.argnums % len(args)
+        out = hvp(gf.f, args, tuple(g if k == i else None for k in range(len(args))), gf.jit)
+        return out if len(out) > 1 else out[0]
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    gradient_vjp.__signature__ = inspect.Signature(
+        [inspect.Parameter(n, positional) for n in ["g", "ans", *names]])
+    gradient_vjp.__name__ = f"{gf.__name__}_vjp"
+    return registry.vjp_rule(gf, gradient_vjp, name=gf.__name__)
+
+
+registry.provide(GradientFunction, _gradient_rule)

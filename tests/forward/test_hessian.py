@@ -133,3 +133,21 @@ def test_the_seeds_prod_hessian_with_zeros(zeros):
     reference = torch.func.hessian(lambda T: torch.sum(torch.prod(T, dim=0)))(torch.from_numpy(A))
     finite = np.isfinite(reference.numpy())
     np.testing.assert_allclose(H[finite], reference.numpy()[finite], rtol=1e-12, atol=1e-14)
+
+
+GRAD_ROSEN = pullback.grad(rosen)
+
+
+def gradient_norm(x):
+    g = GRAD_ROSEN(x)           # a gradient function called inside: a primitive
+    return np.sum(g * g)
+
+
+def test_grad_of_a_function_that_calls_grad():
+    x = RNG.uniform(-1, 1, 5)
+    expected = 2 * optimize.rosen_hess(x) @ optimize.rosen_der(x)
+    np.testing.assert_allclose(pullback.grad(gradient_norm)(x), expected, rtol=1e-12)
+    with pytest.raises(pullback.MissingRuleError, match=r"tangent rule for grad\(rosen\)"):
+        pullback.jvp(gradient_norm, (x,), (x,))
+    with pytest.raises(pullback.NumbaCompileError, match=r"g = GRAD_ROSEN\(x\)"):
+        pullback.grad(gradient_norm, jit=True)(x)

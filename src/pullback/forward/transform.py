@@ -170,7 +170,8 @@ class _Writer:
             return None
         form = tangents.tangent_of(rule) if rule is not None else None
         if form is None:
-            name = registry.describe(fn) if fn is not None else "this call"
+            name = rule.name if rule is not None else \
+                registry.describe(fn) if fn is not None else "this call"
             raise self.refuse(s, f"forward mode has no tangent rule for {name}",
                               "use vjp/grad (reverse mode) for this function, or write the call "
                               "with primitives that have one", MissingRuleError)

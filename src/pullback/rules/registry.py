@@ -323,14 +323,18 @@ def defvjp(fn, vjp, *, argnums=None, result: str = "any") -> Rule:
             "a rule (the derivative of a result) cannot describe it: write a function of "
             "your own that returns the new array (`def add_at(a, i, b): a = a.copy(); "
             "np.add.at(a, i, b); return a`) and register the rule on that function")
-    call_signature, adjoints, marker, n = read_vjp(vjp, argnums, describe(fn))
-    rule = _register(Rule(fn=fn, name=describe(fn), params=(), adjoints=adjoints,
-                          helpers={"__vjp__": vjp, "checked_cotangents": checked_cotangents},
-                          result=_result(result), vjp_tuple=marker,
-                          call_signature=call_signature, cotangents=n),
-                     replace=True)
+    rule = _register(vjp_rule(fn, vjp, argnums=argnums, result=result), replace=True)
     _changed()
     return rule
+
+
+def vjp_rule(fn, vjp, *, argnums=None, result: str = "any", name: str | None = None) -> Rule:
+    """The rule :func:`defvjp` registers, made without registering it."""
+    call_signature, adjoints, marker, n = read_vjp(vjp, argnums, name or describe(fn))
+    return Rule(fn=fn, name=name or describe(fn), params=(), adjoints=adjoints,
+                helpers={"__vjp__": vjp, "checked_cotangents": checked_cotangents},
+                result=_result(result), vjp_tuple=marker, call_signature=call_signature,
+                cotangents=n)
 
 
 def checked_cotangents(cotangents, n, rule, where):
@@ -345,12 +349,24 @@ def checked_cotangents(cotangents, n, rule, where):
 
 
 def lookup(fn) -> Rule | None:
-    """The rule for ``fn``, or for its Python function if Numba compiled it; or None."""
+    """The rule for ``fn``, or for its Python function if Numba compiled it, or the one
+    a provider makes for it (:func:`provide`); or None."""
     rule = _RULES.get(key(fn))
     if rule is not None and _same(rule, fn):
         return rule
     py = getattr(fn, "py_func", None)     # the Numba backend binds helpers compiled
-    return lookup(py) if py is not None and py is not fn else None
+    if py is not None and py is not fn:
+        return lookup(py)
+    return next((make(fn) for cls, make in _PROVIDERS if isinstance(fn, cls)), None)
+
+
+_PROVIDERS: list = []       # (class, make): the rule of an object of that class
+
+
+def provide(cls, make) -> None:
+    """Objects of ``cls`` (a transform's result, ``grad(f)``) are primitives: ``make(obj)``
+    gives the rule of one when it is looked up (made afresh, never kept)."""
+    _PROVIDERS.append((cls, make))
 
 
 def method(name: str):
