@@ -19,6 +19,7 @@ import numpy as np
 
 import pullback
 from pullback.bench.timing import interleaved, once
+from pullback.bench.workloads import WORKLOADS, mlp_loss
 from pullback.core.kinds import kind_of_value
 from pullback.examples import horner, lotka_volterra_misfit
 from pullback.pipeline import choose_backend, derivative
@@ -94,6 +95,58 @@ def hessian_rows(n, budget):
     return [f"| {k} | {v * 1e3:.2f} ms | {v / base:.2f} |" for k, v in m.items()]
 
 
+def mlp_rows(batch, budget):
+    """The Hessian of the MLP loss in its output layer's weights W2 (64 x 10: 640
+    entries, so 640 hvp) against JAX and PyTorch."""
+    W1, b1, W2, b2, X, Y = WORKLOADS["mlp"].cases(False, [batch])[0].args
+    funcs = {"pullback (Python)": lambda: pullback.hessian(mlp_loss, argnums=2)(W1, b1, W2, b2, X, Y)}
+    try:
+        import jax
+        import jax.numpy as jnp
+        jax.config.update("jax_enable_x64", True)
+
+        def loss(W2):
+            h = jnp.tanh(X @ W1 + b1)
+            z = h @ W2 + b2
+            z = z - jnp.max(z, axis=1, keepdims=True)
+            return -jnp.sum(Y * (z - jnp.log(jnp.sum(jnp.exp(z), axis=1, keepdims=True)))) / X.shape[0]
+        jh = jax.jit(jax.hessian(loss))
+        funcs["JAX jit(hessian)"] = lambda: jh(jnp.asarray(W2)).block_until_ready()
+    except ImportError:
+        pass
+    try:
+        import torch
+        t = {k: torch.from_numpy(v) for k, v in dict(W1=W1, b1=b1, b2=b2, X=X, Y=Y).items()}
+
+        def tloss(W2):
+            h = torch.tanh(t["X"] @ t["W1"] + t["b1"])
+            z = h @ W2 + t["b2"]
+            z = z - torch.max(z, dim=1, keepdim=True).values
+            logp = z - torch.log(torch.sum(torch.exp(z), dim=1, keepdim=True))
+            return -torch.sum(t["Y"] * logp) / X.shape[0]
+        th = torch.func.hessian(tloss)
+        funcs["torch.func.hessian"] = lambda: th(torch.from_numpy(W2))
+    except ImportError:
+        pass
+    m = _median_ratios(funcs, budget)
+    base = m["pullback (Python)"]
+    return [f"| {k} | {v * 1e3:.1f} ms | {v / base:.2f} |" for k, v in m.items()]
+
+
+def rk4_hessian_rows(steps):
+    """The RK4 fit's 4 x 4 Hessian in absolute time, warm, on both backends."""
+    rng = np.random.default_rng(0)
+    observed = np.abs(rng.normal(1.0, 0.3, size=(steps, 2)))
+    theta = np.array([1.1, 0.4, 0.3, 0.8])
+    rows = []
+    for jit in (False, True):
+        h = pullback.hessian(lotka_volterra_misfit, jit=jit)
+        h(theta, observed, 0.01)
+        rows.append(f"| {'Numba' if jit else 'Python'} | "
+                    f"{min(once(lambda: h(theta, observed, 0.01)) for _ in range(5)) * 1e3:.2f} ms |")
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, shorter runs")
@@ -118,6 +171,16 @@ def main(argv=None):
     print("| tool | time | ÷ pullback (Python) |")
     print("|---|---|---|")
     for row in hessian_rows(size, budget):
+        print(row)
+    print("\nHessian of the MLP loss in W2 (64 x 10), batch 128\n")
+    print("| tool | time | ÷ pullback (Python) |")
+    print("|---|---|---|")
+    for row in mlp_rows(128, budget):
+        print(row)
+    print(f"\nHessian of the RK4 fit (4 x 4), steps = {steps}\n")
+    print("| backend | time |")
+    print("|---|---|")
+    for row in rk4_hessian_rows(steps):
         print(row)
 
 
