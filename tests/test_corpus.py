@@ -14,6 +14,7 @@ each one turns into a failure (XPASS) the day it is fixed and must then be remov
 from __future__ import annotations
 
 import math
+import os
 import types
 
 import numpy as np
@@ -88,7 +89,10 @@ def test_corpus_forward_mode_is_the_gradients_oracle(name, jit, request):
     """<grad f, v> from the gradient equals the tangent jvp gives along v, to 1e-12 of
     the terms' size: two transforms that share no rule code agree (forward mode's
     tangents and reverse mode's cotangents), which a wrong term too small for finite
-    differences does not survive."""
+    differences does not survive.  Under Numba every other entry (each is two more
+    compiles; ``PULLBACK_CORPUS_JVP=all`` checks them all)."""
+    if jit and list(BY_NAME).index(name) % 2 and os.environ.get("PULLBACK_CORPUS_JVP") != "all":
+        pytest.skip("every other corpus entry under Numba (PULLBACK_CORPUS_JVP=all: every one)")
     expect_failure(request, name, jit)
     e = BY_NAME[name]
     args = e.make_args()

@@ -12,7 +12,7 @@ from pathlib import Path
 from .features import FEATURES, ci_features, parse_features
 
 PYTHON_COUNT = 100     # default programs per run (a Numba one is one compile: its
-NUMBA_COUNT = 4        # reference derivative is the Python backend's)
+NUMBA_COUNT = 3        # reference derivative is the Python backend's)
 
 
 def add_options(parser) -> None:

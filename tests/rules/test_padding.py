@@ -98,7 +98,7 @@ def _padded_by(mode):
 _PADDED = {mode: _padded_by(mode) for mode in MODES}
 
 
-@settings(max_examples=5, deadline=None)        # each mode, rank and width type compiles anew
+@settings(max_examples=3, deadline=None)        # each mode, rank and width type compiles anew
 @given(problem=pads(), seed=seeds)
 def test_pad_compiles_under_numba(problem, seed):
     """The forward twin and the cotangent's, for every mode and form of pad_width, against
