@@ -21,6 +21,7 @@ from . import api
 from .api import (
     GradientFunction,
     _check_argnums,
+    _check_differentiable,
     _full_args,
     _name,
     _refuse_complex,
@@ -120,7 +121,7 @@ def grad_of_grad(gf, argnums, jit, with_value):
                             f"is a gradient of shape {np.shape(args[i])}; use "
                             f"pullback.hessian({fname}) or jvp({gf.__name__}, ...)")
         nums, single = _check_argnums(argnums, len(args), f"grad({fname})")
-        _float_args(args, nums, fname)
+        _check_differentiable(args, nums, fname)
         tangents = tuple(1.0 if k == i else None for k in range(len(args)))
         column = hvp(gf.f, tuple(args), tangents, jit)
         out = column[nums[0]] if single else tuple(column[k] for k in nums)
@@ -211,7 +212,7 @@ def hessian(f, argnums=0, jit=None):
     def hess(*args):
         fname = _name(f)
         nums, single = _check_argnums(argnums, len(args), fname)
-        _float_args(args, nums, fname)
+        _check_differentiable(args, nums, fname)
         zeros = {i: (np.zeros_like(args[i], dtype=float) if np.ndim(args[i]) else 0.0)
                  for i in nums}
         blocks = {}
@@ -245,13 +246,6 @@ def _like_value(tangent, value):
     return t if t.shape == np.shape(value) else np.broadcast_to(t, np.shape(value)).copy()
 
 
-def _float_args(args, nums, fname):
-    for i in nums:
-        if kind_of_value(args[i]).dtype != "f":
-            raise TypeError(f"cannot differentiate {fname} with respect to argument {i}: "
-                            f"it is a {type(args[i]).__name__}, not a float or a float array")
-
-
 def jacfwd(f, argnums=0, jit=None):
     """The Jacobian of ``f`` by forward mode: one :func:`jvp` per entry of the
     differentiated arguments (cheapest when they have fewer entries than the result).
@@ -261,7 +255,7 @@ def jacfwd(f, argnums=0, jit=None):
     def jacobian(*args):
         fname = _name(f)
         nums, single = _check_argnums(argnums, len(args), fname)
-        _float_args(args, nums, fname)
+        _check_differentiable(args, nums, fname)
         wrt = tuple(i for i in range(len(args)) if kind_of_value(args[i]).dtype == "f")
         zeros = {i: (np.zeros_like(args[i], dtype=float) if np.ndim(args[i]) else 0.0)
                  for i in wrt}
@@ -288,7 +282,7 @@ def jacrev(f, argnums=0, jit=None):
     def jacobian(*args):
         fname = _name(f)
         nums, single = _check_argnums(argnums, len(args), fname)
-        _float_args(args, nums, fname)
+        _check_differentiable(args, nums, fname)
         value, back = vjp(f, *args, jit=jit)
         if isinstance(value, tuple):
             raise TypeError(f"jacrev: {fname} returns a tuple; return one array (stack the "

@@ -63,8 +63,7 @@ class _Writer:
 
     def dot(self, name: str) -> str:
         if name not in self.dots:
-            self.dots[name] = self.names.reserve(name.lstrip("_") + "_dot"
-                                                 if not name.startswith("_") else name + "_dot")
+            self.dots[name] = self.names.reserve(name + "_dot")
         return self.dots[name]
 
     def run(self, wrt) -> Tangents:
