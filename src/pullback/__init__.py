@@ -4,6 +4,7 @@ from . import rules as _rules  # registers the derivative rules  # noqa: F401
 from .api import rule, show, unregister, vjp
 from .check import GradCheck, check_grad
 from .core.diskcache import cache_dir, set_cache_dir
+from .core.folds import accumulate, foldl, foldr, scan
 from .core.errors import (
                           MissingRuleError,
                           NumbaCompileError,
@@ -17,4 +18,5 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian
            "hessian", "show", "rule",
            "unregister", "check_grad", "GradCheck",
            "PullbackError", "UnsupportedSyntaxError", "MissingRuleError", "SourceUnavailableError",
-           "NumbaCompileError", "cache_dir", "set_cache_dir"]
+           "NumbaCompileError", "cache_dir", "set_cache_dir",
+           "scan", "foldl", "foldr", "accumulate"]

@@ -93,7 +93,10 @@ class KindInference:
         a, b = self.expr(e.left), self.expr(e.right)
         if a.dtype in "ot" or b.dtype in "ot":
             if a.dtype == "t" and b.dtype == "t":
-                return SHAPE
+                # Two shapes joined, ``(n,) + np.shape(y)``: the lengths add.
+                known = isinstance(e.op, ast.Add) and all(
+                    k.ndim is not None and k.ndim >= 0 for k in (a, b))
+                return Kind(a.ndim + b.ndim, "t") if known else SHAPE
             return OTHER if (a.ndim is None or b.ndim is None) else broadcast([a, b], "o")
         if isinstance(e.op, ast.MatMult):
             return self._matmul(a, b)

@@ -124,7 +124,7 @@ def add_item(cotangent, value, k, g):
         out = list(cotangent)
     else:
         out = [0.0] * len(value)
-    out[k] = out[k] + g
+    out[k] = accumulate(out[k], g)     # an item may be a tuple itself
     return out
 
 

@@ -12,6 +12,7 @@ import types
 from ..core import ir
 from .callees import refuse_in_place, refuse_in_place_method, rule_for_call
 from .expressions import Primitive
+from .folds import is_fold, lower_fold
 from .parse import unwrap
 from .resolve import copy_expr, is_library, root_name
 from .scope import UNRESOLVED
@@ -49,6 +50,8 @@ class Calls:
                 return self.lower_method_call(e, scope)
             raise self.error(f"a call to {ast.unparse(e.func)}, which is not a known function",
                              e, scope)
+        if is_fold(fn):         # scan, foldl, foldr, accumulate: the loop they run
+            return lower_fold(self, e, fn, scope)
         folded = self.fold_builtin(e, fn, scope)
         if folded is not None:
             return folded

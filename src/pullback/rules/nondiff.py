@@ -28,9 +28,11 @@ defnondiff(np.any, result=results.boolean, methods=("any",))
 defnondiff(np.all, result=results.boolean, methods=("all",))
 
 # Piecewise constant, or about shapes: the kind of a ufunc's or a generic result.
-for _fn in (range, np.shape, np.size, np.ndim, np.argsort, np.sign, np.floor, np.ceil,
+for _fn in (range, np.size, np.ndim, np.argsort, np.sign, np.floor, np.ceil,
             np.round):
     defnondiff(_fn)
+
+defnondiff(np.shape, result=results.shape_of)
 
 # Fresh arrays.
 for _fn in (np.zeros, np.ones, np.empty):

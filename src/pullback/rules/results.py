@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..core.kinds import BOOL, DTYPE_ORDER, FLOAT, INT, OTHER, Kind, broadcast, join
+from ..core.kinds import BOOL, DTYPE_ORDER, FLOAT, INT, OTHER, SHAPE, Kind, broadcast, join
 
 
 def like(fn, args, kws, call) -> Kind:
@@ -211,6 +211,12 @@ def new_array(fn, args, kws, call) -> Kind:
         if k0.dtype == "t":
             return Kind(k0.ndim if k0.ndim is not None else -1, dt)
     return Kind(-1, dt)
+
+
+def shape_of(fn, args, kws, call) -> Kind:
+    """``np.shape(x)``: a tuple of ints as long as ``x`` has dimensions."""
+    k = _first(args)
+    return Kind(k.ndim, "t") if k.ndim is not None and k.ndim >= 0 else SHAPE
 
 
 def sequence(fn, args, kws, call) -> Kind:
