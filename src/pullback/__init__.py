@@ -4,7 +4,6 @@ from . import rules as _rules  # registers the derivative rules  # noqa: F401
 from .api import rule, show, unregister, vjp
 from .check import GradCheck, check_grad
 from .core.diskcache import cache_dir, set_cache_dir
-from .core.folds import accumulate, foldl, foldr, scan
 from .core.errors import (
                           MissingRuleError,
                           NumbaCompileError,
@@ -12,6 +11,7 @@ from .core.errors import (
                           SourceUnavailableError,
                           UnsupportedSyntaxError,
 )
+from .core.folds import accumulate, foldl, foldr, scan
 from .jacobians import grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, value_and_grad
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian", "hvp",

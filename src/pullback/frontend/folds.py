@@ -21,21 +21,21 @@ import inspect
 
 import numpy as np
 
-from ..core import folds
-from ..core import ir
+from ..core import folds, ir
 from .scope import UNRESOLVED
 
 FOLDS = (folds.scan, folds.foldl, folds.foldr, folds.accumulate)
 
+# Index loops, as a person writes them: a lambda's body reads XS[I] in place.
 _FOLDL = """
 ACC = INIT
-for X in XS:
-    ACC = F(ACC, X)
+for I in range(len(XS)):
+    ACC = F(ACC, XS[I])
 """
 _FOLDR = """
 ACC = INIT
-for X in reversed(XS):
-    ACC = F(X, ACC)
+for I in range(len(XS) - 1, -1, -1):
+    ACC = F(XS[I], ACC)
 """
 # The first step peeled: the stacked output is allocated from its value.
 _ACCUMULATE = """
@@ -83,11 +83,12 @@ def lower_fold(low, e: ast.Call, fn, scope):
         raise scope.unsupported(f"a call to {name}() with these arguments ({exc})", e,
                                 f"call it as {name}{inspect.signature(fn)}") from None
     args = bound.arguments
-    for b in ("len", "range", "reversed"):
+    for b in ("len", "range"):
         if low.resolver.resolve(ast.Name(b), scope) is not getattr(builtins, b):
             raise scope.unsupported(f"{name}() where the builtin {b!r} is redefined", e,
                                     f"rename your {b!r}")
-    subst = {"F": _callee(low, args["f"], name, scope)}
+    f = args["f"]
+    subst = {} if _substitutable(f) else {"F": _callee(low, f, name, scope)}
     for key in ("xs", "init", "length"):
         if args.get(key) is not None:
             subst[key.upper()] = _atom(low, args[key], scope)
@@ -99,7 +100,8 @@ def lower_fold(low, e: ast.Call, fn, scope):
     np_name = low.names.fresh("_np")
     scope.constants[np_name] = np
     subst["NP"] = ast.Name(np_name)
-    body = [_Fill(low, subst, scope).visit(copy.deepcopy(st)) for st in _parsed(template)]
+    fill = _Fill(low, subst, scope, f if "F" not in subst else None)
+    body = [fill.visit(copy.deepcopy(st)) for st in _parsed(template)]
     for st in body:
         for node in ast.walk(st):
             if getattr(node, "user", False):
@@ -137,6 +139,21 @@ def _scan_placeholders(args, subst, name, e, scope):
     none = ast.Constant(None)
     subst["X0"] = none if xs is None else ast.Subscript(subst["XS"], first)
     subst["XI"] = none if xs is None else ast.Subscript(subst["XS"], ast.Name("I"))
+
+
+def _substitutable(f) -> bool:
+    """``f`` is a lambda whose body can take the place of its calls: two plain
+    parameters, and nothing in the body that binds a name (a nested lambda, a
+    comprehension, ``:=``), so every parameter read is the argument.  The lambda
+    is written in the call, so its other names mean what they mean there."""
+    if not isinstance(f, ast.Lambda):
+        return False
+    a = f.args
+    if a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg or a.defaults or len(a.args) != 2:
+        return False
+    binders = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
+               ast.NamedExpr)
+    return not any(isinstance(n, binders) for n in ast.walk(f.body))
 
 
 def _callee(low, f, name, scope):
@@ -182,8 +199,18 @@ def _users(node):
 class _Fill(ast.NodeTransformer):
     """A template's placeholders replaced: the call's arguments, fresh locals for the rest."""
 
-    def __init__(self, low, subst, scope):
+    def __init__(self, low, subst, scope, lam=None):
         self.low, self.subst, self.scope = low, subst, scope
+        self.lam = lam          # a lambda whose body replaces each call F(a, b)
+
+    def visit_Call(self, node):
+        if self.lam is None or not (isinstance(node.func, ast.Name) and node.func.id == "F"):
+            return self.generic_visit(node)
+        node.args = [self.visit(a) for a in node.args]
+        # Without a copy of the lambda's parameters per step, the loop is the one a
+        # person writes: Horner's foldr costs what Horner's loop costs.
+        params = {p.arg: arg for p, arg in zip(self.lam.args.args, node.args)}
+        return _Substitute(params).visit(_users(self.lam.body))
 
     def visit(self, node):
         return node if getattr(node, "user", False) else super().visit(node)
@@ -200,3 +227,13 @@ class _Fill(ast.NodeTransformer):
             self.subst[node.id] = ast.Name(fresh)
             return ast.Name(fresh, getattr(node, "ctx", ast.Load()))
         return node
+
+
+class _Substitute(ast.NodeTransformer):
+    """A lambda's body with each read of a parameter replaced by its argument."""
+
+    def __init__(self, params):
+        self.params = params
+
+    def visit_Name(self, node):
+        return copy.deepcopy(self.params[node.id]) if node.id in self.params else node
