@@ -234,6 +234,27 @@ def test_scan_gradients_match_jax_lax_scan():
         assert_close(ours[1], np.asarray(theirs[1]), rtol=1e-12, atol=1e-14)
 
 
+def horner_scan(x, p):
+    ex, none = scan(lambda ex, pi: (x * ex + pi, None), p[-1], p[:-1], reverse=True)
+    return ex
+
+
+def test_scan_without_outputs_is_horner_as_jax_writes_it():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    x = 0.6
+    assert scan(lambda c, v: (c + v, None), 0.0, P) == (P.sum(), None)
+    assert_close(horner_scan(x, P), np.polyval(P[::-1], x), rtol=1e-14, atol=0)
+
+    def with_jax(x, p):
+        ex, _ = jax.lax.scan(lambda ex, pi: (x * ex + pi, None), p[-1], p[:-1], reverse=True)
+        return ex
+    ours = pullback.grad(horner_scan, argnums=(0, 1))(x, P)
+    theirs = jax.grad(with_jax, argnums=(0, 1))(x, jax.numpy.asarray(P))
+    assert_close(ours[0], float(theirs[0]), rtol=1e-13, atol=0)
+    assert_close(ours[1], np.asarray(theirs[1]), rtol=1e-13, atol=1e-15)
+
+
 # ------------------------------------------------------------ f and its forms
 
 def module_step(acc, v):
@@ -307,7 +328,13 @@ def missing_init(xs):
     return foldl(lambda a, v: a + v, xs)
 
 
+def tuple_xs(xs):
+    c, ys = scan(lambda c, v: (c + v[0] * v[1], c), 0.0, (xs, xs))
+    return c
+
+
 @pytest.mark.parametrize("program,args,what", [
+    (tuple_xs, (XS,), "scan() over a tuple of arrays"),
     (computed_f, (XS,), "f=make_step()"),
     (both_xs_and_length, (XS,), "both xs and length"),
     (computed_reverse, (XS, True), "reverse=flag"),

@@ -68,7 +68,9 @@ def scan(f, init, xs, length=None, reverse=False):
     """``carry, y = f(carry, x)`` for each ``x`` of ``xs``; returns ``(carry, ys)``
     with the ``y`` stacked along a new leading axis (``ys[i]`` is the output of
     the step over ``xs[i]``, also when ``reverse=True`` runs from the last).
-    ``xs=None`` with ``length`` calls ``f(carry, None)`` ``length`` times."""
+    ``xs=None`` with ``length`` calls ``f(carry, None)`` ``length`` times.  A ``y``
+    that is None at every step stacks to ``ys = None``; a tuple ``y`` is stacked as
+    ``np.stack`` stacks it (a row per step)."""
     _check_f("scan", f)
     if xs is None:
         if length is None:
@@ -87,4 +89,6 @@ def scan(f, init, xs, length=None, reverse=False):
         if not (isinstance(out, tuple) and len(out) == 2):
             raise TypeError("scan: f must return a pair (carry, y)")
         carry, ys[i] = out
+    if n and all(y is None for y in ys):
+        return carry, None
     return carry, _stack("scan", ys)

@@ -57,6 +57,14 @@ for I in range(START, STOP, STEP):
     YS[I] = Y
 OUT = (CARRY, YS)
 """
+# f returns (carry, None), seen in a lambda: nothing to stack, no step peeled.
+_SCAN_NO_YS = """
+N = LENGTH
+CARRY = INIT
+for I in range(ALL_START, ALL_STOP, STEP):
+    CARRY, Y = F(CARRY, XI)
+OUT = (CARRY, None)
+"""
 _RESULT = {folds.foldl: "ACC", folds.foldr: "ACC", folds.accumulate: "OUT", folds.scan: "OUT"}
 
 
@@ -95,8 +103,8 @@ def lower_fold(low, e: ast.Call, fn, scope):
     template = {folds.foldl: _FOLDL, folds.foldr: _FOLDR,
                 folds.accumulate: _ACCUMULATE}.get(fn)
     if fn is folds.scan:
-        template = _SCAN
         _scan_placeholders(args, subst, name, e, scope)
+        template = _SCAN_NO_YS if _no_outputs(f) else _SCAN
     np_name = low.names.fresh("_np")
     scope.constants[np_name] = np
     subst["NP"] = ast.Name(np_name)
@@ -119,6 +127,10 @@ def _scan_placeholders(args, subst, name, e, scope):
         raise scope.unsupported(f"{name}() with reverse={ast.unparse(reverse)}", reverse,
                                 "write reverse=True or reverse=False")
     xs = args.get("xs")
+    if isinstance(xs, (ast.Tuple, ast.List)):
+        raise scope.unsupported(f"{name}() over a {type(xs).__name__.lower()} of arrays", xs,
+                                "scan over one array (np.stack them, or index a second "
+                                "array inside f)")
     if isinstance(xs, ast.Constant) and xs.value is None:
         del subst["XS"]
         xs = None
@@ -135,7 +147,8 @@ def _scan_placeholders(args, subst, name, e, scope):
                   ast.UnaryOp(ast.USub(), one))
     else:
         first, bounds = ast.Constant(0), (one, n, one)
-    subst.update(FIRST=first, START=bounds[0], STOP=bounds[1], STEP=bounds[2])
+    subst.update(FIRST=first, START=bounds[0], STOP=bounds[1], STEP=bounds[2],
+                 ALL_START=first, ALL_STOP=ast.UnaryOp(ast.USub(), one) if reverse.value else n)
     none = ast.Constant(None)
     subst["X0"] = none if xs is None else ast.Subscript(subst["XS"], first)
     subst["XI"] = none if xs is None else ast.Subscript(subst["XS"], ast.Name("I"))
@@ -154,6 +167,13 @@ def _substitutable(f) -> bool:
     binders = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
                ast.NamedExpr)
     return not any(isinstance(n, binders) for n in ast.walk(f.body))
+
+
+def _no_outputs(f) -> bool:
+    """``f`` is a lambda returning ``(carry, None)``: scan stacks nothing."""
+    return isinstance(f, ast.Lambda) and isinstance(f.body, ast.Tuple) \
+        and len(f.body.elts) == 2 and isinstance(f.body.elts[1], ast.Constant) \
+        and f.body.elts[1].value is None
 
 
 def _callee(low, f, name, scope):
