@@ -161,7 +161,21 @@ def tuple_carry_loop(x, xs):
     return a * b
 
 
-PAIRS = [(horner_fold, horner_loop), (foldl_program, foldl_loop),
+def nested_program(x, xs):
+    return foldl(lambda a, v: a + foldr(lambda u, b: b * x + u, xs, v), xs, 0.0)
+
+
+def nested_loop(x, xs):
+    a = 0.0
+    for v in xs:
+        b = v
+        for i in range(len(xs) - 1, -1, -1):
+            b = b * x + xs[i]
+        a = a + b
+    return a
+
+
+PAIRS = [(nested_program, nested_loop), (horner_fold, horner_loop), (foldl_program, foldl_loop),
          (accumulate_program, accumulate_loop), (scan_program, scan_loop),
          (scan_reverse_program, scan_reverse_loop), (tuple_carry_program, tuple_carry_loop)]
 

@@ -98,8 +98,9 @@ def lower_fold(low, e: ast.Call, fn, scope):
     f = args["f"]
     subst = {} if _substitutable(f) else {"F": _callee(low, f, name, scope)}
     for key in ("xs", "init", "length"):
-        if args.get(key) is not None:
-            subst[key.upper()] = _atom(low, args[key], scope)
+        given = args.get(key)
+        if given is not None and not (key == "length" and _is_none(given)):
+            subst[key.upper()] = _atom(low, given, scope)
     template = {folds.foldl: _FOLDL, folds.foldr: _FOLDR,
                 folds.accumulate: _ACCUMULATE}.get(fn)
     if fn is folds.scan:
@@ -131,7 +132,7 @@ def _scan_placeholders(args, subst, name, e, scope):
         raise scope.unsupported(f"{name}() over a {type(xs).__name__.lower()} of arrays", xs,
                                 "scan over one array (np.stack them, or index a second "
                                 "array inside f)")
-    if isinstance(xs, ast.Constant) and xs.value is None:
+    if _is_none(xs):
         del subst["XS"]
         xs = None
     if (xs is None) == ("LENGTH" not in subst):
@@ -167,6 +168,10 @@ def _substitutable(f) -> bool:
     binders = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
                ast.NamedExpr)
     return not any(isinstance(n, binders) for n in ast.walk(f.body))
+
+
+def _is_none(node) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
 
 
 def _no_outputs(f) -> bool:
