@@ -314,8 +314,9 @@ def test_the_derivative_is_a_loop_adding_into_dp_in_place():
     assert "zeros" not in source.split("for ")[1], "an array allocated per step"
 
 
-def test_jit_horner_via_foldr():
+def test_jit_horner_via_foldr_and_via_scan_without_outputs():
     check_jit(horner_fold, [0.6, P], argnums=(0, 1))
+    check_jit(horner_scan, [0.6, P], argnums=(0, 1))      # (carry, None) under Numba
 
 
 # ------------------------------------------------------------------ refusals

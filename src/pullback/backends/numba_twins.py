@@ -89,7 +89,9 @@ def _is_list_of_arrays(t) -> bool:
 
 @forms.numba_twin(runtime.zeros_like)
 def _zeros_like(value):
-    if is_number(value):
+    from numba import types
+    if is_number(value) or isinstance(value, types.NoneType):
+        # None (scan's ys when f returns (carry, None)): 0.0, as runtime.zeros_like.
         return lambda value: 0.0
     if is_array(value):
         return lambda value: np.zeros(value.shape)
