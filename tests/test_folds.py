@@ -293,12 +293,13 @@ def test_f_may_be_a_nested_def_a_module_function_or_a_primitive():
     assert_fd_close(dxs, fd_estimate(forms_program, [x, XS], 1))
 
 
-def test_forward_mode_through_foldr():
+@pytest.mark.parametrize("program", [horner_fold, scan_program])
+def test_forward_mode_against_finite_differences(program):
     x, v = 0.6, RNG.standard_normal(len(P))
-    value, tangent = pullback.jvp(horner_fold, (x, P), (0.5, v))
-    assert_close(value, horner_fold(x, P), rtol=1e-14, atol=0)
-    expected = 0.5 * fd_estimate(horner_fold, [x, P], 0).value \
-        + fd_estimate(horner_fold, [x, P], 1).value @ v
+    value, tangent = pullback.jvp(program, (x, P), (0.5, v))
+    assert_close(value, program(x, P), rtol=1e-14, atol=0)
+    expected = 0.5 * fd_estimate(program, [x, P], 0).value \
+        + fd_estimate(program, [x, P], 1).value @ v
     assert_close(tangent, expected, rtol=1e-7, atol=1e-9)
 
 
