@@ -3,7 +3,10 @@ called in differentiated code: each call is written as the plain loop it runs,
 calling ``f``, and that loop is lowered like the user's own.  ``f`` (a lambda,
 a nested ``def`` or a function's name) is then inlined like any helper, so the
 derivative is the plain loop's: one carry saved per step and ``dxs[i] += ...``,
-never a dense array per step.
+never a dense array per step.  A lambda of two plain parameters is not even
+called: its body takes the place of the call, with the arguments in place of
+the parameters, so Horner's ``foldr(lambda c, y: x * y + c, p, 0.0)`` lowers to
+exactly the statements of Horner's loop.
 
 The loops are templates of Python source, parsed once; their capitalised
 placeholders become fresh names, or the call's own arguments.  ``scan`` and
@@ -69,6 +72,7 @@ _RESULT = {folds.foldl: "ACC", folds.foldr: "ACC", folds.accumulate: "OUT", fold
 
 
 def is_fold(fn) -> bool:
+    """``fn`` is one of the loop primitives (compared by identity: any object may come)."""
     return any(fn is g for g in FOLDS)
 
 
