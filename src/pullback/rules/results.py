@@ -64,6 +64,16 @@ def unknown(fn, args, kws, call) -> Kind:
     return Kind(-1, "f")
 
 
+def solved(fn, args, kws, call) -> Kind:
+    """``np.linalg.solve(a, b)`` (NumPy 2): ``a``'s rank less one for a vector ``b``
+    (1-D), else the larger rank of the two (stacks broadcast); unknown when either
+    rank is."""
+    if len(args) < 2 or not all(isinstance(k.ndim, int) and k.ndim > 0 for k in args[:2]):
+        return Kind(-1, "f")
+    a, b = args[:2]
+    return Kind(a.ndim - 1 if b.ndim == 1 else max(a.ndim, b.ndim), "f")
+
+
 def reduction(fn, args, kws, call) -> Kind:
     """``sum``, ``mean``, ``norm``...: a scalar unless an axis is given or dims are kept."""
     axis_given = len(call.args) > 1 or any(k.arg in ("axis", "ord") for k in call.keywords)
