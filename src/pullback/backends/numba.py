@@ -281,10 +281,14 @@ _JITTED: dict = {}
 
 def _jit_helper(v):
     """Plain Python helper functions become Numba functions under the Numba backend;
-    a helper with a twin is passed as it is (Numba compiles the twin)."""
+    a helper with a twin is passed as it is (Numba compiles the twin), a primitive
+    with a twin as its stub."""
     from . import numba_twins
-    numba_twins.install()
     twin = forms.twin(v)
+    if twin is not None and twin is not forms.PLAIN and registry.lookup(v) is not None \
+            and not numba_twins._own(v):
+        v = _primal_stub(v, twin)   # a primitive a template calls: as the forward sweep does
+    numba_twins.install()
     if isinstance(v, types.FunctionType) and (twin is None or twin is forms.PLAIN):
         if id(v) not in _JITTED:
             _JITTED[id(v)] = (v, numbacache.njit(v))

@@ -1,0 +1,39 @@
+"""Examples for the twins of rules/scipy_special_twins: SciPy's compiled kernels as
+Numba ufuncs, of a number, arrays, and (two arguments) broadcast arrays."""
+from __future__ import annotations
+
+from ._base import arr, call, num, sizes
+
+EXAMPLES: dict = {}
+
+# Each function's domain, where SciPy's value is finite.
+_ONE = {"gammaln": (0.2, 5), "psi": (0.2, 5), "erf": (-2, 2), "erfc": (-2, 2),
+        "expit": (-4, 4), "logit": (0.05, 0.95), "ndtr": (-3, 3), "log_ndtr": (-3, 3),
+        "ndtri": (0.05, 0.95), "erfcx": (-1, 3), "gamma": (0.2, 4)}
+
+
+def _one(lo, hi):
+    return lambda rng, dt: [call(arr(rng, dt, sizes(rng, 1), lo, hi)),
+                            call(arr(rng, dt, sizes(rng, 2), lo, hi)),
+                            call(num(rng, dt, lo, hi))]
+
+
+for _name, (_lo, _hi) in _ONE.items():
+    EXAMPLES[_name] = _one(_lo, _hi)
+
+
+def _two(rng, dt):
+    m, n = sizes(rng, 2)
+    return [call(arr(rng, dt, (m, n), 0.1, 2), arr(rng, dt, (n,), 0.1, 2)),
+            call(num(rng, dt, 0.1, 2), arr(rng, dt, (m,), 0.1, 2))]
+
+
+EXAMPLES["xlogy"] = EXAMPLES["xlog1py"] = _two
+
+
+def _polygamma(rng, dt):
+    x = arr(rng, dt, sizes(rng, 1), 0.3, 4)
+    return [call(1, x), call(0, x), call(2, num(rng, dt, 0.3, 4))]
+
+
+EXAMPLES["scipy.special._basic.polygamma"] = _polygamma
