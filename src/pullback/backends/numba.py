@@ -51,6 +51,8 @@ class NumbaBackend(Backend):
 
     def primal_twin(self, callee, method, call, kind=None):
         fn = registry.method(method) if method is not None else callee
+        if _users_plain_function(fn):
+            return fn       # bound as a helper: compiled with numba.njit, as its VJP is
         if len(call.args) + len(call.keywords) + (method is not None) <= 1 \
                 and not forms.twin_always(fn) and not _array_call(fn, call, kind):
             return None     # f(a): Numba compiles the NumPy function itself
@@ -95,6 +97,15 @@ class NumbaBackend(Backend):
 
     def primal(self, f, py_func):
         return f
+
+
+def _users_plain_function(fn) -> bool:
+    """A plain Python function (not ``numba.njit``) that the user gave a rule with
+    ``pullback.rule``: the compiled derivative calls it compiled with Numba."""
+    if not isinstance(fn, types.FunctionType):
+        return False
+    rule = registry.lookup(fn)
+    return rule is not None and rule.call_signature is not None
 
 
 def _array_call(fn, call, kind) -> bool:
