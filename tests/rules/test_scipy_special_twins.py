@@ -20,12 +20,14 @@ def test_polygamma_series_matches_scipy(n):
 
 def test_compiled_under_numba_with_scipys_values():
     """jit=True compiles the scipy.special functions and their derivatives (SciPy's
-    own kernels, see rules/scipy_special_twins) and agrees with jit=False."""
+    own kernels and softmax's loops, see rules/scipy_special_twins) and agrees with
+    jit=False."""
     import pullback
 
     def f(x, y):
         return np.sum(special.gammaln(x) + special.erf(y) * special.xlogy(x, y + 1.0)
-                      + special.expit(y) - special.log_ndtr(y) + special.digamma(x))
+                      + special.expit(y) - special.log_ndtr(y) + special.digamma(x)
+                      + special.softmax(x) * y + special.log_softmax(y) ** 2)
     x, y = values(1, (4,), 0.3, 3.0), values(2, (4,), -0.5, 2.0)
     want = pullback.grad(f, argnums=(0, 1))(x, y)
     got = pullback.grad(f, argnums=(0, 1), jit=True)(x, y)

@@ -37,3 +37,30 @@ def _polygamma(rng, dt):
 
 
 EXAMPLES["scipy.special._basic.polygamma"] = _polygamma
+
+
+def _softmax(rng, dt):
+    shape = sizes(rng, 3)
+    return [call(arr(rng, dt, shape), axis=1), call(arr(rng, dt, shape[:2])),
+            call(arr(rng, dt, shape), axis=-1)]
+
+
+def _softmax_vjp(fn):
+    def make(rng, dt):
+        shape = sizes(rng, 3)
+        out = []
+        for axis in (1, None, -1):
+            x = arr(rng, dt, shape)
+            out.append(call(arr(rng, dt, shape), fn(x, axis=axis), x, axis))
+        return out
+    return make
+
+
+EXAMPLES["scipy.special._logsumexp.softmax"] = EXAMPLES["scipy.special._logsumexp.log_softmax"] \
+    = _softmax
+try:
+    from scipy import special as _special
+    EXAMPLES["pullback.rules.scipy_special.softmax_vjp"] = _softmax_vjp(_special.softmax)
+    EXAMPLES["pullback.rules.scipy_special.log_softmax_vjp"] = _softmax_vjp(_special.log_softmax)
+except ImportError:     # pragma: no cover
+    pass

@@ -5,7 +5,8 @@ SciPy exports the C kernels of its special functions from
 function pointer), and :func:`numba.vectorize` broadcasts it over arrays as a
 Numba ufunc, so ``special.gammaln(x)`` and its derivative's
 ``special.digamma(x)`` compile under ``jit=True`` with SciPy's values, for a
-number or an array of any rank.
+number or an array of any rank.  ``softmax`` and ``log_softmax`` (and their
+VJPs) are loops over the array's blocks along the axis.
 
 The kernel taken is the one over doubles; float32 arguments are computed in
 double and give float32, as SciPy's own loops do.  Nothing here imports Numba
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import ctypes
 import math
+
+import numpy as np
 
 from .forms import numba_twin
 
@@ -145,3 +148,97 @@ def register() -> None:
 
 if special is not None:
     register()
+
+
+# ---------------------------------------------------------------------------
+# softmax and log_softmax along one axis (or the whole array), and their VJPs:
+# loops over the array as (before, along, after) blocks, C order, as the
+# cumulative twins do.
+
+def _blocks(axis):
+    """The twin's view of an array: a compiled ``f(x, axis)`` giving it C-contiguous as
+    (before, along, after) blocks, one block for ``axis=None``."""
+    from . import twins
+    if twins.is_none(axis):
+        return twins.jitted(_all_blocks)
+    return twins.jitted(_axis_blocks)
+
+
+def _all_blocks(x, axis):
+    return np.ascontiguousarray(x).reshape((1, x.size, 1))
+
+
+def _axis_blocks(x, axis):
+    before, after = 1, 1
+    ax = axis % x.ndim
+    for i in range(x.ndim):
+        if i < ax:
+            before *= x.shape[i]
+        elif i > ax:
+            after *= x.shape[i]
+    return np.ascontiguousarray(x).reshape((before, x.shape[ax], after))
+
+
+def _softmax3(x3, log):
+    out = np.empty(x3.shape, x3.dtype)
+    for i in range(x3.shape[0]):
+        for j in range(x3.shape[2]):
+            m = -np.inf         # the shift: the largest entry, 0 where not finite (as SciPy)
+            for k in range(x3.shape[1]):
+                m = max(m, x3[i, k, j])
+            m = m if np.isfinite(m) else 0.0
+            total = 0.0
+            for k in range(x3.shape[1]):
+                e = np.exp(x3[i, k, j] - m)
+                total += e
+                out[i, k, j] = x3[i, k, j] - m if log else e
+            for k in range(x3.shape[1]):
+                out[i, k, j] = out[i, k, j] - np.log(total) if log else out[i, k, j] / total
+    return out
+
+
+def _softmax_vjp3(g3, s3, log):
+    """``s (g - sum(g s))`` for softmax, ``g - exp(s) sum(g)`` for log_softmax."""
+    out = np.empty(s3.shape, s3.dtype)
+    for i in range(s3.shape[0]):
+        for j in range(s3.shape[2]):
+            total = 0.0
+            for k in range(s3.shape[1]):
+                total += g3[i, k, j] if log else g3[i, k, j] * s3[i, k, j]
+            for k in range(s3.shape[1]):
+                out[i, k, j] = g3[i, k, j] - np.exp(s3[i, k, j]) * total if log \
+                    else s3[i, k, j] * (g3[i, k, j] - total)
+    return out
+
+
+def _softmax_twin(log):
+    def twin(x, axis=None):
+        from . import twins
+        if not twins.is_float_array(x):
+            return None
+        blocks, kernel = _blocks(axis), twins.jitted(_softmax3)
+        return lambda x, axis=None: kernel(blocks(x, axis), log).reshape(x.shape)
+    return twin
+
+
+def _softmax_vjp_twin(log):
+    def twin(g, ans, x, axis=None):
+        from . import twins
+        if not (twins.is_float_array(g) and twins.is_float_array(ans)):
+            return None
+        blocks, kernel = _blocks(axis), twins.jitted(_softmax_vjp3)
+        return lambda g, ans, x, axis=None: kernel(
+            blocks(np.broadcast_to(g, ans.shape), axis), blocks(ans, axis), log).reshape(x.shape)
+    return twin
+
+
+def register_softmax() -> None:
+    from .scipy_special import log_softmax_vjp, softmax_vjp
+    numba_twin(special.softmax, always=True)(_softmax_twin(False))
+    numba_twin(special.log_softmax, always=True)(_softmax_twin(True))
+    numba_twin(softmax_vjp)(_softmax_vjp_twin(False))
+    numba_twin(log_softmax_vjp)(_softmax_vjp_twin(True))
+
+
+if special is not None:
+    register_softmax()
