@@ -1,6 +1,9 @@
-"""Examples for the twins of rules/scipy_special_twins: SciPy's compiled kernels as
-Numba ufuncs, of a number, arrays, and (two arguments) broadcast arrays."""
+"""Examples for the twins of rules/scipy_special_twins (SciPy's compiled kernels as
+Numba ufuncs, of a number, arrays, and (two arguments) broadcast arrays; softmax)
+and of rules/scipy_lib (``xp_promote``)."""
 from __future__ import annotations
+
+import numpy as np
 
 from ._base import arr, call, num, sizes
 
@@ -62,5 +65,20 @@ try:
     from scipy import special as _special
     EXAMPLES["pullback.rules.scipy_special.softmax_vjp"] = _softmax_vjp(_special.softmax)
     EXAMPLES["pullback.rules.scipy_special.log_softmax_vjp"] = _softmax_vjp(_special.log_softmax)
+    from scipy._lib._array_api import xp_promote as _xp_promote  # noqa: F401
 except ImportError:     # pragma: no cover
     pass
+
+
+def _promote(rng, dt):
+    return [call(arr(rng, dt, sizes(rng, 1)), xp=np),
+            call(arr(rng, dt, sizes(rng, 2)), force_floating=True, xp=np)]
+
+
+def _promote_vjp(rng, dt):
+    x = arr(rng, dt, sizes(rng, 2))
+    return [call(arr(rng, dt, x.shape), x, x, 0)]
+
+
+EXAMPLES["scipy._lib._array_api.xp_promote"] = _promote
+EXAMPLES["pullback.rules.scipy_lib.promote_vjp"] = _promote_vjp
