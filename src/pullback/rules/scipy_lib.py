@@ -29,7 +29,7 @@ import numpy as np
 
 from ..core.kinds import OTHER, Kind
 from ..core.runtime import item_cotangent
-from . import results
+from . import results, twins
 from .elementwise import unbroadcast
 from .forms import numba_twin
 from .registry import defnamespace, defrule
@@ -130,7 +130,6 @@ def _promote_twin(a0, a1=None, a2=None, a3=None, a4=None, a5=None, a6=None, a7=N
                   broadcast=False, force_floating=False, xp=None):
     """``xp_promote(x, ...)`` of one float array (what SciPy's functions pass it): the
     array itself; an integer array with ``force_floating``: as float64."""
-    from . import twins
     if not twins.is_array(a0) or not all(twins.is_none(a) for a in (a1, a2, a3, a4, a5, a6, a7)):
         return None
     if twins.is_float_array(a0):
@@ -144,7 +143,6 @@ def _promote_twin(a0, a1=None, a2=None, a3=None, a4=None, a5=None, a6=None, a7=N
 
 def _promote_vjp_twin(g, ans, x, k):
     """The cotangent of the one float array ``xp_promote`` was given: ``g`` itself."""
-    from . import twins
     if twins.is_tuple(ans) or not (twins.is_float_array(x) and twins.is_float_array(g)):
         return None
     return lambda g, ans, x, k: g

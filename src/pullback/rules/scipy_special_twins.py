@@ -19,7 +19,9 @@ import math
 
 import numpy as np
 
+from . import twins
 from .forms import numba_twin
+from .scipy_special import log_softmax_vjp, softmax_vjp
 
 try:
     from scipy import special
@@ -158,7 +160,6 @@ if special is not None:
 def _blocks(axis):
     """The twin's view of an array: a compiled ``f(x, axis)`` giving it C-contiguous as
     (before, along, after) blocks, one block for ``axis=None``."""
-    from . import twins
     if twins.is_none(axis):
         return twins.jitted(_all_blocks)
     return twins.jitted(_axis_blocks)
@@ -213,7 +214,6 @@ def _softmax_vjp3(g3, s3, log):
 
 def _softmax_twin(log):
     def twin(x, axis=None):
-        from . import twins
         if not twins.is_float_array(x):
             return None
         blocks, kernel = _blocks(axis), twins.jitted(_softmax3)
@@ -223,7 +223,6 @@ def _softmax_twin(log):
 
 def _softmax_vjp_twin(log):
     def twin(g, ans, x, axis=None):
-        from . import twins
         if not (twins.is_float_array(g) and twins.is_float_array(ans)):
             return None
         blocks, kernel = _blocks(axis), twins.jitted(_softmax_vjp3)
@@ -233,7 +232,6 @@ def _softmax_vjp_twin(log):
 
 
 def register_softmax() -> None:
-    from .scipy_special import log_softmax_vjp, softmax_vjp
     numba_twin(special.softmax, always=True)(_softmax_twin(False))
     numba_twin(special.log_softmax, always=True)(_softmax_twin(True))
     numba_twin(softmax_vjp)(_softmax_vjp_twin(False))
