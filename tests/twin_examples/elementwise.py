@@ -40,6 +40,8 @@ def _unbroadcast_product(rng, dt):
     return [call(a, b, num(rng, dt)), call(a[0], b[0], num(rng, dt)), call(a, b[0], num(rng, dt))]
 
 
+EXAMPLES[R + "nondiff.stop_gradient"] = lambda rng, dt: [
+    call(arr(rng, dt, (3, 4))), call(num(rng, dt))]
 EXAMPLES[R + "elementwise.unbroadcast"] = _unbroadcast
 EXAMPLES[R + "elementwise.unbroadcast_product"] = _unbroadcast_product
 
