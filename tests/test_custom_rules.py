@@ -202,17 +202,35 @@ def _softsign_bwd(d, g):
     return (g / (d * d),)
 
 
-def test_custom_vjp_njit_fwd_bwd_under_jit():
+@numba.njit
+def _doubled_fwd(x):            # a rule for 2 * softsign: the forward sweep's value too
+    d = 1.0 + np.abs(x)
+    return 2.0 * x / d, d
+
+
+@numba.njit
+def _doubled_bwd(d, g):
+    return (2.0 * g / (d * d),)
+
+
+def test_custom_vjp_njit_fwd_bwd_under_jit_and_redefined():
     @custom_vjp
     def softsign(x):
         return _softsign(x)
     softsign.defvjp(_softsign_fwd, _softsign_bwd)
 
     def f(x):
-        return np.sum(np.sin(x) * softsign(x * x))
-    x = np.array([0.3, -1.2, 2.0])
-    expected = np.cos(x) * x * x / (1 + x * x) + np.sin(x) * 2 * x / (1 + x * x) ** 2
-    assert_close(pullback.grad(f, jit=True)(x), expected)
+        return math.sin(x) * softsign(x * x)
+    x = -1.2       # a number: an array's derivative costs Numba seconds more to compile
+    value = math.sin(x) * x * x / (1 + x * x)
+    expected = math.cos(x) * x * x / (1 + x * x) + math.sin(x) * 2 * x / (1 + x * x) ** 2
+    vg = pullback.value_and_grad(f, jit=True)
+    assert_close(vg(x)[0], value)
+    assert_close(vg(x)[1], expected)
+    # The new fwd computes the value under Numba: both the value and the gradient double.
+    softsign.defvjp(_doubled_fwd, _doubled_bwd)
+    assert_close(vg(x)[0], 2.0 * value)
+    assert_close(vg(x)[1], 2.0 * expected)
     pullback.unregister(softsign)
 
 

@@ -283,8 +283,10 @@ _STUBS: dict = {}
 
 def _primal_stub(fn, twin):
     """The function the forward sweep calls for ``fn`` under Numba: it calls ``fn``
-    from Python, and its twin is its Numba implementation."""
-    if id(fn) not in _STUBS:
+    from Python, and its twin is its Numba implementation.  A twin registered again
+    for ``fn`` (a ``custom_vjp``'s new ``fwd``) gets a new stub: Numba keeps the
+    overload it compiled for the old one."""
+    if id(fn) not in _STUBS or forms.twin(_STUBS[id(fn)][1]) is not twin:
         def stub(*args, **kwargs):
             return fn(*args, **kwargs)
         stub.__name__ = stub.__qualname__ = f"{getattr(fn, '__name__', 'primal')}_numba"
