@@ -265,6 +265,18 @@ def test_custom_jvp_reverse_mode():
     assert_close(gy, 2.0 * math.log1p(math.exp(x)))
 
 
+def test_custom_jvp_in_hessian():
+    # Reverse mode over forward mode: the rule's tangent is differentiated again.
+    def f(v):
+        return softplus2(v[0], v[1]) ** 2
+    a, b = 0.4, -1.3
+    sp, s = math.log1p(math.exp(a)), 1.0 / (1.0 + math.exp(-a))
+    d1 = np.array([s * b, sp])                               # gradient of u = sp(a) * b
+    d2 = np.array([[s * (1 - s) * b, s], [s, 0.0]])          # its Hessian
+    u = sp * b
+    assert_close(pullback.hessian(f)(np.array([a, b])), 2 * np.outer(d1, d1) + 2 * u * d2)
+
+
 def test_custom_jvp_arrays_in_a_loop_and_caller_not_mutated():
     @custom_jvp
     def sq(x):

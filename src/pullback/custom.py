@@ -199,35 +199,53 @@ def custom_jvp(fun):
     return wrapper
 
 
-def _define_jvp(wrapper, params, jvp):
-    fname = _name(wrapper)
+def _define_jvp(primitive, params, jvp):
+    fname = _name(primitive)
     if not callable(jvp):
         raise TypeError(f"{fname}.defjvp: the rule must be a function, got {jvp!r}")
     names, defaults = _source_params(params)
+    n, args = len(names), ", ".join(names) + ","
     refusal = (f"{fname}, a pullback.custom_jvp function, under the Numba backend "
                "(jit=True): its jvp rule runs as plain Python", "Use jit=False.")
 
-    def tangent(k, t, *primals):
+    def tangent_along(k, t, primals):
         """The tangent of the call along argument ``k``'s tangent ``t`` alone."""
         tangents = tuple(t if i == k else _zero(p) for i, p in enumerate(primals))
         return _pair(jvp(primals, tangents), jvp, fname)[1]
-    tangent.numba_refusal = refusal
 
-    def transpose(g, *primals):
-        """Cotangents of the primals: the gradient of <g, tangent_out(v)> in v (linear)."""
-        tangent_map = _tangent_map(len(primals))(jvp, primals)
-        _, back = api.vjp(tangent_map, *(_zero(p) for p in primals), jit=False)
+    def transpose(g, primals):
+        """Cotangents of the primals: the gradient of <g, tangent_out(v)> in v (linear,
+        so taken at v = 0)."""
+        _, back = api.vjp(_tangent_map(n)(jvp, primals), *map(_zero, primals), jit=False)
         out = back(g)
-        return out[0] if len(out) == 1 else out
+        return out[0] if n == 1 else out
+
+    def tangent_cotangents(g, k, t, primals):
+        """Cotangents of ``tangent_along``'s ``t`` and primals (reverse mode over forward
+        mode, as hessian takes it): the reverse transform of the jvp rule itself."""
+        _, back = api.vjp(_along_map(n, k)(jvp, tuple(map(_zero, primals))), t, *primals,
+                          jit=False)
+        return (None, *back(g))
+
     vjp = function_from_source(_identifier(f"{fname}_vjp"), ["g", "ans", *names],
-                               [f"return transpose(g, {', '.join(names)})"],
-                               {"transpose": transpose}, defaults)
-    vjp.numba_refusal = refusal
+                               [f"return transpose(g, ({args}))"], {"transpose": transpose},
+                               defaults)
+    # The forward sweep's helper (one per differentiated argument), a primitive with a
+    # rule of its own, so that reverse mode can differentiate forward mode's code.
+    tangent = function_from_source(_identifier(f"{fname}_tangent"), ["k", "t", *names],
+                                   [f"return tangent_along(k, t, ({args}))"],
+                                   {"tangent_along": tangent_along})
+    tangent_vjp = function_from_source(
+        _identifier(f"{fname}_tangent_vjp"), ["g", "ans", "k", "t", *names],
+        [f"return tangent_cotangents(g, k, t, ({args}))"],
+        {"tangent_cotangents": tangent_cotangents})
+    vjp.numba_refusal = tangent.numba_refusal = tangent_vjp.numba_refusal = refusal
     sig = ", ".join(names) + ", t=None"
     templates = {p: f"custom_tangent({k}, t, {', '.join(names)})" for k, p in enumerate(names)}
     _, trees, helpers = read_templates(sig, templates, {"custom_tangent": tangent}, fname)
-    registry.defvjp(wrapper, vjp)
-    registry.amend(wrapper, tangent=Tangent(templates=trees, helpers=helpers, shaped=True))
+    registry.defvjp(tangent, tangent_vjp)
+    registry.defvjp(primitive, vjp)
+    registry.amend(primitive, tangent=Tangent(templates=trees, helpers=helpers, shaped=True))
 
 
 def _zero(primal):
@@ -256,3 +274,16 @@ def _tangent_map(n):
         [f"def tangent_map({ts}):",
          f"    return jvp(primals, ({ts},))[1]",
          "return tangent_map"], {})
+
+
+@functools.cache
+def _along_map(n, k):
+    """``make(jvp, zeros)``: the function ``(t, *primals)`` giving ``jvp``'s tangent
+    output along argument ``k``'s tangent ``t`` (the others' are ``zeros``)."""
+    ps = ", ".join(f"p{i}" for i in range(n))
+    ts = ", ".join("t" if i == k else f"zeros[{i}]" for i in range(n))
+    return function_from_source(
+        "make_tangent_along", ["jvp", "zeros"],
+        [f"def tangent_along(t, {ps}):",
+         f"    return jvp(({ps},), ({ts},))[1]",
+         "return tangent_along"], {})
