@@ -15,6 +15,16 @@ from helpers import assert_close, fd_grad
 from pullback import custom_jvp, custom_vjp, stop_gradient
 from pullback.core.errors import NumbaCompileError
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _unregistered_afterwards():
+    """The module's own custom functions leave no rule behind for later test modules."""
+    yield
+    pullback.unregister(log1pexp)
+    pullback.unregister(softplus2)
+    pullback.unregister(clipped)
+
+
 # ------------------------------------------------------------------ stop_gradient
 
 

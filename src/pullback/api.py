@@ -470,3 +470,5 @@ def unregister(fn) -> None:
         raise ValueError(f"the rule for {rule.name} is pullback's own; pullback.unregister "
                          "removes rules registered with pullback.rule")
     registry.unregister(fn)
+    for helper in getattr(fn, "custom_helpers", ()):     # a custom_jvp's tangent helper
+        registry.unregister(helper)

@@ -66,13 +66,25 @@ def _wrap(fun, decorator):
     names, defaults = _source_params(params)
     # What the user calls: a function of fun's parameters that calls the primitive,
     # from source, so that grad(f) itself reads it and meets the primitive's rule.
-    wrapper = function_from_source(_identifier(_name(fun)), names,
+    wrapper = _from_source(_identifier(_name(fun)), names,
                                    [f"return primitive({', '.join(names)})"],
                                    {"primitive": primitive}, defaults)
     functools.update_wrapper(wrapper, fun)
     del wrapper.__wrapped__             # the frontend would read fun's source instead
     wrapper.custom_primitive = primitive    # where the rule is (pullback.unregister)
     return wrapper, primitive, params
+
+
+#: The module the generated functions name: never None (code reading ``__module__``
+#: expects a string), nor ``pullback.*``, whose functions the compile cache keys by
+#: name alone, as pullback's versioned source; these are made afresh per rule.
+GENERATED = "pullback_custom_generated"
+
+
+def _from_source(name, params, body, namespace, defaults=None):
+    """:func:`.twins.function_from_source`, its module :data:`GENERATED`."""
+    return function_from_source(name, params, body, {"__name__": GENERATED, **namespace},
+                                defaults)
 
 
 def _name(fun) -> str:
@@ -123,7 +135,7 @@ def _define_vjp(wrapper, params, fwd, bwd):
     names, defaults = _source_params(params)
     call = f"fwd({', '.join(names)})"
     vjp_name = _identifier(f"{fname}_vjp")
-    vjp = function_from_source(
+    vjp = _from_source(
         vjp_name, ["g", "ans", *names],
         [f"return cotangents(bwd(residuals({call}, fwd_name), g), ({', '.join(names)},), "
          "bwd_name, fname)"],
@@ -166,15 +178,15 @@ def _numba_forms(wrapper, vjp, names, defaults, fwd, bwd):
     (a wrong result fails to compile), and the forward sweep's value is ``fwd(...)[0]``."""
     args = ", ".join(names)
     pick = "[0]" if len(names) == 1 else ""
-    fast_vjp = function_from_source(f"{vjp.__name__}_numba", ["g", "ans", *names],
+    fast_vjp = _from_source(f"{vjp.__name__}_numba", ["g", "ans", *names],
                                     [f"return bwd(fwd({args})[1], g){pick}"],
                                     {"fwd": fwd, "bwd": bwd}, defaults)
-    forms.numba_twin(vjp)(function_from_source(
+    forms.numba_twin(vjp)(_from_source(
         f"{vjp.__name__}_typer", ["g", "ans", *names], ["return impl"], {"impl": fast_vjp},
         defaults))
-    value = function_from_source(f"{vjp.__name__}_value", names, [f"return fwd({args})[0]"],
+    value = _from_source(f"{vjp.__name__}_value", names, [f"return fwd({args})[0]"],
                                  {"fwd": fwd}, defaults)
-    forms.numba_twin(wrapper, always=True)(function_from_source(
+    forms.numba_twin(wrapper, always=True)(_from_source(
         f"{vjp.__name__}_value_typer", names, ["return impl"], {"impl": value}, defaults))
 
 
@@ -227,15 +239,15 @@ def _define_jvp(primitive, params, jvp):
                           jit=False)
         return (None, *back(g))
 
-    vjp = function_from_source(_identifier(f"{fname}_vjp"), ["g", "ans", *names],
+    vjp = _from_source(_identifier(f"{fname}_vjp"), ["g", "ans", *names],
                                [f"return transpose(g, ({args}))"], {"transpose": transpose},
                                defaults)
     # The forward sweep's helper (one per differentiated argument), a primitive with a
     # rule of its own, so that reverse mode can differentiate forward mode's code.
-    tangent = function_from_source(_identifier(f"{fname}_tangent"), ["k", "t", *names],
+    tangent = _from_source(_identifier(f"{fname}_tangent"), ["k", "t", *names],
                                    [f"return tangent_along(k, t, ({args}))"],
                                    {"tangent_along": tangent_along})
-    tangent_vjp = function_from_source(
+    tangent_vjp = _from_source(
         _identifier(f"{fname}_tangent_vjp"), ["g", "ans", "k", "t", *names],
         [f"return tangent_cotangents(g, k, t, ({args}))"],
         {"tangent_cotangents": tangent_cotangents})
@@ -243,6 +255,9 @@ def _define_jvp(primitive, params, jvp):
     sig = ", ".join(names) + ", t=None"
     templates = {p: f"custom_tangent({k}, t, {', '.join(names)})" for k, p in enumerate(names)}
     _, trees, helpers = read_templates(sig, templates, {"custom_tangent": tangent}, fname)
+    for old in getattr(primitive, "custom_helpers", ()):
+        registry.unregister(old)            # the last defjvp's helper
+    primitive.custom_helpers = (tangent,)   # pullback.unregister removes its rule too
     registry.defvjp(tangent, tangent_vjp)
     registry.defvjp(primitive, vjp)
     registry.amend(primitive, tangent=Tangent(templates=trees, helpers=helpers, shaped=True))
@@ -269,7 +284,7 @@ def _tangent_map(n):
     output, from source (the reverse transform reads it; its closure holds the
     primals, read live, so one derivative serves every call of the same kinds)."""
     ts = ", ".join(f"t{k}" for k in range(n))
-    return function_from_source(
+    return _from_source(
         "make_tangent_map", ["jvp", "primals"],
         [f"def tangent_map({ts}):",
          f"    return jvp(primals, ({ts},))[1]",
@@ -282,7 +297,7 @@ def _along_map(n, k):
     output along argument ``k``'s tangent ``t`` (the others' are ``zeros``)."""
     ps = ", ".join(f"p{i}" for i in range(n))
     ts = ", ".join("t" if i == k else f"zeros[{i}]" for i in range(n))
-    return function_from_source(
+    return _from_source(
         "make_tangent_along", ["jvp", "zeros"],
         [f"def tangent_along(t, {ps}):",
          f"    return jvp(({ps},), ({ts},))[1]",
