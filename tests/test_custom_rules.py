@@ -244,6 +244,27 @@ def test_custom_vjp_njit_fwd_bwd_under_jit_and_redefined():
     pullback.unregister(softsign)
 
 
+@numba.njit
+def _scaled_fwd(x, c):
+    return x * c, c
+
+
+@numba.njit
+def _scaled_bwd(c, g):
+    return (g * c, None)           # no cotangent for c
+
+
+def test_custom_vjp_njit_none_cotangent_under_jit():
+    @custom_vjp
+    def scaled(x, c):
+        return x * c
+    scaled.defvjp(_scaled_fwd, _scaled_bwd)
+    gx, gc = pullback.grad(lambda x, c: scaled(x, c) * x, argnums=(0, 1), jit=True)(1.5, 4.0)
+    assert_close(gx, 4.0 * 1.5 + 1.5 * 4.0)             # d/dx (x c x) through the rule: c x + x c
+    assert gc == 0.0                                    # None: nothing flows to c
+    pullback.unregister(scaled)
+
+
 # ------------------------------------------------------------------ custom_jvp
 
 @custom_jvp

@@ -33,7 +33,7 @@ import inspect
 import numpy as np
 
 from . import api
-from .rules import forms, registry
+from .rules import forms, registry, twins
 from .rules.nondiff import stop_gradient
 from .rules.tangents import Tangent
 from .rules.templates import read_templates
@@ -127,8 +127,8 @@ def custom_vjp(fun):
     return wrapper
 
 
-def _define_vjp(wrapper, params, fwd, bwd):
-    fname = _name(wrapper)
+def _define_vjp(primitive, params, fwd, bwd):
+    fname = _name(primitive)
     for what, fn in (("fwd", fwd), ("bwd", bwd)):
         if not callable(fn):
             raise TypeError(f"{fname}.defvjp: {what} must be a function, got {fn!r}")
@@ -142,13 +142,13 @@ def _define_vjp(wrapper, params, fwd, bwd):
         {"fwd": fwd, "bwd": bwd, "residuals": _residuals, "cotangents": _cotangents,
          "fwd_name": _name(fwd), "bwd_name": _name(bwd), "fname": fname}, defaults)
     if _is_njit(fwd) and _is_njit(bwd):
-        _numba_forms(wrapper, vjp, names, defaults, fwd, bwd)
+        _numba_forms(primitive, vjp, names, defaults, fwd, bwd)
     else:
         vjp.numba_refusal = (
             f"{fname}, a pullback.custom_vjp function, under the Numba backend (jit=True): "
             f"its fwd {_name(fwd)} and bwd {_name(bwd)} are not both numba.njit functions",
             "Compile both with numba.njit, or use jit=False.")
-    registry.defvjp(wrapper, vjp)       # replaces the last; the pipeline drops derivatives
+    registry.defvjp(primitive, vjp)     # replaces the last; the pipeline drops derivatives
 
 
 def _residuals(out, fwd_name):
@@ -169,24 +169,43 @@ def _cotangents(out, primals, bwd_name, fname):
         raise TypeError(f"{bwd_name}, the custom_vjp bwd of {fname}, must return a tuple of "
                         f"{n} cotangent(s), one per positional parameter of {fname} (None "
                         f"for no cotangent), got {got}")
-    out = tuple(_zero(p) if c is None else c for c, p in zip(out, primals))
+    out = tuple(_or_zero(c, p) for c, p in zip(out, primals))
     return out[0] if n == 1 else out
 
 
-def _numba_forms(wrapper, vjp, names, defaults, fwd, bwd):
+def _or_zero(c, primal):
+    """``c``, or for None (bwd's "no cotangent") a zero of ``primal``'s shape: the
+    transform adds every cotangent it is given, and would add None as NaN."""
+    return _zero(primal) if c is None else c
+
+
+@forms.numba_twin(_or_zero)
+def _or_zero_numba(c, primal):
+    """``_or_zero`` in the compiled VJP of njit fwd/bwd (Numba types ``c`` as None)."""
+    if not twins.is_none(c):
+        return lambda c, primal: c
+    if twins.is_float_array(primal):
+        return lambda c, primal: np.zeros(primal.shape, primal.dtype)
+    if twins.is_array(primal):
+        return lambda c, primal: np.zeros(primal.shape)
+    return lambda c, primal: 0.0
+
+
+def _numba_forms(primitive, vjp, names, defaults, fwd, bwd):
     """Under Numba the VJP is ``bwd(fwd(...)[1], g)`` compiled, without the checks
     (a wrong result fails to compile), and the forward sweep's value is ``fwd(...)[0]``."""
     args = ", ".join(names)
-    pick = "[0]" if len(names) == 1 else ""
+    items = ", ".join(f"or_zero(out[{k}], {p})" for k, p in enumerate(names))
     fast_vjp = _from_source(f"{vjp.__name__}_numba", ["g", "ans", *names],
-                                    [f"return bwd(fwd({args})[1], g){pick}"],
-                                    {"fwd": fwd, "bwd": bwd}, defaults)
+                            [f"out = bwd(fwd({args})[1], g)",
+                             f"return {items}" if len(names) == 1 else f"return ({items})"],
+                            {"fwd": fwd, "bwd": bwd, "or_zero": _or_zero}, defaults)
     forms.numba_twin(vjp)(_from_source(
         f"{vjp.__name__}_typer", ["g", "ans", *names], ["return impl"], {"impl": fast_vjp},
         defaults))
     value = _from_source(f"{vjp.__name__}_value", names, [f"return fwd({args})[0]"],
-                                 {"fwd": fwd}, defaults)
-    forms.numba_twin(wrapper, always=True)(_from_source(
+                         {"fwd": fwd}, defaults)
+    forms.numba_twin(primitive, always=True)(_from_source(
         f"{vjp.__name__}_value_typer", names, ["return impl"], {"impl": value}, defaults))
 
 
@@ -240,13 +259,12 @@ def _define_jvp(primitive, params, jvp):
         return (None, *back(g))
 
     vjp = _from_source(_identifier(f"{fname}_vjp"), ["g", "ans", *names],
-                               [f"return transpose(g, ({args}))"], {"transpose": transpose},
-                               defaults)
+                       [f"return transpose(g, ({args}))"], {"transpose": transpose}, defaults)
     # The forward sweep's helper (one per differentiated argument), a primitive with a
     # rule of its own, so that reverse mode can differentiate forward mode's code.
     tangent = _from_source(_identifier(f"{fname}_tangent"), ["k", "t", *names],
-                                   [f"return tangent_along(k, t, ({args}))"],
-                                   {"tangent_along": tangent_along})
+                           [f"return tangent_along(k, t, ({args}))"],
+                           {"tangent_along": tangent_along})
     tangent_vjp = _from_source(
         _identifier(f"{fname}_tangent_vjp"), ["g", "ans", "k", "t", *names],
         [f"return tangent_cotangents(g, k, t, ({args}))"],
