@@ -13,17 +13,23 @@ derivative made with the old rule.  Without a rule (before ``defvjp``, after
 
 ``custom_vjp``: the rule's VJP calls ``fwd`` again at the call's arguments and
 hands its residuals to ``bwd``: one extra ``fwd`` call per call in the reverse
-sweep (the forward sweep calls the function itself; the registry has no
-primitive whose forward part returns more than its result).  Under Numba
-(``jit=True``) both ``fwd`` and ``bwd`` must be ``numba.njit`` functions: the
-forward sweep computes the value as ``fwd(...)[0]`` and the VJP is compiled.
+sweep.  The forward sweep calls the function itself: a user rule's forward part
+is the primal call, whose one result the transform follows, so residuals
+returned beside it would need a tuple-valued primitive of their own.  ``None``
+from ``bwd`` is a zero of the argument's shape.  Under Numba (``jit=True``) both
+``fwd`` and ``bwd`` must be ``numba.njit`` functions: the forward sweep takes the
+value as ``fwd(...)[0]`` (the primitive's Numba twin) and the VJP is compiled
+(its twin); plain Python ones are refused at the call's line
+(``numba_refusal``, read by the Numba backend's ``check_rule``).
 
 ``custom_jvp``: forward mode calls the user's jvp once per differentiated
 argument, with that argument's tangent and zeros for the others (the tangent
-is linear in the tangents, so the sum is the tangent).  Reverse mode transposes
-it: the cotangents are the gradient of ``<g, tangent_out(v)>`` in ``v``, which
-the reverse transform of the jvp function gives (:func:`pullback.vjp` at run
-time, plain Python).  Under Numba it is refused.
+is linear in the tangents, so the terms add up), through a helper that is a
+primitive with a rule of its own, so reverse mode over forward mode (``hessian``)
+differentiates the jvp again.  Reverse mode transposes it: the cotangents are the
+gradient of ``<g, tangent_out(v)>`` in ``v``, which the reverse transform of the
+jvp function gives (:func:`pullback.vjp` at run time, plain Python).  Under Numba
+it is refused at the call's line.
 """
 from __future__ import annotations
 
@@ -60,16 +66,18 @@ def _wrap(fun, decorator):
                         "take one or more positional parameters, and no *args, **kwargs "
                         "or keyword-only ones (each gets one cotangent)")
 
-    @functools.wraps(fun)
     def primitive(*args, **kwargs):
         return fun(*args, **kwargs)
+    # Not fun's __dict__: a Numba dispatcher's py_func there would make either look
+    # like a Numba function, whose Python source the frontend reads instead.
+    functools.update_wrapper(primitive, fun, updated=())
     names, defaults = _source_params(params)
     # What the user calls: a function of fun's parameters that calls the primitive,
     # from source, so that grad(f) itself reads it and meets the primitive's rule.
     wrapper = _from_source(_identifier(_name(fun)), names,
-                                   [f"return primitive({', '.join(names)})"],
-                                   {"primitive": primitive}, defaults)
-    functools.update_wrapper(wrapper, fun)
+                           [f"return primitive({', '.join(names)})"],
+                           {"primitive": primitive}, defaults)
+    functools.update_wrapper(wrapper, fun, updated=())
     del wrapper.__wrapped__             # the frontend would read fun's source instead
     wrapper.custom_primitive = primitive    # where the rule is (pullback.unregister)
     return wrapper, primitive, params
