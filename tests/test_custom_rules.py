@@ -190,6 +190,26 @@ def test_custom_vjp_wrong_usage():
     pullback.unregister(h)
 
 
+def test_custom_vjp_refuses_parameters_without_one_cotangent_each():
+    with pytest.raises(TypeError, match=r"no \*args, \*\*kwargs or keyword-only"):
+        custom_vjp(lambda *xs: sum(xs))
+    with pytest.raises(TypeError, match="decorates a function"):
+        custom_jvp(2.0)
+
+
+def test_custom_vjp_of_an_njit_function_uses_the_rule_on_python():
+    @custom_vjp
+    @numba.njit
+    def sq(x):
+        return x * x
+    sq.defvjp(lambda x: (sq(x), x), lambda x, g: (10.0 * g,))    # deliberately not 2x
+    assert sq(3.0) == 9.0
+    assert pullback.grad(sq)(3.0) == 10.0
+    assert pullback.grad(lambda x: sq(x) + x)(3.0) == 11.0
+    pullback.unregister(sq)
+    assert pullback.grad(lambda x: sq(x) + x)(3.0) == 7.0          # 2x + 1 from the source
+
+
 def test_custom_vjp_plain_python_refused_under_jit():
     with pytest.raises(NumbaCompileError, match="numba.njit") as info:
         pullback.grad(lambda x: log1pexp(x) * 2.0, jit=True)(0.5)
