@@ -11,10 +11,11 @@ from .core.errors import (
                           SourceUnavailableError,
                           UnsupportedSyntaxError,
 )
+from .custom import custom_jvp, custom_vjp, stop_gradient
 from .jacobians import grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, value_and_grad
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian", "hvp",
            "hessian", "show", "rule",
-           "unregister", "check_grad", "GradCheck",
+           "unregister", "custom_vjp", "custom_jvp", "stop_gradient", "check_grad", "GradCheck",
            "PullbackError", "UnsupportedSyntaxError", "MissingRuleError", "SourceUnavailableError",
            "NumbaCompileError", "cache_dir", "set_cache_dir"]

@@ -70,6 +70,12 @@ class NumbaBackend(Backend):
                 f"Use jit=False, or write the call as a function of your own compiled with "
                 f"numba.njit (a loop) and register the rule on that function instead of "
                 f"{rule.name}.", cls=NumbaCompileError)
+        for obj in rule.helpers.values():
+            # A helper that says why Numba cannot run it (pullback.custom_vjp's VJP when
+            # its fwd and bwd are plain Python): refused here, at the user's call.
+            refusal = getattr(obj, "numba_refusal", None)
+            if refusal is not None:
+                raise tr.error(s, refusal[0], refusal[1], cls=NumbaCompileError)
         if rule.vjp_tuple is not None:
             return          # a user's VJP function: Numba compiles it as it is, or says why
         for pname, template in rule.adjoints.items():
@@ -277,8 +283,10 @@ _STUBS: dict = {}
 
 def _primal_stub(fn, twin):
     """The function the forward sweep calls for ``fn`` under Numba: it calls ``fn``
-    from Python, and its twin is its Numba implementation."""
-    if id(fn) not in _STUBS:
+    from Python, and its twin is its Numba implementation.  A twin registered again
+    for ``fn`` (a ``custom_vjp``'s new ``fwd``) gets a new stub: Numba keeps the
+    overload it compiled for the old one."""
+    if id(fn) not in _STUBS or forms.twin(_STUBS[id(fn)][1]) is not twin:
         def stub(*args, **kwargs):
             return fn(*args, **kwargs)
         stub.__name__ = stub.__qualname__ = f"{getattr(fn, '__name__', 'primal')}_numba"
