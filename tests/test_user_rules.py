@@ -177,6 +177,44 @@ def test_a_rule_on_a_plain_python_function_under_numba(registered):
     assert pullback.grad(f, jit=False)(z) == pytest.approx(fd_grad(f, (z,)), rel=1e-7)
 
 
+def test_none_from_a_vjp_is_a_zero_cotangent(registered):
+    """A VJP returning None for an argument that is differentiated says it has no
+    derivative there: a zero gradient (it came out as NaN for an array and a
+    TypeError for a number)."""
+    def scale(x, y):
+        return x * y
+
+    registered(scale, lambda g, ans, x, y: (g * y, None))
+
+    def f(x, y):
+        return np.sum(scale(x, y)) + np.sum(y * y)
+    x, y = np.ones(3), np.arange(3.0)
+    dx, dy = pullback.grad(f, argnums=(0, 1))(x, y)
+    assert_close(dx, y, rtol=1e-15)
+    assert_close(dy, 2 * y, rtol=1e-15)            # only the y * y term
+    assert pullback.grad(lambda a, b: scale(a, b), argnums=(0, 1))(1.0, 2.0) == (2.0, 0.0)
+
+
+def test_none_from_an_njit_vjp_under_numba(registered):
+    numba = pytest.importorskip("numba")
+
+    @numba.njit
+    def scale(x, y):
+        return x * y
+
+    @numba.njit
+    def scale_vjp(g, ans, x, y):
+        return g * y, None
+    registered(scale, scale_vjp)
+
+    def f(x, y):
+        return np.sum(scale(x, y)) + np.sum(y * y)
+    x, y = np.ones(3), np.arange(3.0)
+    dx, dy = pullback.grad(f, argnums=(0, 1), jit=True)(x, y)
+    assert_close(dx, y, rtol=1e-15)
+    assert_close(dy, 2 * y, rtol=1e-15)
+
+
 def test_argnums_and_a_parameter_without_a_derivative(registered):
     def power(x, n=2):
         return x ** n

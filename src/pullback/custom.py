@@ -39,7 +39,8 @@ import inspect
 import numpy as np
 
 from . import api
-from .rules import forms, registry, twins
+from .core.runtime import cotangent_or_zero
+from .rules import forms, registry
 from .rules.nondiff import stop_gradient
 from .rules.tangents import Tangent
 from .rules.templates import read_templates
@@ -177,26 +178,8 @@ def _cotangents(out, primals, bwd_name, fname):
         raise TypeError(f"{bwd_name}, the custom_vjp bwd of {fname}, must return a tuple of "
                         f"{n} cotangent(s), one per positional parameter of {fname} (None "
                         f"for no cotangent), got {got}")
-    out = tuple(_or_zero(c, p) for c, p in zip(out, primals))
+    out = tuple(cotangent_or_zero(c, p) for c, p in zip(out, primals))
     return out[0] if n == 1 else out
-
-
-def _or_zero(c, primal):
-    """``c``, or for None (bwd's "no cotangent") a zero of ``primal``'s shape: the
-    transform adds every cotangent it is given, and would add None as NaN."""
-    return _zero(primal) if c is None else c
-
-
-@forms.numba_twin(_or_zero)
-def _or_zero_numba(c, primal):
-    """``_or_zero`` in the compiled VJP of njit fwd/bwd (Numba types ``c`` as None)."""
-    if not twins.is_none(c):
-        return lambda c, primal: c
-    if twins.is_float_array(primal):
-        return lambda c, primal: np.zeros(primal.shape, primal.dtype)
-    if twins.is_array(primal):
-        return lambda c, primal: np.zeros(primal.shape)
-    return lambda c, primal: 0.0
 
 
 def _numba_forms(primitive, vjp, names, defaults, fwd, bwd):
@@ -207,7 +190,7 @@ def _numba_forms(primitive, vjp, names, defaults, fwd, bwd):
     fast_vjp = _from_source(f"{vjp.__name__}_numba", ["g", "ans", *names],
                             [f"out = bwd(fwd({args})[1], g)",
                              f"return {items}" if len(names) == 1 else f"return ({items})"],
-                            {"fwd": fwd, "bwd": bwd, "or_zero": _or_zero}, defaults)
+                            {"fwd": fwd, "bwd": bwd, "or_zero": cotangent_or_zero}, defaults)
     forms.numba_twin(vjp)(_from_source(
         f"{vjp.__name__}_typer", ["g", "ans", *names], ["return impl"], {"impl": fast_vjp},
         defaults))
