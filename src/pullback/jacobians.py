@@ -86,7 +86,7 @@ def _jvp_of_grad(gf, primals, tangents, jit):
     return gf(*primals), hvp(gf.f, primals, tangents, jit)[i % len(primals)]
 
 
-def grad(f, argnums=0, jit=None):
+def grad(f, argnums=0, jit=None, has_aux=False):
     """:func:`pullback.api.grad`, and the second derivative when ``f`` is itself
     ``grad(g)`` of a ``g`` whose gradient is a number (``grad(grad(g))``: reverse
     mode over forward mode, see :func:`hessian`).
@@ -95,16 +95,16 @@ def grad(f, argnums=0, jit=None):
     >>> pullback.grad(pullback.grad(lambda x: x ** 3))(2.0)
     12.0
     """
-    if isinstance(f, GradientFunction) and not f.with_value:
+    if isinstance(f, GradientFunction) and not f.with_value and not has_aux:
         return grad_of_grad(f, argnums, jit, with_value=False)
-    return api.grad(f, argnums, jit)
+    return api.grad(f, argnums, jit, has_aux)
 
 
-def value_and_grad(f, argnums=0, jit=None):
+def value_and_grad(f, argnums=0, jit=None, has_aux=False):
     """:func:`pullback.api.value_and_grad`, nesting as :func:`grad` does."""
-    if isinstance(f, GradientFunction) and not f.with_value:
+    if isinstance(f, GradientFunction) and not f.with_value and not has_aux:
         return grad_of_grad(f, argnums, jit, with_value=True)
-    return api.value_and_grad(f, argnums, jit)
+    return api.value_and_grad(f, argnums, jit, has_aux)
 
 
 def grad_of_grad(gf, argnums, jit, with_value):
