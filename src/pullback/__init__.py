@@ -12,9 +12,10 @@ from .core.errors import (
                           UnsupportedSyntaxError,
 )
 from .jacobians import grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, value_and_grad
+from .trees import tree_flatten, tree_map, tree_unflatten
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian", "hvp",
-           "hessian", "show", "rule",
+           "hessian", "show", "rule", "tree_flatten", "tree_unflatten", "tree_map",
            "unregister", "check_grad", "GradCheck",
            "PullbackError", "UnsupportedSyntaxError", "MissingRuleError", "SourceUnavailableError",
            "NumbaCompileError", "cache_dir", "set_cache_dir"]
