@@ -18,9 +18,8 @@ the entry point.
 from __future__ import annotations
 
 import ast
-import re
 
-from ..core import ir, trees
+from ..core import ir
 from ..core.errors import UnsupportedSyntaxError
 from ..core.names import Names
 from ..core.trees import Tree
@@ -80,7 +79,7 @@ class Normalizer(Structures, Expressions, Loops, Calls):
         params = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
         self.inliner = Inliner(self, parsed.fn.__code__)
         scope = Scope(parsed, rename={n: n for n in local_names(fn)})
-        params = self._flatten_params(params, scope)
+        params = self.flatten_params(params, scope)
         self._prepare_returns(scope, fn.body)
         body = self.lower_block(fn.body, scope)
         if self.out_tree is not None and scope.ret_plain:
@@ -98,20 +97,6 @@ class Normalizer(Structures, Expressions, Loops, Calls):
         return ir.Function(name=fn.name, params=params, body=body, names=self.names.used,
                            copied_params=written & set(params),
                            source_lines=self.out.source_lines)
-
-    def _flatten_params(self, params, scope):
-        """One IR parameter per leaf of a pytree argument, named by its path."""
-        out = []
-        for k, p in enumerate(params):
-            tree = self.arg_trees[k] if k < len(self.arg_trees) else None
-            if tree is None:
-                out.append(p)
-                continue
-            names = [self.names.reserve(re.sub(r"\W+", "_", path).strip("_"))
-                     for path in trees.paths(tree, p)]
-            scope.structures[p] = tree.fill(iter([ast.Name(n) for n in names]))
-            out.extend(names)
-        return out
 
     def error(self, what, node, scope, hint=""):
         return scope.unsupported(what, node, hint)

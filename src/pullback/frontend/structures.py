@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from contextlib import contextmanager
 
 from ..core import ir
-from ..core.trees import Tree
+from ..core.trees import Tree, paths
 from .expressions import Primitive
 from .scope import UNRESOLVED, walk_same_scope
 
@@ -40,8 +41,8 @@ class _Poisoned:
         self.node = node
 
 
-class Structures:
-    """Mixin of the Normalizer: the structures of pytree arguments and values."""
+class Bindings:
+    """Mixin of the Normalizer: names bound to structures, and loops over them."""
 
     # ---- looking up --------------------------------------------------------------
     def structure_of_name(self, name, scope):
@@ -100,104 +101,6 @@ class Structures:
         except KeyError:
             raise scope.unsupported(f"`{ast.unparse(e)}`: the pytree ({base.describe()}) has "
                                     f"no item {key!r}", e, _fields_hint(base)) from None
-
-    # ---- lowering ----------------------------------------------------------------
-    def lower_tree(self, e, scope):
-        """Lower ``e`` to a Tree of atoms when it is a structure, else to an atom."""
-        value = self.lower_value(e, scope)
-        if isinstance(value, Tree):
-            return value
-        prim = value if isinstance(value, Primitive) else Primitive(value)
-        if isinstance(prim.expr, (ast.Name, ast.Constant)):
-            return prim.expr
-        return self.out.temp(e, prim.expr, scope, callee=prim.callee, method=prim.method)
-
-    def refuse_value(self, tree: Tree, e, scope):
-        """A structure where a value is needed."""
-        return scope.unsupported(f"a pytree ({tree.describe()}) used as a value in "
-                                 f"`{ast.unparse(e)}`", e, _HINT)
-
-    def tree_display(self, e, scope):
-        """A list or tuple display holding a structure, or a dict display: a Tree."""
-        if isinstance(e, ast.Dict):
-            keys = []
-            for k in e.keys:
-                key = _constant(k) if k is not None else UNRESOLVED
-                if key is UNRESOLVED:
-                    raise scope.unsupported("a dict display whose keys are not constants", e,
-                                            "write each key as a constant: {'w': w, 'b': b}")
-                keys.append(key)
-            values = [self._snapshot(self.lower_tree(v, scope), v, scope) for v in e.values]
-            return Tree("dict", None, tuple(keys), tuple(values))
-        items = [self.lower_tree(x, scope) for x in e.elts]
-        if not any(isinstance(x, Tree) for x in items):
-            return ast.Tuple(items, ast.Load())
-        kind = "list" if isinstance(e, ast.List) else "tuple"
-        return Tree(kind, None, (), tuple(self._snapshot(x, e, scope) for x in items))
-
-    def _snapshot(self, atom, node, scope):
-        """A leaf held by a new structure: a local name is copied, as the container
-        holds the object, not the name (which may be rebound later)."""
-        if isinstance(atom, ast.Name) and atom.id in scope.all_locals():
-            return self.out.temp(node, atom, scope)
-        return atom
-
-    def construct(self, e: ast.Call, cls, scope):
-        """``Point(x=..., y=...)`` of a NamedTuple or dataclass: a Tree, or None."""
-        if not isinstance(cls, type):
-            return None
-        if issubclass(cls, tuple) and hasattr(cls, "_fields"):
-            fields = list(cls._fields)
-            defaults = dict(getattr(cls, "_field_defaults", {}))
-            kind = "namedtuple"
-        elif dataclasses.is_dataclass(cls):
-            if any(not f.init for f in dataclasses.fields(cls)) or hasattr(cls, "__post_init__"):
-                raise scope.unsupported(f"constructing the dataclass {cls.__name__}, which has "
-                                        "fields outside __init__ or a __post_init__", e)
-            fields = [f.name for f in dataclasses.fields(cls)]
-            defaults = {f.name: f.default for f in dataclasses.fields(cls)
-                        if f.default is not dataclasses.MISSING}
-            kind = "dataclass"
-        else:
-            return None
-        given = dict(zip(fields, e.args))
-        given.update({k.arg: k.value for k in e.keywords})
-        if len(e.args) > len(fields) or set(given) - set(fields):
-            raise scope.unsupported(f"this call of {cls.__name__}", e,
-                                    f"pass its fields {', '.join(fields)}")
-        values = []
-        for name in fields:
-            if name in given:
-                values.append(self._snapshot(self.lower_tree(given[name], scope), e, scope))
-            elif name in defaults and isinstance(defaults[name], (int, float, str, bool,
-                                                                  type(None))):
-                values.append(ast.Constant(defaults[name]))
-            else:
-                raise scope.unsupported(f"this call of {cls.__name__} without the field "
-                                        f"{name!r}", e, "pass every field")
-        return Tree(kind, cls, tuple(fields), tuple(values))
-
-    def tree_result(self, tree: Tree, scope, stmt):
-        """``return <pytree>``: for the top function, the atom of the tuple of its leaves
-        (its structure recorded in ``out_tree``); for an inlined callee, None after
-        assigning the names of its result's leaves.  Every return gives one structure."""
-        shape = tree.shape()
-        top = scope.parsed is self.top and scope.depth == 0
-        known = self.out_tree if top else (scope.ret_tree.shape() if scope.ret_tree else None)
-        if known is not None and known != shape:
-            raise scope.unsupported("returns that give pytrees of different structures", stmt,
-                                    "make every return give the same structure")
-        leaves = [_leaf(x) for x in tree.leaves()]
-        if top:
-            self.out_tree = shape
-            return self.out.temp(stmt, ast.Tuple(leaves, ast.Load()), scope)
-        if scope.ret_tree is None:
-            scope.ret_tree = shape.fill(iter([ast.Name(self.names.fresh("_ret"))
-                                              for _ in leaves]))
-        line = self.out.line(stmt, scope)
-        for name, leaf in zip(scope.ret_tree.leaves(), leaves):
-            self.out.emit(ir.Assign(line, name.id, leaf))
-        return None
 
     # ---- binding -----------------------------------------------------------------
     def bind_tree(self, target, value, scope, stmt):
@@ -297,6 +200,122 @@ class Structures:
                 self.bind_tree(s.target, items[0], scope, s)
             self.lower_block(s.body, scope)
         return True
+
+
+class Structures(Bindings):
+    """Mixin of the Normalizer: pytree parameters, values built and returned."""
+
+    def flatten_params(self, params, scope):
+        """One IR parameter per leaf of a pytree argument, named by its path."""
+        out = []
+        for k, p in enumerate(params):
+            tree = self.arg_trees[k] if k < len(self.arg_trees) else None
+            if tree is None:
+                out.append(p)
+                continue
+            names = [self.names.reserve(re.sub(r"\W+", "_", path).strip("_"))
+                     for path in paths(tree, p)]
+            scope.structures[p] = tree.fill(iter([ast.Name(n) for n in names]))
+            out.extend(names)
+        return out
+
+    # ---- lowering ----------------------------------------------------------------
+    def lower_tree(self, e, scope):
+        """Lower ``e`` to a Tree of atoms when it is a structure, else to an atom."""
+        value = self.lower_value(e, scope)
+        if isinstance(value, Tree):
+            return value
+        prim = value if isinstance(value, Primitive) else Primitive(value)
+        if isinstance(prim.expr, (ast.Name, ast.Constant)):
+            return prim.expr
+        return self.out.temp(e, prim.expr, scope, callee=prim.callee, method=prim.method)
+
+    def refuse_value(self, tree: Tree, e, scope):
+        """A structure where a value is needed."""
+        return scope.unsupported(f"a pytree ({tree.describe()}) used as a value in "
+                                 f"`{ast.unparse(e)}`", e, _HINT)
+
+    def tree_display(self, e, scope):
+        """A list or tuple display holding a structure, or a dict display: a Tree."""
+        if isinstance(e, ast.Dict):
+            keys = []
+            for k in e.keys:
+                key = _constant(k) if k is not None else UNRESOLVED
+                if key is UNRESOLVED:
+                    raise scope.unsupported("a dict display whose keys are not constants", e,
+                                            "write each key as a constant: {'w': w, 'b': b}")
+                keys.append(key)
+            values = [self._snapshot(self.lower_tree(v, scope), v, scope) for v in e.values]
+            return Tree("dict", None, tuple(keys), tuple(values))
+        items = [self.lower_tree(x, scope) for x in e.elts]
+        if not any(isinstance(x, Tree) for x in items):
+            return ast.Tuple(items, ast.Load())
+        kind = "list" if isinstance(e, ast.List) else "tuple"
+        return Tree(kind, None, (), tuple(self._snapshot(x, e, scope) for x in items))
+
+    def _snapshot(self, atom, node, scope):
+        """A leaf held by a new structure: a local name is copied, as the container
+        holds the object, not the name (which may be rebound later)."""
+        if isinstance(atom, ast.Name) and atom.id in scope.all_locals():
+            return self.out.temp(node, atom, scope)
+        return atom
+
+    def construct(self, e: ast.Call, cls, scope):
+        """``Point(x=..., y=...)`` of a NamedTuple or dataclass: a Tree, or None."""
+        if not isinstance(cls, type):
+            return None
+        if issubclass(cls, tuple) and hasattr(cls, "_fields"):
+            fields = list(cls._fields)
+            defaults = dict(getattr(cls, "_field_defaults", {}))
+            kind = "namedtuple"
+        elif dataclasses.is_dataclass(cls):
+            if any(not f.init for f in dataclasses.fields(cls)) or hasattr(cls, "__post_init__"):
+                raise scope.unsupported(f"constructing the dataclass {cls.__name__}, which has "
+                                        "fields outside __init__ or a __post_init__", e)
+            fields = [f.name for f in dataclasses.fields(cls)]
+            defaults = {f.name: f.default for f in dataclasses.fields(cls)
+                        if f.default is not dataclasses.MISSING}
+            kind = "dataclass"
+        else:
+            return None
+        given = dict(zip(fields, e.args))
+        given.update({k.arg: k.value for k in e.keywords})
+        if len(e.args) > len(fields) or set(given) - set(fields):
+            raise scope.unsupported(f"this call of {cls.__name__}", e,
+                                    f"pass its fields {', '.join(fields)}")
+        values = []
+        for name in fields:
+            if name in given:
+                values.append(self._snapshot(self.lower_tree(given[name], scope), e, scope))
+            elif name in defaults and isinstance(defaults[name], (int, float, str, bool,
+                                                                  type(None))):
+                values.append(ast.Constant(defaults[name]))
+            else:
+                raise scope.unsupported(f"this call of {cls.__name__} without the field "
+                                        f"{name!r}", e, "pass every field")
+        return Tree(kind, cls, tuple(fields), tuple(values))
+
+    def tree_result(self, tree: Tree, scope, stmt):
+        """``return <pytree>``: for the top function, the atom of the tuple of its leaves
+        (its structure recorded in ``out_tree``); for an inlined callee, None after
+        assigning the names of its result's leaves.  Every return gives one structure."""
+        shape = tree.shape()
+        top = scope.parsed is self.top and scope.depth == 0
+        known = self.out_tree if top else (scope.ret_tree.shape() if scope.ret_tree else None)
+        if known is not None and known != shape:
+            raise scope.unsupported("returns that give pytrees of different structures", stmt,
+                                    "make every return give the same structure")
+        leaves = [_leaf(x) for x in tree.leaves()]
+        if top:
+            self.out_tree = shape
+            return self.out.temp(stmt, ast.Tuple(leaves, ast.Load()), scope)
+        if scope.ret_tree is None:
+            scope.ret_tree = shape.fill(iter([ast.Name(self.names.fresh("_ret"))
+                                              for _ in leaves]))
+        line = self.out.line(stmt, scope)
+        for name, leaf in zip(scope.ret_tree.leaves(), leaves):
+            self.out.emit(ir.Assign(line, name.id, leaf))
+        return None
 
     def tree_call(self, e: ast.Call, fn, scope):
         """A call that is about pytrees: ``len(<pytree>)``, a constant; a NamedTuple's
