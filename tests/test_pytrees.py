@@ -251,3 +251,27 @@ def test_a_complex_leaf_is_refused_with_its_path():
     params = {"layers": [{"W": np.eye(2)}, {"W": np.eye(2) * 1j}]}
     with pytest.raises(TypeError, match=r"params\['layers'\]\[1\]\['W'\]"):
         pullback.grad(dynamic_index)(params, np.ones(2))
+
+
+def test_grad_refuses_a_pytree_result():
+    with pytest.raises(TypeError, match=r"returns a pytree \(dict with keys 'h', 'total'\)"):
+        pullback.grad(dict_result)({"W": np.eye(2), "c": 1.0}, np.ones(2))
+
+
+def test_loops_over_zipped_and_enumerated_lists_and_slices():
+    def f(p, x):
+        tot = 0.0
+        for i, (a, b) in enumerate(zip(p["ls"], p["ls"][1:])):
+            tot = tot + (i + 1) * np.sum(a * b * x)
+        for a in reversed(p["ls"]):
+            tot = tot * 0.5 + np.sum(a) * len(p["ls"])
+        return tot + p["ls"][-1][0]
+    p = {"ls": [np.array([1.0, 2.0]), np.array([3.0, -4.0]), np.array([0.5, 6.0])]}
+    x = np.array([0.5, 0.25])
+    g = pullback.grad(f)(p, x)
+    for k, leaf in enumerate(p["ls"]):
+        def along(v, k=k):
+            ls = list(p["ls"])
+            ls[k] = v
+            return f({"ls": ls}, x)
+        assert_fd_close(g["ls"][k], fd_estimate(along, [leaf], 0))

@@ -111,10 +111,21 @@ class GradientFunction:
         nums = tuple(i + nb for i in nums)
         kinds = tuple(kind_of_value(a) for a in args)
         c = derivative(self.f, nums, kinds, self.backend, call_vjp, has_aux=self.has_aux)
-        if c.result_items is not None and not self.has_aux:   # refused before it runs
-            _check_scalar((None,) * c.result_items, self.f, self._api)
+        self._check_result(c)
         self._last = c
         return c, nums, single
+
+    def _check_result(self, c):
+        """A tuple or pytree result is refused before it runs (Numba would not compile
+        it), unless has_aux says which item is the loss."""
+        if self.has_aux:
+            return
+        if c.out_tree is not None:
+            raise TypeError(f"{self._api} requires {_name(self.f)} to return a scalar, but it "
+                            f"returns a pytree ({c.out_tree.describe()}); {_NO_AUX}, or use "
+                            "vjp with a cotangent of that structure")
+        if c.result_items is not None:
+            _check_scalar((None,) * c.result_items, self.f, self._api)
 
     def _value(self, c, value):
         """The function's value, checked: a scalar, or with has_aux (scalar, aux)."""
@@ -143,6 +154,7 @@ class GradientFunction:
         try:
             c = derivative(self.f, wrt, kinds, self.backend, call_vjp, structures=flat.structures,
                            has_aux=self.has_aux)
+            self._check_result(c)
             self._last = c
             seed = aux_seed(1, output_leaves(c, name, self._api), 1.0) if self.has_aux else 1.0
             value, grads = c.fn(*flat.args, seed)
@@ -381,7 +393,10 @@ def call_vjp(f, g, *args):
 
 def show(g, *args) -> None:
     """Print the derivative source of ``g = grad(f)`` (for ``args`` if given)."""
-    if args:
+    if args and may_hold_tree(args):
+        g(*args)        # pytree arguments: flattened by a call, which makes the derivative
+        print(g._last.source)
+    elif args:
         full = g._bound + args
         try:
             g.compiled(*(full if len(full) == g._nparams else _full_args(g.f, full, {})))

@@ -146,7 +146,7 @@ class Bindings:
         """A branch or a loop that is not unrolled: see the module's docstring."""
         before = dict(scope.structures)
         saved = scope.frozen
-        scope.frozen = saved | set(before)
+        scope.frozen = saved | {n for n, t in before.items() if not isinstance(t, _Poisoned)}
         try:
             yield
         finally:
@@ -162,16 +162,23 @@ class Bindings:
         it = s.iter
         inner = it.args if fn in (enumerate, zip, reversed) and isinstance(it, ast.Call) \
             else [it]
+        zipped = fn is zip
         if fn is enumerate:
             inner = inner[:1]
+            if isinstance(inner[0], ast.Call) \
+                    and self.resolver.resolve_callee(inner[0].func, scope) is zip:
+                inner, zipped = inner[0].args, True         # enumerate(zip(a, b))
         seqs = [self.static_tree(x, scope) for x in inner]
         if not any(isinstance(q, Tree) for q in seqs):
             return False
         for q, x in zip(seqs, inner):
             if not isinstance(q, Tree) or q.kind not in ("list", "tuple", "namedtuple"):
-                what = q.describe() if isinstance(q, Tree) else "a value that is not a pytree"
-                raise scope.unsupported(f"a loop over {what} beside pytrees", x,
-                                        "loop over lists or tuples of pytrees, all of them")
+                what = f"a pytree ({q.describe()})" if isinstance(q, Tree) else \
+                    "a value that is not a pytree, zipped with a pytree"
+                raise scope.unsupported(f"a loop over {what}", x,
+                                        "loop over lists or tuples of pytrees (all the "
+                                        "sequences zipped); read a dict's or a dataclass's "
+                                        "values by their constant keys or fields")
         for n in (n for st in s.body for n in walk_same_scope(st)):
             if isinstance(n, (ast.Break, ast.Continue, ast.Return)):
                 word = type(n).__name__.lower()
@@ -185,6 +192,7 @@ class Bindings:
         order = range(count - 1, -1, -1) if fn is reversed else range(count)
         for k in order:
             items = [_leaf(q.children[k]) for q in seqs]
+            item = Tree("tuple", None, (), tuple(items)) if zipped else items[0]
             if fn is enumerate:
                 if not (isinstance(s.target, ast.Tuple) and len(s.target.elts) == 2):
                     raise scope.unsupported("enumerate() without an `i, x` target", s.target)
@@ -193,11 +201,9 @@ class Bindings:
                     raise scope.unsupported("enumerate() of a pytree from a start that is "
                                             "not a constant", it)
                 self.bind_tree(s.target.elts[0], ast.Constant(k + start), scope, s)
-                self.bind_tree(s.target.elts[1], items[0], scope, s)
-            elif fn is zip:
-                self.bind_tree(s.target, Tree("tuple", None, (), tuple(items)), scope, s)
+                self.bind_tree(s.target.elts[1], item, scope, s)
             else:
-                self.bind_tree(s.target, items[0], scope, s)
+                self.bind_tree(s.target, item, scope, s)
             self.lower_block(s.body, scope)
         return True
 
