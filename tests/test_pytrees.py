@@ -275,3 +275,30 @@ def test_loops_over_zipped_and_enumerated_lists_and_slices():
             ls[k] = v
             return f({"ls": ls}, x)
         assert_fd_close(g["ls"][k], fd_estimate(along, [leaf], 0))
+
+
+def sine_loss(p, x):
+    return np.sum(np.sin(p["w"] * x)) * p["c"] ** 2
+
+
+def analytic_grad(p, x):
+    return {"w": p["c"] ** 2 * x * np.cos(p["w"] * x), "c": 2 * p["c"] * np.sum(np.sin(p["w"] * x))}
+
+
+def test_jvp_and_hvp_take_pytrees():
+    p, x = {"w": np.array([0.5, -1.0]), "c": 1.5, "n": 3}, np.array([1.0, 2.0])
+    t = {"w": np.array([1.0, -0.5]), "c": 0.5, "n": None}
+    value, tangent = pullback.jvp(sine_loss, (p, x), (t, None))
+    g = analytic_grad(p, x)
+    assert value == pytest.approx(sine_loss(p, x), rel=1e-14)
+    assert tangent == pytest.approx(np.sum(g["w"] * t["w"]) + g["c"] * t["c"], rel=1e-12)
+    hp, hx = pullback.hvp(sine_loss, (p, x), (t, None))
+    eps = 1e-6
+    up = analytic_grad({"w": p["w"] + eps * t["w"], "c": p["c"] + eps * t["c"]}, x)
+    dn = analytic_grad({"w": p["w"] - eps * t["w"], "c": p["c"] - eps * t["c"]}, x)
+    np.testing.assert_allclose(hp["w"], (up["w"] - dn["w"]) / (2 * eps), rtol=1e-7)
+    assert hp["c"] == pytest.approx((up["c"] - dn["c"]) / (2 * eps), rel=1e-7)
+    assert hp["n"] is None and hx.shape == x.shape
+    value, tangent = pullback.jvp(dict_result, ({"W": np.eye(2), "c": 2.0}, np.ones(2)),
+                                  ({"W": np.zeros((2, 2)), "c": 1.0}, None))
+    assert list(tangent) == ["h", "total"] and tangent["total"] == pytest.approx(2 * np.tanh(1))
