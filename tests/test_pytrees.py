@@ -233,7 +233,31 @@ def break_in_unrolled(params, x):
     return np.sum(x)
 
 
+def bound_in_a_loop_after_a_read(params, x):
+    q = 1.0
+    for i in range(3):
+        x = x * q
+        q = params
+    return np.sum(x)
+
+
+def bound_in_a_branch(params, x):
+    if x[0] > 0.0:
+        layer = params["layers"][0]
+    else:
+        layer = params["layers"][-1]
+    return np.sum(layer["W"])
+
+
+def assign_into(params, x):
+    params["layers"] = x
+    return np.sum(x)
+
+
 @pytest.mark.parametrize("f, words, marker", [
+    (bound_in_a_loop_after_a_read, "reading 'q' in a loop before", "x = x * q"),
+    (bound_in_a_branch, "reading 'layer' after the branch", "if x[0]"),
+    (assign_into, "assignment into a pytree", "params["),
     (dynamic_index, "not a constant", "[i]"), (dict_arithmetic, "used as a value", "params *"),
     (break_in_unrolled, "`break` in a loop over a list of pytrees", "    break")])
 def test_refused_constructs_name_the_line(f, words, marker):

@@ -151,9 +151,11 @@ class Bindings:
             yield
         finally:
             scope.frozen = saved
-            for name, tree in list(scope.structures.items()):
-                if before.get(name) is not tree:
-                    scope.structures[name] = _Poisoned(stmt)
+        for name, tree in list(scope.structures.items()):
+            if before.get(name) is not tree:
+                if isinstance(stmt, (ast.For, ast.While)):
+                    _refuse_read_before_bound(name, stmt, scope)
+                scope.structures[name] = _Poisoned(stmt)
 
     # ---- loops and len -------------------------------------------------------------
     def unroll(self, s: ast.For, scope, fn) -> bool:
@@ -336,6 +338,24 @@ class Structures(Bindings):
             return None
         tree = self.static_tree(e.args[0], scope)
         return ast.Constant(len(tree.children)) if isinstance(tree, Tree) else None
+
+
+def _refuse_read_before_bound(name, loop, scope):
+    """A name bound to a pytree inside a loop must not be read in the loop before it
+    is bound there: a later iteration would read the pytree, the lowered code the
+    value bound before the loop."""
+    def at(n):
+        return (n.lineno, n.col_offset)
+    nodes = [n for st in loop.body for n in walk_same_scope(st)
+             if isinstance(n, ast.Name) and n.id == name]
+    stores = [at(n) for n in nodes if isinstance(n.ctx, ast.Store)]
+    loads = [n for n in nodes if isinstance(n.ctx, ast.Load)]
+    first = min(stores, default=None)
+    early = [n for n in loads if first is None or at(n) < first]
+    if early:
+        raise scope.unsupported(f"reading {name!r} in a loop before the statement of that "
+                                "loop that binds it to a pytree", early[0],
+                                "bind it before the loop, or use another name")
 
 
 def _leaf(x):
