@@ -80,3 +80,14 @@ def test_has_aux_needs_a_pair(make):
 def test_without_has_aux_the_message_points_to_it():
     with pytest.raises(TypeError, match="has_aux=True"):
         pullback.grad(loss_and_array)(X)
+
+
+def test_jacrev_with_aux():
+    def f(x):
+        y = np.sin(x) * x[0]
+        return y, {"norm": np.sum(y ** 2)}
+    jac, aux = pullback.jacrev(f, has_aux=True)(X)
+    expected = np.diag(np.cos(X) * X[0])
+    expected[:, 0] += np.sin(X)                     # analytic: d(sin(x_i) x_0)/dx_j
+    np.testing.assert_allclose(jac, expected, rtol=1e-14)
+    assert aux["norm"] == f(X)[1]["norm"]

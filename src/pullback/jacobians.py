@@ -321,15 +321,19 @@ def jacfwd(f, argnums=0, jit=None):
     return jacobian
 
 
-def jacrev(f, argnums=0, jit=None):
+def jacrev(f, argnums=0, jit=None, has_aux=False):
     """The Jacobian of ``f`` by reverse mode: one :func:`vjp` cotangent per entry of
     the result (cheapest when it has fewer entries than the arguments).  Shapes as
-    in :func:`jacfwd`."""
+    in :func:`jacfwd`.  With ``has_aux=True``, ``f`` returns ``(value, aux)`` and the
+    call returns ``(jacobian, aux)``."""
     def jacobian(*args):
         fname = _name(f)
         nums, single = _check_argnums(argnums, len(args), fname)
         _check_differentiable(args, nums, fname)
-        value, back = vjp(f, *args, jit=jit)
+        if has_aux:
+            value, back, aux = vjp(f, *args, jit=jit, has_aux=True)
+        else:
+            value, back = vjp(f, *args, jit=jit)
         if isinstance(value, tuple):
             raise TypeError(f"jacrev: {fname} returns a tuple; return one array (stack the "
                             "items) to take its Jacobian")
@@ -338,7 +342,7 @@ def jacrev(f, argnums=0, jit=None):
         for i in nums:
             stacked = np.array([np.asarray(r[i], dtype=float) for r in rows])
             out.append(stacked.reshape(np.shape(value) + np.shape(args[i])))
-        return _shaped(out, single)
+        return (_shaped(out, single), aux) if has_aux else _shaped(out, single)
     jacobian.__name__ = f"jacrev({_name(f)})"
     return jacobian
 
