@@ -173,16 +173,18 @@ class GradientFunction:
             args = self._bound + args
         if kwargs or len(args) != self._nparams:
             args = _full_args(self.f, args, kwargs)
-        if may_hold_tree(args):
+        # Fast path: the same argument kinds as a previous call.  (This runs on every
+        # call: a list comprehension over the arrays' dtype objects costs least.)
+        key = tuple([(a.dtype, a.ndim) if type(a) is np.ndarray else type(a) for a in args])
+        entry = self._fast.get(key)
+        # A key with an entry had no pytree to differentiate (a container there is refused
+        # on the plain path, and a pytree call keeps no entry).
+        if entry is None and may_hold_tree(args):
             out = self._call_tree(args)
             if out is not None:
                 return out
         if self.has_aux:
             return self._call_aux(args)
-        # Fast path: the same argument kinds as a previous call.  (This runs on every
-        # call: a list comprehension over the arrays' dtype objects costs least.)
-        key = tuple([(a.dtype, a.ndim) if type(a) is np.ndarray else type(a) for a in args])
-        entry = self._fast.get(key)
         try:
             if entry is None or entry[0].stale or (entry[0].dependencies
                                                    and not still_valid(entry[0])):
