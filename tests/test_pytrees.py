@@ -326,3 +326,17 @@ def test_jvp_and_hvp_take_pytrees():
     value, tangent = pullback.jvp(dict_result, ({"W": np.eye(2), "c": 2.0}, np.ones(2)),
                                   ({"W": np.zeros((2, 2)), "c": 1.0}, None))
     assert list(tangent) == ["h", "total"] and tangent["total"] == pytest.approx(2 * np.tanh(1))
+
+
+def test_jacrev_of_a_pytree_argument():
+    def f(p, x):
+        return np.tanh(p["W"] @ x) * p["c"]
+    p, x = {"W": RNG.standard_normal((2, 3)), "c": 1.3, "tag": "t"}, RNG.standard_normal(3)
+    jac = pullback.jacrev(f)(p, x)
+    h = np.tanh(p["W"] @ x)
+    expected_W = np.zeros((2, 2, 3))                 # analytic: d out_i / d W_jk
+    for i in range(2):
+        expected_W[i, i] = p["c"] * (1 - h[i] ** 2) * x
+    np.testing.assert_allclose(jac["W"], expected_W, rtol=1e-12)
+    np.testing.assert_allclose(jac["c"], h, rtol=1e-14)
+    assert jac["tag"] is None

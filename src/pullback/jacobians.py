@@ -35,7 +35,7 @@ from .core.kinds import kind_of_value
 from .frontend.parse import unwrap
 from .pipeline import choose_backend, derivative
 from .rules import registry
-from .trees import flatten_args, may_hold_tree, tree_flatten, tree_unflatten
+from .trees import flatten_args, is_container, may_hold_tree, tree_flatten, tree_map, tree_unflatten
 
 
 def _tangent_of(primal, tangent, i, fname):
@@ -324,12 +324,14 @@ def jacfwd(f, argnums=0, jit=None):
 def jacrev(f, argnums=0, jit=None, has_aux=False):
     """The Jacobian of ``f`` by reverse mode: one :func:`vjp` cotangent per entry of
     the result (cheapest when it has fewer entries than the arguments).  Shapes as
-    in :func:`jacfwd`.  With ``has_aux=True``, ``f`` returns ``(value, aux)`` and the
-    call returns ``(jacobian, aux)``."""
+    in :func:`jacfwd`; a pytree argument's Jacobian is a pytree of its structure whose
+    leaves have shape ``value.shape + leaf.shape`` (None for a leaf that is not a
+    float).  With ``has_aux=True``, ``f`` returns ``(value, aux)`` and the call
+    returns ``(jacobian, aux)``."""
     def jacobian(*args):
         fname = _name(f)
         nums, single = _check_argnums(argnums, len(args), fname)
-        _check_differentiable(args, nums, fname)
+        _check_differentiable(args, [i for i in nums if not is_container(args[i])], fname)
         if has_aux:
             value, back, aux = vjp(f, *args, jit=jit, has_aux=True)
         else:
@@ -340,11 +342,22 @@ def jacrev(f, argnums=0, jit=None, has_aux=False):
         rows = [back(_unit(value, k)) for k in range(max(np.size(value), 1))]
         out = []
         for i in nums:
+            if is_container(args[i]):
+                out.append(tree_map(lambda *ls: _stacked(ls, value), *[r[i] for r in rows]))
+                continue
             stacked = np.array([np.asarray(r[i], dtype=float) for r in rows])
             out.append(stacked.reshape(np.shape(value) + np.shape(args[i])))
         return (_shaped(out, single), aux) if has_aux else _shaped(out, single)
     jacobian.__name__ = f"jacrev({_name(f)})"
     return jacobian
+
+
+def _stacked(rows, value):
+    """One leaf's Jacobian from its cotangent in each row (None: not a float)."""
+    if rows[0] is None:
+        return None
+    out = np.array([np.asarray(r, dtype=float) for r in rows])
+    return _scalar(out.reshape(np.shape(value) + np.shape(rows[0])))
 
 
 #: The Jacobian by reverse mode, as JAX's ``jacobian``.

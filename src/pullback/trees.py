@@ -21,10 +21,18 @@ import numpy as np
 
 from .analysis.activity import COMPLEX_UNSUPPORTED
 from .core.kinds import kind_of_value
-from .core.trees import flatten, paths, tree_flatten, tree_map, tree_unflatten, unflatten
+from .core.trees import (
+    flatten,
+    is_container,
+    paths,
+    tree_flatten,
+    tree_map,
+    tree_unflatten,
+    unflatten,
+)
 
 __all__ = ["tree_flatten", "tree_unflatten", "tree_map", "FlatArgs", "flatten_args",
-           "may_hold_tree"]
+           "may_hold_tree", "is_container"]
 
 _CONTAINER_TYPES = (dict, list, tuple)
 
