@@ -453,7 +453,9 @@ def unregister(fn) -> None:
     replaced applies again, and your own function is differentiated from its
     source again.  Every derivative generated before is dropped, also those of
     gradient functions made before, which generate theirs again at their next
-    call.  Nothing happens when ``fn`` has no rule of yours."""
+    call.  Nothing happens when ``fn`` has no rule of yours.  For a
+    ``custom_vjp`` / ``custom_jvp`` function, its ``defvjp`` / ``defjvp`` is removed."""
+    fn = getattr(fn, "custom_primitive", fn)     # where pullback.custom put the rule
     rule = registry.lookup(fn)
     if rule is None:
         return
@@ -461,3 +463,5 @@ def unregister(fn) -> None:
         raise ValueError(f"the rule for {rule.name} is pullback's own; pullback.unregister "
                          "removes rules registered with pullback.rule")
     registry.unregister(fn)
+    for helper in getattr(fn, "custom_helpers", ()):     # a custom_jvp's tangent helper
+        registry.unregister(helper)

@@ -276,11 +276,13 @@ def defrule(fn, signature: str, *, result="like", view: bool = False, methods: t
                           methods=tuple(methods)))
 
 
-def defnondiff(fn, *, result=results.generic, methods: tuple = ()) -> Rule:
+def defnondiff(fn, *, result=results.generic, view: bool = False,
+               methods: tuple = ()) -> Rule:
     """Register ``fn`` as non-differentiable: no derivative flows from its arguments
-    to its result (comparisons, ``len``, ``floor``, ``argmax``, array factories)."""
+    to its result (comparisons, ``len``, ``floor``, ``argmax``, array factories).
+    ``view``: the result may be its first argument itself (``stop_gradient``)."""
     return _register(Rule(fn=fn, name=describe(fn), params=(), adjoints={}, helpers={},
-                          result=_result(result), differentiable=False,
+                          result=_result(result), differentiable=False, view=view,
                           methods=tuple(methods)))
 
 
