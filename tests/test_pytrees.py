@@ -340,3 +340,13 @@ def test_jacrev_of_a_pytree_argument():
     np.testing.assert_allclose(jac["W"], expected_W, rtol=1e-12)
     np.testing.assert_allclose(jac["c"], h, rtol=1e-14)
     assert jac["tag"] is None
+
+
+def test_returns_of_different_structures_are_refused():
+    def f(p, x):
+        if x[0] > 0.0:
+            return {"a": p["w"] * x}
+        return {"b": p["w"]}
+    with pytest.raises(pullback.UnsupportedSyntaxError, match="different structures") as err:
+        pullback.vjp(f, {"w": np.ones(2)}, np.ones(2))
+    assert err.value.lineno == inspect.getsourcelines(f)[1] + 3
