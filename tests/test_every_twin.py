@@ -87,9 +87,17 @@ def _compiled_callee(target):
     return target
 
 
+def _literal(v) -> str:
+    """``v`` as source: NumPy by its name (an ``xp=`` namespace argument), else repr."""
+    return "np" if v is np else repr(v)
+
+
 def _is_constant(v) -> bool:
     """Written into the calling source as a literal, as generated code writes an
-    axis, a flag or a mode (the twins read such arguments as literal types)."""
+    axis, a flag, a mode or a namespace (the twins read such arguments as literal
+    types)."""
+    if v is np:
+        return True
     if isinstance(v, tuple):
         return all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in v) \
             or all(isinstance(x, tuple) and _is_constant(x) for x in v) and len(v) > 0
@@ -104,10 +112,10 @@ def _wrapper(target, call: Call):
     ones written in its source, the others its parameters (one compile per layout)."""
     params, args, kwargs = [], [], []
     for i, v in enumerate(call.args):
-        args.append(repr(v) if _is_constant(v) else f"p{i}")
+        args.append(_literal(v) if _is_constant(v) else f"p{i}")
         params += [] if _is_constant(v) else [f"p{i}"]
     for k, v in call.kwargs.items():
-        kwargs.append(f"{k}={v!r}" if _is_constant(v) else f"{k}=k_{k}")
+        kwargs.append(f"{k}={_literal(v)}" if _is_constant(v) else f"{k}=k_{k}")
         params += [] if _is_constant(v) else [f"k_{k}"]
     src = (f"def call({', '.join(params)}):\n"
            f"    return callee({', '.join(args + kwargs)})\n")

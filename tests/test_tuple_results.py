@@ -1,5 +1,5 @@
 """A function returning ``(loss, aux)``: grad, value_and_grad and vjp's back with one
-cotangent refuse it with the same message (pullback has no has_aux), never
+cotangent refuse it with the same message (which points to has_aux=True), never
 differentiating the sum of the items; vjp with one cotangent per item is checked
 against central finite differences."""
 import numpy as np

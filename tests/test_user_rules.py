@@ -70,11 +70,11 @@ def test_a_user_rule_replaces_a_library_rule_until_unregistered():
 
 def test_a_scipy_function_without_a_rule(registered):
     special = pytest.importorskip("scipy.special")
-    assert registry.lookup(special.ndtr) is None
-    registered(special.ndtr, lambda g, ans, x: g * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi))
+    assert registry.lookup(special.dawsn) is None
+    registered(special.dawsn, lambda g, ans, x: g * (1.0 - 2.0 * x * ans))   # Dawson's integral
 
     def f(x):
-        return np.sum(special.ndtr(x) ** 2)
+        return np.sum(special.dawsn(x) ** 2)
     x = np.array([-1.5, 0.0, 0.3, 2.0])
     assert_fd_close(pullback.grad(f)(x), fd_estimate(f, (x,)), rtol=1e-7)
 
@@ -149,6 +149,70 @@ def test_a_rule_under_numba():
         assert pullback.grad(f)(0.4) == pytest.approx(fd_grad(f, (0.4,)), rel=1e-7)
     finally:
         registry.unregister(softplus)
+
+
+def test_a_rule_on_a_plain_python_function_under_numba(registered):
+    """A rule on a plain Python function (Lambert W by Newton's iteration, with its
+    implicit derivative): under jit=True the function and its VJP are compiled with
+    Numba, called from the loop that uses them."""
+    pytest.importorskip("numba")
+
+    def lambert_w(z):
+        w = 0.5
+        for _ in range(40):
+            w = w - (w * math.exp(w) - z) / (math.exp(w) * (w + 1.0))
+        return w
+
+    registered(lambert_w, lambda g, ans, z: g * ans / (z * (1.0 + ans)))
+
+    def f(z):
+        s = 0.0
+        for i in range(3):
+            s += lambert_w(z * (i + 1.0))
+        return s
+    z = 1.3
+    want = sum((i + 1) * lambert_w(z * (i + 1)) / (z * (i + 1) * (1 + lambert_w(z * (i + 1))))
+               for i in range(3))       # W'(u) = W / (u (1 + W)), by the chain rule
+    assert pullback.grad(f, jit=True)(z) == pytest.approx(want, rel=1e-12)
+    assert pullback.grad(f, jit=False)(z) == pytest.approx(fd_grad(f, (z,)), rel=1e-7)
+
+
+def test_none_from_a_vjp_is_a_zero_cotangent(registered):
+    """A VJP returning None for an argument that is differentiated says it has no
+    derivative there: a zero gradient (it came out as NaN for an array and a
+    TypeError for a number)."""
+    def scale(x, y):
+        return x * y
+
+    registered(scale, lambda g, ans, x, y: (g * y, None))
+
+    def f(x, y):
+        return np.sum(scale(x, y)) + np.sum(y * y)
+    x, y = np.ones(3), np.arange(3.0)
+    dx, dy = pullback.grad(f, argnums=(0, 1))(x, y)
+    assert_close(dx, y, rtol=1e-15)
+    assert_close(dy, 2 * y, rtol=1e-15)            # only the y * y term
+    assert pullback.grad(lambda a, b: scale(a, b), argnums=(0, 1))(1.0, 2.0) == (2.0, 0.0)
+
+
+def test_none_from_an_njit_vjp_under_numba(registered):
+    numba = pytest.importorskip("numba")
+
+    @numba.njit
+    def scale(x, y):
+        return x * y
+
+    @numba.njit
+    def scale_vjp(g, ans, x, y):
+        return g * y, None
+    registered(scale, scale_vjp)
+
+    def f(x, y):
+        return np.sum(scale(x, y)) + np.sum(y * y)
+    x, y = np.ones(3), np.arange(3.0)
+    dx, dy = pullback.grad(f, argnums=(0, 1), jit=True)(x, y)
+    assert_close(dx, y, rtol=1e-15)
+    assert_close(dy, 2 * y, rtol=1e-15)
 
 
 def test_argnums_and_a_parameter_without_a_derivative(registered):

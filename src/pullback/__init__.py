@@ -12,11 +12,13 @@ from .core.errors import (
                           UnsupportedSyntaxError,
 )
 from .core.folds import accumulate, foldl, foldr, scan
+from .custom import custom_jvp, custom_vjp, stop_gradient
 from .jacobians import grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, value_and_grad
+from .trees import tree_flatten, tree_map, tree_unflatten
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian", "hvp",
-           "hessian", "show", "rule",
-           "unregister", "check_grad", "GradCheck",
+           "hessian", "show", "rule", "tree_flatten", "tree_unflatten", "tree_map",
+           "unregister", "custom_vjp", "custom_jvp", "stop_gradient", "check_grad", "GradCheck",
            "PullbackError", "UnsupportedSyntaxError", "MissingRuleError", "SourceUnavailableError",
            "NumbaCompileError", "cache_dir", "set_cache_dir",
            "scan", "foldl", "foldr", "accumulate"]

@@ -4,84 +4,38 @@ The transform itself, and its cache, live in :mod:`pullback.pipeline`.
 """
 from __future__ import annotations
 
-import numbers
 import os
 import types
 
 import numpy as np
 
-from .analysis.activity import COMPLEX_UNSUPPORTED
+from .arguments import (
+    _check_argnums,
+    _check_differentiable,
+    _example_args,
+    _full_args,
+    _name,
+    _param_names,
+    _refuse_complex,
+    _signature,
+    _split_method,
+)
 from .core.errors import PullbackError
 from .core.kinds import kind_of_value
-from .frontend.parse import parse_function, unwrap
+from .core.trees import Tree, tree_map
+from .frontend.parse import unwrap
 from .pipeline import Compiled, choose_backend, derivative, still_valid
 from .rules import registry
-
-
-def _split_method(f):
-    """A bound method is its function with the object it is bound to as a leading
-    argument that is never differentiated: ``(function, (obj,))``; anything else
-    ``(f, ())``.  ``argnums`` and the cotangents count the caller's arguments only."""
-    if isinstance(f, types.MethodType):
-        return f.__func__, (f.__self__,)
-    return f, ()
-
-
-def _signature(f):
-    """(number of positional parameters, names of the keyword-only ones) of f."""
-    code = getattr(unwrap(f)[0], "__code__", None)
-    if code is None:
-        return -1, ()
-    n = code.co_argcount
-    return n, code.co_varnames[n:n + code.co_kwonlyargcount]
-
-
-def _check_argnums(argnums, nargs, fname):
-    single = isinstance(argnums, numbers.Integral) and not isinstance(argnums, bool)
-    nums = (argnums,) if single else argnums
-    if not isinstance(nums, tuple) or not nums or not all(
-            isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in nums):
-        raise TypeError(f"argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
-    out = []
-    for a in nums:
-        if not -nargs <= a < nargs:
-            raise ValueError(f"argnums={a} is out of range: {fname} was called with "
-                             f"{nargs} positional argument{'s' if nargs != 1 else ''}")
-        out.append(a % nargs)
-    if len(set(out)) != len(out):
-        raise ValueError(f"argnums {argnums!r} names an argument twice")
-    return tuple(out), single
-
-
-
-
-def _refuse_complex(args, fname):
-    """Complex arguments are refused: the rules are written for real inputs, and a
-    complex gradient would need conjugation conventions they do not follow."""
-    for i, v in enumerate(args):
-        if kind_of_value(v).dtype == "c":
-            what = f"an array of dtype {v.dtype}" if np.ndim(v) else f"a {type(v).__name__}"
-            raise TypeError(f"{fname}: argument {i} is {what}, and {COMPLEX_UNSUPPORTED}. "
-                            "Split it into its real and imaginary parts, passed as float "
-                            "arguments (x.real, x.imag), and write the function with real "
-                            "arithmetic on them")
-
-
-def _check_differentiable(args, nums, fname):
-    for i in nums:
-        v = args[i]
-        k = kind_of_value(v)
-        if k.dtype not in "fc":
-            what = type(v).__name__
-            if k.dtype in "bi":
-                hint = (f"pass a float (e.g. {float(v) if k.ndim == 0 else 'x.astype(float)'})"
-                        " to differentiate it, or leave it out of argnums")
-            else:
-                hint = "gradients are taken with respect to floats and float arrays"
-            dt = f" of dtype {v.dtype}" if hasattr(v, "dtype") else ""
-            article = "an" if what[:1] in "aeiou" else "a"
-            raise TypeError(f"cannot differentiate {fname} with respect to argument {i}: "
-                            f"it is {article} {what}{dt}; {hint}")
+from .trees import (
+    FlatArgs,
+    aux_seed,
+    cotangent_seed,
+    flatten_args,
+    may_hold_tree,
+    output_leaves,
+    output_value,
+    split_aux,
+)
 
 
 def _to_user(grad, arg):
@@ -124,15 +78,10 @@ def _converter(arg):
     return _float_grad if t is float else _array_grad if t is np.ndarray else _to_user
 
 
-def _name(f):
-    py, _ = unwrap(f)
-    return getattr(py, "__qualname__", repr(f))
-
-
 class GradientFunction:
     """``grad(f)`` / ``value_and_grad(f)``: call it like f."""
 
-    def __init__(self, f, argnums=0, jit=None, with_value=False):
+    def __init__(self, f, argnums=0, jit=None, with_value=False, has_aux=False):
         if not callable(f):
             raise TypeError(f"grad expects a function, got {type(f).__name__}")
         self._given = f                              # what the user passed (for pickling)
@@ -140,6 +89,7 @@ class GradientFunction:
         self.argnums = argnums
         self.jit = jit
         self.with_value = with_value
+        self.has_aux = bool(has_aux)
         self.backend = choose_backend(self.f, jit)
         self._last: Compiled | None = None
         self._fast: dict = {}
@@ -160,11 +110,63 @@ class GradientFunction:
         _check_differentiable(args[nb:], nums, name)
         nums = tuple(i + nb for i in nums)
         kinds = tuple(kind_of_value(a) for a in args)
-        c = derivative(self.f, nums, kinds, self.backend, call_vjp)
-        if c.result_items is not None:   # refused before it runs (Numba would not compile it)
-            _check_scalar((None,) * c.result_items, self.f, self._api)
+        c = derivative(self.f, nums, kinds, self.backend, call_vjp, has_aux=self.has_aux)
+        self._check_result(c)
         self._last = c
         return c, nums, single
+
+    def _check_result(self, c):
+        """A tuple or pytree result is refused before it runs (Numba would not compile
+        it), unless has_aux says which item is the loss."""
+        if self.has_aux:
+            return
+        if c.out_tree is not None:
+            raise TypeError(f"{self._api} requires {_name(self.f)} to return a scalar, but it "
+                            f"returns a pytree ({c.out_tree.describe()}); {_NO_AUX}, or use "
+                            "vjp with a cotangent of that structure")
+        if c.result_items is not None:
+            _check_scalar((None,) * c.result_items, self.f, self._api)
+
+    def _value(self, c, value):
+        """The function's value, checked: a scalar, or with has_aux (scalar, aux)."""
+        value = output_value(c, value)
+        if self.has_aux:
+            loss, aux = split_aux(value, _name(self.f), self._api)
+            _check_scalar(loss, self.f, self._api)
+            return loss, (loss, aux)
+        if type(value) is not float and type(value) is not np.float64:
+            _check_scalar(value, self.f, self._api)
+        return value, value
+
+    def _call_tree(self, args):
+        """A call with pytree arguments (pullback/trees.py), or None when it has none."""
+        nb, name = len(self._bound), _name(self.f)
+        npos = self._npos if self._npos >= 0 else len(args)
+        nums, single = _check_argnums(self.argnums, npos - nb, name)
+        nums = tuple(i + nb for i in nums)
+        flat = flatten_args(args, nums, name, _param_names(self.f))
+        if flat is None:
+            return None
+        _refuse_complex(args[nb:], name)
+        _check_differentiable(args, [i for i in nums if flat.structures[i] is None], name)
+        wrt = tuple(j for i in nums for j in flat.floats(i))
+        kinds = tuple(kind_of_value(a) for a in flat.args)
+        try:
+            c = derivative(self.f, wrt, kinds, self.backend, call_vjp, structures=flat.structures,
+                           has_aux=self.has_aux)
+            self._check_result(c)
+            self._last = c
+            seed = aux_seed(1, output_leaves(c, name, self._api), 1.0) if self.has_aux else 1.0
+            value, grads = c.fn(*flat.args, seed)
+        except PullbackError as exc:
+            raise for_user(exc) from None
+        loss, value = self._value(c, value)
+        by_index = dict(zip(wrt, grads))
+        out = tuple(flat.gradient(i, by_index, _to_user) for i in nums)
+        out = out[0] if single else out
+        if self.has_aux:
+            return (value, out) if self.with_value else (out, value[1])
+        return (value, out) if self.with_value else out
 
     def __call__(self, *args, **kwargs):
         if self._bound:
@@ -175,6 +177,14 @@ class GradientFunction:
         # call: a list comprehension over the arrays' dtype objects costs least.)
         key = tuple([(a.dtype, a.ndim) if type(a) is np.ndarray else type(a) for a in args])
         entry = self._fast.get(key)
+        # A key with an entry had no pytree to differentiate (a container there is refused
+        # on the plain path, and a pytree call keeps no entry).
+        if entry is None and may_hold_tree(args):
+            out = self._call_tree(args)
+            if out is not None:
+                return out
+        if self.has_aux:
+            return self._call_aux(args)
         try:
             if entry is None or entry[0].stale or (entry[0].dependencies
                                                    and not still_valid(entry[0])):
@@ -190,7 +200,7 @@ class GradientFunction:
         except PullbackError as exc:
             raise for_user(exc) from None
         if type(value) is not float and type(value) is not np.float64:
-            _check_scalar(value, self.f, self._api)
+            _check_scalar(output_value(c, value), self.f, self._api)
         if single:
             _, i, convert = plan[0]
             out = convert(grads[0], args[i])
@@ -200,6 +210,19 @@ class GradientFunction:
                 out.append(convert(grads[k], args[i]))
             out = tuple(out)
         return (value, out) if self.with_value else out
+
+    def _call_aux(self, args):
+        """A call with has_aux=True and no pytree argument."""
+        try:
+            c, nums, single = self.compiled(*args)
+            value, grads = c.fn(*args, aux_seed(1, output_leaves(c, _name(self.f), self._api),
+                                                1.0))
+        except PullbackError as exc:
+            raise for_user(exc) from None
+        loss, value = self._value(c, value)
+        out = tuple(_to_user(grads[k], args[i]) for k, i in enumerate(nums))
+        out = out[0] if single else out
+        return (value, out) if self.with_value else (out, value[1])
 
     @property
     def source(self) -> str:
@@ -219,7 +242,8 @@ class GradientFunction:
     def __reduce__(self):
         # The function and the options, not the generated code: a new process
         # transforms again (once) on its first call.
-        return (GradientFunction, (self._given, self.argnums, self.jit, self.with_value))
+        return (GradientFunction, (self._given, self.argnums, self.jit, self.with_value,
+                                   self.has_aux))
 
 
 def for_user(exc: PullbackError) -> PullbackError:
@@ -230,62 +254,21 @@ def for_user(exc: PullbackError) -> PullbackError:
     return exc.with_traceback(None)
 
 
-def _full_args(f, args, kwargs):
-    """All of f's positional parameters, filled from keywords and defaults, so the
-    generated function (which also takes the seed) gets every one by position."""
-    py, _ = unwrap(f)
-    code = getattr(py, "__code__", None)
-    if code is None:
-        return args
-    n = code.co_argcount
-    kwonly = code.co_varnames[n:n + code.co_kwonlyargcount]
-    if len(args) == n and not kwargs and not kwonly:
-        return args
-    if len(args) > n:
-        raise TypeError(f"{py.__qualname__}() takes {n} positional arguments but "
-                        f"{len(args)} were given")
-    names = code.co_varnames[:n]
-    defaults = py.__defaults__ or ()
-    first_default = n - len(defaults)
-    out = list(args)
-    kwargs = dict(kwargs)
-    for k in range(len(args), n):
-        if names[k] in kwargs:
-            out.append(kwargs.pop(names[k]))
-        elif k >= first_default:
-            out.append(defaults[k - first_default])
-        else:
-            raise TypeError(f"{py.__qualname__}() missing required argument {names[k]!r}")
-    kwdefaults = py.__kwdefaults__ or {}
-    for name in kwonly:
-        if name in kwargs:
-            out.append(kwargs.pop(name))
-        elif name in kwdefaults:
-            out.append(kwdefaults[name])
-        else:
-            raise TypeError(f"{py.__qualname__}() missing required keyword-only argument "
-                            f"{name!r}")
-    if kwargs:
-        raise TypeError(f"{py.__qualname__}() got an unexpected keyword argument "
-                        f"{next(iter(kwargs))!r}")
-    return tuple(out)
-
-
 def _check_scalar(value, f, api):
     """``grad`` and ``value_and_grad`` differentiate a scalar result: a tuple or an
     array is refused, never summed."""
     if isinstance(value, (tuple, list)):
         raise TypeError(f"{api} requires {_name(f)} to return a scalar, but it returned "
                         f"a {type(value).__name__} of {len(value)} values, such as "
-                        f"(loss, aux). {_NO_AUX}: return the loss alone (compute the "
-                        "other values in a second function), or use vjp and give back() "
-                        "one cotangent per item")
+                        f"(loss, aux). {_NO_AUX}, or return the loss alone, or use vjp "
+                        "and give back() one cotangent per item")
     if np.ndim(value) != 0:
         raise TypeError(f"{api} requires {_name(f)} to return a scalar, but it returned "
                         f"shape {np.shape(value)}; use vjp for non-scalar outputs")
 
 
-_NO_AUX = "pullback has no has_aux option, so it does not know which item to differentiate"
+_NO_AUX = ("pass has_aux=True to differentiate the first item and return the second "
+           "untouched (a pair (loss, aux))")
 
 
 def _check_cotangent(value, cotangent, f):
@@ -301,36 +284,17 @@ def _check_cotangent(value, cotangent, f):
                         f"{_NO_AUX}")
 
 
-def _example_args(f):
-    """Example arguments for showing source before any call: a parameter that is
-    indexed (or has len() taken) is a float array of that many dimensions."""
-    import ast as _ast
-    py, _ = unwrap(f)
-    parsed = parse_function(py)
-    node = parsed.node
-    params = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
-    kwdefaults = py.__kwdefaults__ or {}
-    dims = {p: 0 for p in params}
-    for n in _ast.walk(node):
-        if isinstance(n, _ast.Subscript) and isinstance(n.value, _ast.Name) and n.value.id in dims:
-            k = len(n.slice.elts) if isinstance(n.slice, _ast.Tuple) else 1
-            dims[n.value.id] = max(dims[n.value.id], k)
-        if isinstance(n, _ast.Call) and isinstance(n.func, _ast.Name) and n.func.id == "len":
-            for a in n.args:
-                if isinstance(a, _ast.Name) and a.id in dims:
-                    dims[a.id] = max(dims[a.id], 1)
-        if isinstance(n, _ast.For) and isinstance(n.iter, _ast.Name) and n.iter.id in dims:
-            dims[n.iter.id] = max(dims[n.iter.id], 1)
-    return tuple(kwdefaults[p] if p in kwdefaults else 0.5 if dims[p] == 0
-                 else np.full((3,) * dims[p], 0.5) for p in params)
-
-
-def grad(f, argnums=0, jit=None):
+def grad(f, argnums=0, jit=None, has_aux=False):
     """The gradient of a scalar function ``f``.
 
     ``argnums`` (an int or a tuple of ints) says which positional arguments to
     differentiate; a tuple gives a tuple of gradients.  Each gradient has the
-    type and shape of its argument.  ``jit=None`` uses Numba when ``f`` is a
+    type and shape of its argument; an argument may be a pytree (dicts, lists,
+    tuples, NamedTuples, dataclasses of floats and arrays, nested), whose gradient
+    has its structure, with ``None`` for leaves that are not floats (see
+    :mod:`pullback.trees`).  With ``has_aux=True``, ``f`` returns
+    ``(loss, aux)``: the gradient is of the loss, and the call returns
+    ``(gradient, aux)``, the aux as ``f`` computed it.  ``jit=None`` uses Numba when ``f`` is a
     ``numba.njit`` function and plain Python otherwise; ``jit=True`` / ``False``
     force one.
 
@@ -338,18 +302,22 @@ def grad(f, argnums=0, jit=None):
     >>> pullback.grad(lambda x: x * x)(3.0)
     6.0
     """
-    return GradientFunction(f, argnums, jit, with_value=False)
+    return GradientFunction(f, argnums, jit, with_value=False, has_aux=has_aux)
 
 
-def value_and_grad(f, argnums=0, jit=None):
-    """Like :func:`grad`, but the function returns ``(value, gradient)``."""
-    return GradientFunction(f, argnums, jit, with_value=True)
+def value_and_grad(f, argnums=0, jit=None, has_aux=False):
+    """Like :func:`grad`, but the function returns ``(value, gradient)``, and with
+    ``has_aux=True`` ``((loss, aux), gradient)``."""
+    return GradientFunction(f, argnums, jit, with_value=True, has_aux=has_aux)
 
 
-def vjp(f, *args, jit=None, **kwargs):
+def vjp(f, *args, jit=None, has_aux=False, **kwargs):
     """``(value, back)`` where ``back(cotangent)`` returns one cotangent per
     positional argument (``None`` for arguments that cannot carry one, such as
-    ints).
+    ints).  An argument may be a pytree (see :func:`grad`): its cotangent has its
+    structure; a pytree value takes a cotangent of its structure.  With
+    ``has_aux=True``, ``f`` returns ``(value, aux)`` and vjp returns
+    ``(value, back, aux)``: the aux as ``f`` computed it, never differentiated.
 
     ``back`` reruns the forward sweep together with the reverse sweep, so each
     call costs one gradient evaluation.  The caller's arrays are never mutated,
@@ -358,37 +326,59 @@ def vjp(f, *args, jit=None, **kwargs):
     """
     f, bound = _split_method(f)
     args = _full_args(f, bound + args, kwargs)
-    nb = len(bound)
+    nb, name = len(bound), _name(f)
     npos, kwonly = _signature(f)
     if npos < 0:
         npos = len(args)
-    _refuse_complex(args[nb:], _name(f))
-    nums = tuple(i for i in range(nb, npos) if kind_of_value(args[i]).dtype == "f")
+    _refuse_complex(args[nb:], name)
+    flat = flatten_args(args, range(nb, npos), name, _param_names(f), need_float=True) \
+        if may_hold_tree(args) else None
+    if flat is None:
+        flat = FlatArgs(args, (None,) * len(args), tuple((i, i + 1) for i in range(len(args))))
+    nums = tuple(j for i in range(nb, npos) for j in flat.floats(i))
     backend = choose_backend(f, jit)
-    args = _copy_arrays(args)           # a snapshot: the point back() differentiates at
+    leaves = _copy_arrays(flat.args)    # a snapshot: the point back() differentiates at
     primal = backend.primal(f, unwrap(f)[0])
-    call = _copy_arrays(args)           # f may write into its arguments
+    call = tuple(tree_map(_copy_leaf, a) for a in args)     # f may write into its arguments
     value = primal(*call[:npos], **dict(zip(kwonly, call[npos:])))
+    aux = None
+    if has_aux:
+        value, aux = split_aux(value, name, "vjp")
     if not nums:
-        return value, lambda ct: tuple(None for _ in range(npos - nb))
-    kinds = tuple(kind_of_value(a) for a in args)
+        return _with_aux(value, lambda ct: tuple(None for _ in range(npos - nb)), aux, has_aux)
+    kinds = tuple(kind_of_value(a) for a in leaves)
     try:
-        c = derivative(f, nums, kinds, backend, call_vjp)
+        c = derivative(f, nums, kinds, backend, call_vjp, structures=flat.structures,
+                       has_aux=has_aux)
     except PullbackError as exc:
         raise for_user(exc) from None
+    tree_out = c.out_tree is not None and (not has_aux or isinstance(c.out_tree.children[0], Tree))
+    n_all = output_leaves(c, name, "vjp") if has_aux else None
 
     def back(cotangent):
-        _check_cotangent(value, cotangent, f)
+        if tree_out:
+            seed = cotangent_seed(cotangent, value, name)
+        else:
+            _check_cotangent(value, cotangent, f)
+            seed = (cotangent,) if has_aux else cotangent
+        if has_aux:
+            seed = tuple(seed) + (0.0,) * (n_all - len(seed))
         try:
-            _, grads = c.fn(*args, cotangent)
+            _, grads = c.fn(*leaves, seed)
         except PullbackError as exc:
             raise for_user(exc) from None
-        out = [None] * npos
-        for g, i in zip(grads, nums):
-            out[i] = _to_user(g, args[i])
-        return tuple(out[nb:])
+        by_index = dict(zip(nums, grads))
+        return tuple(flat.gradient(i, by_index, _to_user) for i in range(nb, npos))
     back.source = c.source
-    return value, back
+    return _with_aux(value, back, aux, has_aux)
+
+
+def _with_aux(value, back, aux, has_aux):
+    return (value, back, aux) if has_aux else (value, back)
+
+
+def _copy_leaf(a):
+    return a.copy() if isinstance(a, np.ndarray) else a
 
 
 def _copy_arrays(args):
@@ -405,7 +395,10 @@ def call_vjp(f, g, *args):
 
 def show(g, *args) -> None:
     """Print the derivative source of ``g = grad(f)`` (for ``args`` if given)."""
-    if args:
+    if args and may_hold_tree(args):
+        g(*args)        # pytree arguments: flattened by a call, which makes the derivative
+        print(g._last.source)
+    elif args:
         full = g._bound + args
         try:
             g.compiled(*(full if len(full) == g._nparams else _full_args(g.f, full, {})))
@@ -460,7 +453,9 @@ def unregister(fn) -> None:
     replaced applies again, and your own function is differentiated from its
     source again.  Every derivative generated before is dropped, also those of
     gradient functions made before, which generate theirs again at their next
-    call.  Nothing happens when ``fn`` has no rule of yours."""
+    call.  Nothing happens when ``fn`` has no rule of yours.  For a
+    ``custom_vjp`` / ``custom_jvp`` function, its ``defvjp`` / ``defjvp`` is removed."""
+    fn = getattr(fn, "custom_primitive", fn)     # where pullback.custom put the rule
     rule = registry.lookup(fn)
     if rule is None:
         return
@@ -468,3 +463,5 @@ def unregister(fn) -> None:
         raise ValueError(f"the rule for {rule.name} is pullback's own; pullback.unregister "
                          "removes rules registered with pullback.rule")
     registry.unregister(fn)
+    for helper in getattr(fn, "custom_helpers", ()):     # a custom_jvp's tangent helper
+        registry.unregister(helper)

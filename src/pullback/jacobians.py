@@ -24,6 +24,7 @@ from .api import (
     _check_differentiable,
     _full_args,
     _name,
+    _param_names,
     _refuse_complex,
     call_vjp,
     for_user,
@@ -34,6 +35,7 @@ from .core.kinds import kind_of_value
 from .frontend.parse import unwrap
 from .pipeline import choose_backend, derivative
 from .rules import registry
+from .trees import flatten_args, is_container, may_hold_tree, tree_flatten, tree_map, tree_unflatten
 
 
 def _tangent_of(primal, tangent, i, fname):
@@ -68,6 +70,9 @@ def jvp(f, primals, tangents, jit=None):
     """
     if isinstance(f, GradientFunction) and not f.with_value and not f._bound:
         return _jvp_of_grad(f, primals, tangents, jit)
+    flat = _flat_trees(f, primals, tangents, "jvp")
+    if flat is not None:
+        return _jvp_call(f, flat[0].args, flat[1], flat[2], jit, flat[0].structures)
     args, nums, dots = _checked(f, primals, tangents, "jvp")
     return _jvp_call(f, args, nums, dots, jit)
 
@@ -86,7 +91,7 @@ def _jvp_of_grad(gf, primals, tangents, jit):
     return gf(*primals), hvp(gf.f, primals, tangents, jit)[i % len(primals)]
 
 
-def grad(f, argnums=0, jit=None):
+def grad(f, argnums=0, jit=None, has_aux=False):
     """:func:`pullback.api.grad`, and the second derivative when ``f`` is itself
     ``grad(g)`` of a ``g`` whose gradient is a number (``grad(grad(g))``: reverse
     mode over forward mode, see :func:`hessian`).
@@ -95,16 +100,16 @@ def grad(f, argnums=0, jit=None):
     >>> pullback.grad(pullback.grad(lambda x: x ** 3))(2.0)
     12.0
     """
-    if isinstance(f, GradientFunction) and not f.with_value:
+    if isinstance(f, GradientFunction) and not f.with_value and not has_aux:
         return grad_of_grad(f, argnums, jit, with_value=False)
-    return api.grad(f, argnums, jit)
+    return api.grad(f, argnums, jit, has_aux)
 
 
-def value_and_grad(f, argnums=0, jit=None):
+def value_and_grad(f, argnums=0, jit=None, has_aux=False):
     """:func:`pullback.api.value_and_grad`, nesting as :func:`grad` does."""
-    if isinstance(f, GradientFunction) and not f.with_value:
+    if isinstance(f, GradientFunction) and not f.with_value and not has_aux:
         return grad_of_grad(f, argnums, jit, with_value=True)
-    return api.value_and_grad(f, argnums, jit)
+    return api.value_and_grad(f, argnums, jit, has_aux)
 
 
 def grad_of_grad(gf, argnums, jit, with_value):
@@ -130,10 +135,12 @@ def grad_of_grad(gf, argnums, jit, with_value):
     return second
 
 
-def _tangent_program(f, args, nums, jit):
-    """The forward transform's compiled function for these argument kinds."""
+def _tangent_program(f, args, nums, jit, structures=()):
+    """The forward transform's compiled function for these argument kinds (the
+    leaves of pytree arguments, whose ``structures`` are given)."""
     kinds = tuple(kind_of_value(a) for a in args)
-    return derivative(f, nums, kinds, choose_backend(f, jit), mode="forward")
+    return derivative(f, nums, kinds, choose_backend(f, jit), mode="forward",
+                      structures=structures)
 
 
 def _run(compiled, *args):
@@ -146,11 +153,16 @@ def _run(compiled, *args):
     return out
 
 
-def _jvp_call(f, args, nums, dots, jit):
+def _jvp_call(f, args, nums, dots, jit, structures=()):
     try:
-        value, tangent = _run(_tangent_program(f, args, nums, jit), *args, *dots)
+        program = _tangent_program(f, args, nums, jit, structures)
+        value, tangent = _run(program, *args, *dots)
     except PullbackError as exc:
         raise for_user(exc) from None
+    if program.out_tree is not None:    # a pytree result: the tuples of its leaves
+        return (tree_unflatten(program.out_tree, list(value)),
+                tree_unflatten(program.out_tree, [_like_value(t, v)
+                                                  for t, v in zip(tangent, value)]))
     return value, _like_value(tangent, value)
 
 
@@ -164,8 +176,42 @@ def hvp(f, primals, tangents, jit=None):
     ``minimize(f, x0, jac=grad(f), hessp=lambda x, p: hvp(f, (x,), (p,))[0],
     method="trust-ncg")``.
     """
+    flat = _flat_trees(f, primals, tangents, "hvp")
+    if flat is not None:
+        fa = flat[0]
+        out = _hvp_call(f, fa.args, flat[1], flat[2], jit, fa.structures)
+        grads = {i: g for i, g in enumerate(out) if g is not None}
+        return tuple(fa.gradient(k, grads, lambda g, a: g) for k in range(len(fa.spans)))
     args, nums, dots = _checked(f, primals, tangents, "hvp")
     return _hvp_call(f, args, nums, dots, jit)
+
+
+def _flat_trees(f, primals, tangents, api):
+    """``(FlatArgs, nums, tangents)`` for pytree primals, whose tangents are pytrees
+    of the same structure (None: held fixed); None when no primal is a pytree."""
+    if not isinstance(primals, (tuple, list)) or not may_hold_tree(primals):
+        return None
+    fname = _name(f)
+    args = _full_args(f, tuple(primals), {})
+    flat = flatten_args(args, range(len(primals)), fname, _param_names(f), need_float=True)
+    if flat is None:
+        return None
+    if not isinstance(tangents, (tuple, list)) or len(tangents) != len(primals):
+        raise TypeError(f"{api} takes one tangent per primal, a pytree of its structure "
+                        "for a pytree (None: held fixed)")
+    nums, dots = [], []
+    for k, t in enumerate(tangents):
+        if t is None:
+            continue
+        leaves, structure = tree_flatten(t)
+        if structure != flat.structures[k] and flat.structures[k] is not None:
+            raise TypeError(f"{api} of {fname}: the tangent of argument {k} must have the "
+                            "structure of its primal (a pytree of the same containers)")
+        for i, leaf in zip(range(*flat.spans[k]), leaves):
+            if i in flat.floats(k) and leaf is not None:
+                nums.append(i)
+                dots.append(_tangent_of(flat.args[i], leaf, k, fname))
+    return flat, tuple(nums), tuple(dots)
 
 
 def _checked(f, primals, tangents, api):
@@ -183,12 +229,12 @@ def _checked(f, primals, tangents, api):
     return args, nums, tuple(_tangent_of(args[i], tangents[i], i, fname) for i in nums)
 
 
-def _hvp_call(f, args, nums, dots, jit):
+def _hvp_call(f, args, nums, dots, jit, structures=()):
     """The reverse transform applied to the tangent program, seeded with the cotangent
     ``(0, 1)`` of its result ``(value, tangent)``: the gradient of ``<grad f, v>``."""
     floats = tuple(i for i, a in enumerate(args) if kind_of_value(a).dtype == "f")
     try:
-        program = _tangent_program(f, args, nums, jit)
+        program = _tangent_program(f, args, nums, jit, structures)
         kinds = tuple(kind_of_value(a) for a in args + dots)
         backend = choose_backend(f, jit)
         second = derivative(program.fn, floats, kinds, backend, call_vjp)
@@ -275,26 +321,43 @@ def jacfwd(f, argnums=0, jit=None):
     return jacobian
 
 
-def jacrev(f, argnums=0, jit=None):
+def jacrev(f, argnums=0, jit=None, has_aux=False):
     """The Jacobian of ``f`` by reverse mode: one :func:`vjp` cotangent per entry of
     the result (cheapest when it has fewer entries than the arguments).  Shapes as
-    in :func:`jacfwd`."""
+    in :func:`jacfwd`; a pytree argument's Jacobian is a pytree of its structure whose
+    leaves have shape ``value.shape + leaf.shape`` (None for a leaf that is not a
+    float).  With ``has_aux=True``, ``f`` returns ``(value, aux)`` and the call
+    returns ``(jacobian, aux)``."""
     def jacobian(*args):
         fname = _name(f)
         nums, single = _check_argnums(argnums, len(args), fname)
-        _check_differentiable(args, nums, fname)
-        value, back = vjp(f, *args, jit=jit)
+        _check_differentiable(args, [i for i in nums if not is_container(args[i])], fname)
+        if has_aux:
+            value, back, aux = vjp(f, *args, jit=jit, has_aux=True)
+        else:
+            value, back = vjp(f, *args, jit=jit)
         if isinstance(value, tuple):
             raise TypeError(f"jacrev: {fname} returns a tuple; return one array (stack the "
                             "items) to take its Jacobian")
         rows = [back(_unit(value, k)) for k in range(max(np.size(value), 1))]
         out = []
         for i in nums:
+            if is_container(args[i]):
+                out.append(tree_map(lambda *ls: _stacked(ls, value), *[r[i] for r in rows]))
+                continue
             stacked = np.array([np.asarray(r[i], dtype=float) for r in rows])
             out.append(stacked.reshape(np.shape(value) + np.shape(args[i])))
-        return _shaped(out, single)
+        return (_shaped(out, single), aux) if has_aux else _shaped(out, single)
     jacobian.__name__ = f"jacrev({_name(f)})"
     return jacobian
+
+
+def _stacked(rows, value):
+    """One leaf's Jacobian from its cotangent in each row (None: not a float)."""
+    if rows[0] is None:
+        return None
+    out = np.array([np.asarray(r, dtype=float) for r in rows])
+    return _scalar(out.reshape(np.shape(value) + np.shape(rows[0])))
 
 
 #: The Jacobian by reverse mode, as JAX's ``jacobian``.

@@ -54,6 +54,8 @@ class Compiled:
     rebound: dict = field(default_factory=dict)   # Numba: cell ids -> this derivative rebound
     epoch: int = field(default_factory=lambda: _EPOCH[0])   # when it was made
     result_items: int | None = None   # the number of items of a tuple result, if known
+    # A pytree result (core/trees.py): fn returns the tuple of its leaves.
+    out_tree: object = None
 
     @property
     def stale(self) -> bool:
@@ -131,7 +133,7 @@ def _rebound(c: Compiled, py, backend) -> Compiled:
         deps = [(by_cell.get(id(ns), ns) if key is None else ns, key, obj)
                 for ns, key, obj in c.dependencies]
         out = Compiled(rebind(c.fn, c.source, c.closure, closure, backend), c.source, deps, c.wrt,
-                       closure, c.pins)
+                       closure, c.pins, result_items=c.result_items, out_tree=c.out_tree)
         if not isinstance(out.fn, types.FunctionType):
             c.rebound[ids] = out        # keeps the cells alive, so their ids stay theirs
     return out
@@ -148,7 +150,7 @@ registry.on_change(clear_cache)
 
 
 def derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp=None,
-               mode: str = "reverse") -> Compiled:
+               mode: str = "reverse", structures: tuple = (), has_aux: bool = False) -> Compiled:
     """Generate (or fetch from the cache) the derivative of f for these argument kinds.
 
     ``call_vjp(f, g, *args)``, the API's run-time vjp of a call, is what the
@@ -156,13 +158,18 @@ def derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp=None,
     Closures of one code object share a derivative: it is rebound to each closure's
     cells, which it reads when it runs, as the primal does.  ``mode="forward"``
     gives the tangent program instead (:mod:`.forward`): ``fn(*args, *tangents)``
-    returns the value and its tangent.  Thread-safe."""
+    returns the value and its tangent.  ``structures``: per parameter, the
+    structure of its pytree (:mod:`.core.trees`) or None; the derivative then takes
+    each pytree's leaves in its place, and ``wrt_index`` and ``kinds`` count leaves.
+    ``has_aux``: f returns ``(loss, aux)`` and only the loss is differentiated
+    (nothing flows from the aux).  Thread-safe."""
     with _LOCK:
-        return _derivative(f, wrt_index, kinds, backend, call_vjp, mode)
+        return _derivative(f, wrt_index, kinds, backend, call_vjp, mode, tuple(structures),
+                           has_aux)
 
 
-def _derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp,
-                mode: str = "reverse") -> Compiled:
+def _derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp, mode: str = "reverse",
+                structures: tuple = (), has_aux: bool = False) -> Compiled:
     py, _ = unwrap(f)
     cells = getattr(py, "__closure__", None) or ()
     closure_key, pins = _closure_key(cells)
@@ -170,13 +177,13 @@ def _derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp,
     pins += (namespace,)
     optimisations = optimise.current()
     key = (getattr(py, "__code__", py), wrt_index, kinds, backend, closure_key, id(namespace),
-           optimisations, mode)
+           optimisations, mode, structures, has_aux)
     hit = _CACHE.get(key)
     if hit is not None and all(a is b for a, b in zip(hit.pins, pins)):
         hit = _rebound(hit, py, backend)
         if still_valid(hit):
             return hit
-    p = prepare(py, wrt_index, kinds, backend)
+    p = prepare(py, wrt_index, kinds, backend, structures, has_aux)
     if mode == "forward":
         made = forward(p.fn, p.kinds, p.active, p.wrt, p.parsed.at_line, p.lookup, p.helpers,
                        backend)
@@ -193,7 +200,7 @@ def _derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp,
                                  backend)
     compiled = Compiled(compiled_fn, src, list(p.dependencies), tuple(p.wrt),
                         dict(p.parsed.closure), pins,
-                        result_items=_result_items(p.fn, p.kinds))
+                        result_items=_result_items(p.fn, p.kinds), out_tree=p.out_tree)
     _CACHE[key] = compiled
     return compiled
 
@@ -211,13 +218,15 @@ class Prepared:
     helpers: object           # the helper names the stages chose (core.names.HelperNames)
     externals: dict
     dependencies: list
+    out_tree: object = None   # the structure of a pytree result (core/trees.py)
 
 
-def prepare(py, wrt_index: tuple, kinds: tuple, backend) -> Prepared:
+def prepare(py, wrt_index: tuple, kinds: tuple, backend, structures: tuple = (),
+            has_aux: bool = False) -> Prepared:
     """The stages every transform shares: parse, normalize, loop bookkeeping, kinds,
     the primal as the backend runs it, activity."""
     parsed = parse_function(py)
-    fn_ir, norm = normalize(parsed)
+    fn_ir, norm = normalize(parsed, structures, has_aux)
     lookup = value_lookup(parsed, norm.externals)
     book = insert_bookkeeping(fn_ir, lookup, backend.calls_as_is)
     kinds_env = KindInference(book.fn, dict(zip(book.fn.params, kinds)), lookup, book.kinds).run()
@@ -225,10 +234,10 @@ def prepare(py, wrt_index: tuple, kinds: tuple, backend) -> Prepared:
     # Final from here on: read-only, so that no later step can edit them.
     fn_ir, kinds_env = low.fn, types.MappingProxyType({**kinds_env, **low.kinds})
     wrt = [fn_ir.params[i] for i in wrt_index]
-    active = frozenset(activity(fn_ir, kinds_env, set(wrt)))
+    active = frozenset(activity(fn_ir, kinds_env, set(wrt), dict(norm.aux_tuples)))
     refuse_complex(fn_ir, kinds_env, active, parsed.fn.__qualname__, parsed.at_line)
     return Prepared(parsed, fn_ir, kinds_env, active, wrt, lookup, low.helpers,
-                    norm.externals, list(norm.dependencies))
+                    norm.externals, list(norm.dependencies), norm.out_tree)
 
 
 def _run_time(helper, call_vjp):

@@ -35,3 +35,14 @@ def test_xp_promote_one_and_several():
                                               api.xp_promote(x, y, broadcast=True, xp=np), x, y,
                                               broadcast=True, xp=np),
                   [x, y], k)
+
+
+def test_scipy_rosen_under_numba():
+    """SciPy's Python rosen (inlined, its xp_promote through the twin) compiles under
+    jit=True; its gradient is SciPy's rosen_der."""
+    import pullback
+    optimize = pytest.importorskip("scipy.optimize")
+    pytest.importorskip("numba")
+    x = values(3, (5,))
+    np.testing.assert_allclose(pullback.grad(optimize.rosen, jit=True)(x),
+                               optimize.rosen_der(x), rtol=1e-12)

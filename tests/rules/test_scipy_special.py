@@ -10,7 +10,9 @@ special = pytest.importorskip("scipy.special")
 
 # (function, domain): away from poles and kinks; None = standard normal.
 UNARY = [(special.gammaln, (0.2, 4.0)), (special.digamma, (0.2, 4.0)), (special.erf, None),
-         (special.erfc, None), (special.expit, None), (special.logit, (0.05, 0.95))]
+         (special.erfc, None), (special.expit, None), (special.logit, (0.05, 0.95)),
+         (special.gamma, (0.2, 4.0)), (special.erfcx, (-1.0, 3.0)), (special.ndtr, None),
+         (special.log_ndtr, (-6.0, 3.0)), (special.ndtri, (0.05, 0.95))]
 BINARY = [(special.xlogy, (0.2, 2.0)), (special.xlog1py, (-0.8, 2.0))]
 
 
@@ -91,3 +93,12 @@ def test_torch_against_autograd(torch_device):
         gg = torch.tensor(rng.standard_normal((3, 4)))
         out.backward(gg)
         torch.testing.assert_close(vjp(gg, out.detach(), x.detach(), 0), x.grad)
+
+
+def test_log_ndtr_far_in_the_left_tail_is_finite():
+    """exp(-x²/2) / ndtr(x) underflows to 0/0 near x = -40; the rule's one exponential
+    gives the tail's slope, about -x."""
+    x = np.array([-40.0, -200.0])
+    d = rule_vjp(special.log_ndtr, "x")(np.ones(2), special.log_ndtr(x), x)
+    np.testing.assert_allclose(d, -x, rtol=1e-3)
+

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import elementwise, linalg, piecewise, runtime, shapes
+from . import elementwise, linalg, piecewise, runtime, scipy_rules, shapes
 from ._base import Call, Xfail, call  # noqa: F401
 
 EXAMPLES: dict = {}
-for _module in (elementwise, shapes, piecewise, linalg, runtime):
+for _module in (elementwise, shapes, piecewise, linalg, runtime, scipy_rules):
     assert not (set(_module.EXAMPLES) & set(EXAMPLES)), "an example is given twice"
     EXAMPLES.update(_module.EXAMPLES)
 

@@ -40,6 +40,11 @@ def _unbroadcast_product(rng, dt):
     return [call(a, b, num(rng, dt)), call(a[0], b[0], num(rng, dt)), call(a, b[0], num(rng, dt))]
 
 
+EXAMPLES[R + "nondiff.stop_gradient"] = lambda rng, dt: [
+    call(arr(rng, dt, (3, 4))), call(num(rng, dt))]
+EXAMPLES["pullback.core.runtime.cotangent_or_zero"] = lambda rng, dt: [
+    call(None, arr(rng, dt, (3, 4))), call(arr(rng, dt, (3, 4)), arr(rng, dt, (3, 4))),
+    call(None, num(rng, dt)), call(num(rng, dt), num(rng, dt))]
 EXAMPLES[R + "elementwise.unbroadcast"] = _unbroadcast
 EXAMPLES[R + "elementwise.unbroadcast_product"] = _unbroadcast_product
 

@@ -268,8 +268,12 @@ def _float_like(kind: Kind | None) -> bool:
     return kind is None or kind.dtype in ("f", "c", "o")
 
 
-def activity(fn: ir.Function, kinds: dict, wrt: set[str]) -> set[str]:
-    """The set of active variable names."""
+def activity(fn: ir.Function, kinds: dict, wrt: set[str],
+             first_only=None) -> set[str]:
+    """The set of active variable names.  ``first_only``: tuple name -> n, for the
+    tuples ``t = (out..., aux...)`` of a ``has_aux`` result whose first n items alone
+    are differentiated: nothing is useful for being an item of the aux."""
+    first_only = first_only or {}
     stmts = list(ir.walk(fn.body))
     varied = set(wrt)
     changed = True
@@ -295,6 +299,9 @@ def activity(fn: ir.Function, kinds: dict, wrt: set[str]) -> set[str]:
         for s in stmts:
             if isinstance(s, ir.Assign) and s.target in useful:
                 new = _differentiable_operands(s, kinds) - useful
+                if s.target in first_only and isinstance(s.expr, ast.Tuple):
+                    new = set().union(*(ir.atom_names(e) for e in
+                                        s.expr.elts[:first_only[s.target]])) - useful
             elif isinstance(s, ir.SetItem) and s.array in useful:
                 new = ir.atom_names(s.value) - useful
             else:

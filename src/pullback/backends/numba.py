@@ -51,6 +51,8 @@ class NumbaBackend(Backend):
 
     def primal_twin(self, callee, method, call, kind=None):
         fn = registry.method(method) if method is not None else callee
+        if _users_plain_function(fn):
+            return fn       # bound as a helper: compiled with numba.njit, as its VJP is
         if len(call.args) + len(call.keywords) + (method is not None) <= 1 \
                 and not forms.twin_always(fn) and not _array_call(fn, call, kind):
             return None     # f(a): Numba compiles the NumPy function itself
@@ -68,6 +70,12 @@ class NumbaBackend(Backend):
                 f"Use jit=False, or write the call as a function of your own compiled with "
                 f"numba.njit (a loop) and register the rule on that function instead of "
                 f"{rule.name}.", cls=NumbaCompileError)
+        for obj in rule.helpers.values():
+            # A helper that says why Numba cannot run it (pullback.custom_vjp's VJP when
+            # its fwd and bwd are plain Python): refused here, at the user's call.
+            refusal = getattr(obj, "numba_refusal", None)
+            if refusal is not None:
+                raise tr.error(s, refusal[0], refusal[1], cls=NumbaCompileError)
         if rule.vjp_tuple is not None:
             return          # a user's VJP function: Numba compiles it as it is, or says why
         for pname, template in rule.adjoints.items():
@@ -95,6 +103,15 @@ class NumbaBackend(Backend):
 
     def primal(self, f, py_func):
         return f
+
+
+def _users_plain_function(fn) -> bool:
+    """A plain Python function (not ``numba.njit``) that the user gave a rule with
+    ``pullback.rule``: the compiled derivative calls it compiled with Numba."""
+    if not isinstance(fn, types.FunctionType):
+        return False
+    rule = registry.lookup(fn)
+    return rule is not None and rule.call_signature is not None
 
 
 def _array_call(fn, call, kind) -> bool:
@@ -266,8 +283,10 @@ _STUBS: dict = {}
 
 def _primal_stub(fn, twin):
     """The function the forward sweep calls for ``fn`` under Numba: it calls ``fn``
-    from Python, and its twin is its Numba implementation."""
-    if id(fn) not in _STUBS:
+    from Python, and its twin is its Numba implementation.  A twin registered again
+    for ``fn`` (a ``custom_vjp``'s new ``fwd``) gets a new stub: Numba keeps the
+    overload it compiled for the old one."""
+    if id(fn) not in _STUBS or forms.twin(_STUBS[id(fn)][1]) is not twin:
         def stub(*args, **kwargs):
             return fn(*args, **kwargs)
         stub.__name__ = stub.__qualname__ = f"{getattr(fn, '__name__', 'primal')}_numba"
@@ -281,10 +300,14 @@ _JITTED: dict = {}
 
 def _jit_helper(v):
     """Plain Python helper functions become Numba functions under the Numba backend;
-    a helper with a twin is passed as it is (Numba compiles the twin)."""
+    a helper with a twin is passed as it is (Numba compiles the twin), a primitive
+    with a twin as its stub."""
     from . import numba_twins
-    numba_twins.install()
     twin = forms.twin(v)
+    if twin is not None and twin is not forms.PLAIN and registry.lookup(v) is not None \
+            and not numba_twins._own(v):
+        v = _primal_stub(v, twin)   # a primitive a template calls: as the forward sweep does
+    numba_twins.install()
     if isinstance(v, types.FunctionType) and (twin is None or twin is forms.PLAIN):
         if id(v) not in _JITTED:
             _JITTED[id(v)] = (v, numbacache.njit(v))

@@ -17,7 +17,17 @@ from numba.extending import overload
 
 from ..core import runtime
 from ..rules import forms, linalg, registry
-from ..rules.twins import is_array, is_number, is_tuple, jitted, literal, one_dtype, rank, tuple_of
+from ..rules.twins import (
+    is_array,
+    is_none,
+    is_number,
+    is_tuple,
+    jitted,
+    literal,
+    one_dtype,
+    rank,
+    tuple_of,
+)
 from . import in_place
 
 _INSTALLED: set = set()
@@ -101,6 +111,17 @@ def _zeros_like(value):
     if _is_list_of_arrays(value):
         return lambda value: [np.zeros(v.shape) for v in value]
     return None
+
+
+@forms.numba_twin(runtime.cotangent_or_zero)
+def _cotangent_or_zero(cotangent, arg):
+    """Numba types a None a njit VJP returns as none: a zero of ``arg`` then."""
+    from numba import types
+    if not is_none(cotangent):
+        return lambda cotangent, arg: cotangent
+    if is_array(arg) and arg.dtype in (types.float32, types.float64):
+        return lambda cotangent, arg: np.zeros(arg.shape, arg.dtype)    # float32 kept
+    return lambda cotangent, arg: runtime.zeros_like(arg)
 
 
 @forms.numba_twin(runtime.zeros_tangent)

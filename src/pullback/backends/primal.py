@@ -10,7 +10,11 @@ activity:
 * a call whose function name would not name its callee in the generated code (a
   function of pullback's own that the normalizer calls) calls it through a helper
   bound to it;
-* an index the backend cannot apply is refused, located at its line.
+* an index the backend cannot apply is refused, located at its line;
+* a product that ``np.dot``, ``a.dot``, ``np.inner`` or ``np.einsum`` spells but
+  that computes what ``a @ b`` computes (by the operands' ranks) is written
+  ``a @ b``, so that one rule, its summed form, fusion and twins serve every
+  spelling, and each costs the same.
 
 It returns a new IR, numbered (``sid``), never editing the one it is given, with
 the kinds of the names it introduced and the helper names its calls use, as a
@@ -80,6 +84,10 @@ class _Lowering:
         return out
 
     def _assign(self, s: ir.Assign) -> list:
+        operands = matmul_operands(s, self.kind)
+        if operands is not None:
+            s.expr, s.callee, s.method = ast.BinOp(*operands[:1], ast.MatMult(), operands[1]), \
+                None, None
         e = s.expr
         if isinstance(e, ast.Subscript):
             self._check_index(s, e.slice)
@@ -147,3 +155,45 @@ class _Lowering:
 _LOWERING = ir.table("primal lowering", {
     ir.Assign: _Lowering._assign, ir.SetItem: _Lowering._setitem, ir.Return: lambda low, s: [s],
     ir.If: _Lowering._if, ir.For: _Lowering._for, ir.While: _Lowering._while})
+
+
+def matmul_operands(s: ir.Assign, kind) -> tuple | None:
+    """``(a, b)`` when ``s`` computes ``a @ b`` under another name, else None.
+
+    ``np.dot(a, b)`` and ``a.dot(b)`` are ``a @ b`` for vectors and matrices;
+    ``np.inner(a, b)`` for a vector ``b``; ``np.einsum(subscripts, a, b)`` when the
+    subscripts contract the last index of ``a`` with the first of ``b`` and keep
+    the others in order (``'ij,j->i'``, ``'ij,jk->ik'``, ``'i,i->'``).  ``kind``
+    gives an atom's kind; a rank not known here keeps the call as written."""
+    e = s.expr
+    if not isinstance(e, ast.Call) or e.keywords:
+        return None
+    fn = registry.method(s.method) if s.method is not None else s.callee
+    args = ([e.func.value] if s.method is not None else []) + list(e.args)
+    if fn is np.einsum and len(args) == 3 and isinstance(args[0], ast.Constant) \
+            and isinstance(args[0].value, str):
+        subscripts, args = args[0].value, args[1:]
+        if not _einsum_is_matmul(subscripts, [kind(a).ndim for a in args]):
+            return None
+    elif len(args) != 2 or fn not in (np.dot, np.inner):
+        return None
+    ranks = [kind(a).ndim for a in args]
+    if any(r not in (1, 2) for r in ranks) or any(kind(a).dtype not in "bif" for a in args):
+        return None
+    if fn is np.inner and ranks[1] != 1:
+        return None     # inner contracts the last axes: a @ b.T for a matrix b
+    return args[0], args[1]
+
+
+def _einsum_is_matmul(subscripts: str, ranks) -> bool:
+    spec = subscripts.replace(" ", "")
+    inputs, arrow, out = spec.partition("->")
+    terms = inputs.split(",")
+    if len(terms) != 2 or not all(t.isalpha() for t in terms) or not (out.isalpha() or out == ""):
+        return False
+    a, b = terms
+    if [len(a), len(b)] != list(ranks) or len(set(a + b)) != len(a) + len(b) - 1:
+        return False        # (each index once, but the one contracted)
+    if not arrow:
+        out = "".join(sorted(set(a) ^ set(b)))      # implicit: the others, alphabetical
+    return a[-1] == b[0] and out == a[:-1] + b[1:]

@@ -73,6 +73,13 @@ def zeros_like(value):
     return np.zeros(np.shape(value), dtype=np.result_type(value, 1.0))
 
 
+def cotangent_or_zero(cotangent, arg):
+    """``cotangent``, or for None (a user's VJP saying "no derivative" for ``arg``) a
+    float zero of ``arg``'s shape: the reverse sweep adds every cotangent it gets, and
+    None would come out as NaN (an array) or a TypeError (a number)."""
+    return zeros_like(arg) if cotangent is None else cotangent
+
+
 def zeros_tangent(value):
     """Forward mode's zero tangent of ``value``: :func:`zeros_like`, item by item
     for a tuple."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 
 from ..core import ir
+from ..core.trees import Tree
 from .expressions import Primitive, is_atom
 
 
@@ -19,6 +20,8 @@ class Assignments:
     def assign(self, target, value, scope, stmt, lowered=False):
         """``target = value``; ``lowered``: ``value`` is an atom already."""
         line = self.lowering.out.line(stmt, scope)
+        if lowered and isinstance(value, Tree):
+            return self.lowering.bind_tree(target, value, scope, stmt)
         if isinstance(value, ast.Lambda) and isinstance(target, ast.Name) and not lowered:
             scope.local_defs[target.id] = (value, scope)
             return
@@ -28,6 +31,7 @@ class Assignments:
             return self._unpack(target, value, scope, stmt, lowered)
         if isinstance(target, ast.Subscript):
             low = self.lowering
+            _refuse_into_tree(low, target, scope)
             array = low.lower_expr(target.value, scope)
             _refuse_non_local_array(array, target, scope)
             index = low.lower_index(target.slice, scope)
@@ -41,7 +45,11 @@ class Assignments:
         if not lowered and low.resolver.assign_constant(target.id, value, scope):
             return
         name = scope.assigned_name(target.id)
-        prim = Primitive(value) if lowered else low.lower_primitive(value, scope)
+        prim = Primitive(value) if lowered else low.lower_value(value, scope)
+        if isinstance(prim, Tree):          # name = <a pytree>: an alias of its structure
+            return low.bind_structure(target.id, prim, scope, stmt)
+        prim = prim if isinstance(prim, Primitive) else Primitive(prim)
+        low.unbind(target.id, scope, stmt)
         if name in ir.atom_names(prim.expr) and not is_atom(prim.expr):
             # x = f(x): compute into a temporary first, so the statement that
             # overwrites x reads nothing but the temporary.
@@ -56,14 +64,16 @@ class Assignments:
             # a, b = b, a + b: evaluate every right-hand side before assigning.
             atoms = []
             for e in value.elts:
-                a = low.lower_expr(e, scope)
+                a = low.lower_tree(e, scope)
                 if isinstance(a, ast.Name):
                     a = low.out.temp(stmt, a, scope)
                 atoms.append(a)
             for t, a in zip(target.elts, atoms):
                 self.assign(t, a, scope, stmt, lowered=True)
             return
-        whole = value if lowered else low.lower_expr(value, scope)
+        whole = value if lowered else low.lower_tree(value, scope)
+        if isinstance(whole, Tree):
+            return low.bind_tree(target, whole, scope, stmt)
         whole = low.as_name(whole, stmt, scope)
         for k, t in enumerate(target.elts):
             item = low.out.temp(stmt, ast.Subscript(whole, ast.Constant(k)), scope)
@@ -83,6 +93,7 @@ class Assignments:
                 last.augmented = True
             return
         if isinstance(s.target, ast.Subscript):
+            _refuse_into_tree(low, s.target, scope)
             array = low.lower_expr(s.target.value, scope)
             index = low.lower_index(s.target.slice, scope)
             old = low.out.temp(s, ast.Subscript(array, index), scope)
@@ -92,6 +103,15 @@ class Assignments:
             low.out.emit(ir.SetItem(low.out.line(s, scope), array.id, index, new))
             return
         raise scope.unsupported("augmented assignment to this target", s)
+
+
+def _refuse_into_tree(low, target, scope):
+    tree = low.static_tree(target.value, scope)
+    if isinstance(tree, Tree):
+        raise scope.unsupported(f"assignment into a pytree ({tree.describe()})", target,
+                                "pytrees are read-only here: compute the new value into a "
+                                "local name, or build a new dict, list or NamedTuple from the "
+                                "values and return it")
 
 
 def _refuse_non_local_array(array, target, scope):

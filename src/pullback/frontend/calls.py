@@ -10,6 +10,7 @@ import math
 import types
 
 from ..core import ir
+from ..core.trees import Tree
 from .callees import refuse_in_place, refuse_in_place_method, rule_for_call
 from .expressions import Primitive
 from .folds import is_fold, lower_fold
@@ -27,6 +28,12 @@ class Calls:
 
     def lower_method_call(self, e: ast.Call, scope):
         """A method of a local value: x.sum(axis=0), A.dot(v), x.copy()."""
+        tree = self.static_tree(e.func.value, scope)
+        if isinstance(tree, Tree):
+            raise self.error(f"the method call `{ast.unparse(e)}` on a pytree "
+                             f"({tree.describe()})", e, scope,
+                             "read its leaves with constant keys or fields, or write the "
+                             "method as a function of it (`predict(model, x)`), which is inlined")
         refuse_in_place_method(e, scope)
         recv = self.lower_expr(e.func.value, scope)
         args = [self.lower_expr(a, scope) for a in e.args]
@@ -52,6 +59,9 @@ class Calls:
                              e, scope)
         if is_fold(fn):         # scan, foldl, foldr, accumulate: the loop they run
             return lower_fold(self, e, fn, scope)
+        built = self.tree_call(e, fn, scope)    # len() of a pytree, a NamedTuple built...
+        if built is not None:
+            return built
         folded = self.fold_builtin(e, fn, scope)
         if folded is not None:
             return folded

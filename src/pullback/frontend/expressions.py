@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core import ir
+from ..core.trees import Tree
 from .scope import UNRESOLVED
 
 
@@ -38,6 +39,8 @@ class Expressions:
     def lower_primitive(self, e, scope) -> Primitive:
         """Lower e to one primitive operation over atoms (or an atom)."""
         value = self.lower_value(e, scope)
+        if isinstance(value, Tree):
+            raise self.refuse_value(value, e, scope)
         return value if isinstance(value, Primitive) else Primitive(value)
 
     def lower_value(self, e, scope):
@@ -48,13 +51,23 @@ class Expressions:
             raise self.error(f"the expression {type(e).__name__}", e, scope)
         return handler(self, e, scope)
 
+    def _name(self, e, scope):
+        tree = self.static_tree(e, scope)
+        return tree if tree is not None else self.resolver.name_ref(e, scope)
+
     def _attribute(self, e, scope):
+        tree = self.static_tree(e, scope)
+        if tree is not None:
+            return tree
         obj = self.resolver.resolve(e, scope)
         if obj is not UNRESOLVED:
             return self.resolver.external_ref(e, obj, scope)
         return ast.Attribute(self.lower_expr(e.value, scope), e.attr, ast.Load())
 
     def _subscript(self, e, scope):
+        tree = self.static_tree(e, scope)
+        if tree is not None:
+            return tree
         base = self.lower_expr(e.value, scope)
         return ast.Subscript(base, self.lower_index(e.slice, scope), ast.Load())
 
@@ -82,7 +95,8 @@ class Expressions:
         return ast.Name(result)
 
     def _sequence(self, e, scope):
-        return ast.Tuple([self.lower_expr(x, scope) for x in e.elts], ast.Load())
+        # A display holding a pytree is one (frontend/structures.py); else a tuple of atoms.
+        return self.tree_display(e, scope)
 
     def _lambda(self, e, scope):
         raise self.error("a lambda used as a value", e, scope,
@@ -145,7 +159,7 @@ def is_atom(e) -> bool:
 # Python expression class -> how it is lowered.  Anything else is refused.
 _EXPRESSIONS = {
     ast.Constant: lambda self, e, scope: ast.Constant(e.value),
-    ast.Name: lambda self, e, scope: self.resolver.name_ref(e, scope),
+    ast.Name: Expressions._name, ast.Dict: Expressions._sequence,
     ast.Attribute: Expressions._attribute, ast.Subscript: Expressions._subscript,
     ast.BinOp: Expressions._binop, ast.UnaryOp: Expressions._unaryop,
     ast.Compare: lambda self, e, scope: self.lower_compare(e, scope),

@@ -35,7 +35,6 @@ _UNSUPPORTED = {
     ast.SetComp: ("a set comprehension", "write the loop out"),
     ast.DictComp: ("a dict comprehension", "write the loop out"),
     ast.GeneratorExp: ("a generator expression", "write the loop out with an accumulator"),
-    ast.Dict: ("a dict", "use separate variables or arrays"),
     ast.Set: ("a set", "use arrays"),
     ast.JoinedStr: ("an f-string", "format strings outside the differentiated function"),
     ast.NamedExpr: ("an assignment expression (:=)", "assign in a separate statement"),

@@ -8,6 +8,7 @@ import types
 
 from ..core import ir
 from ..core.errors import MissingRuleError, PullbackError
+from ..core.trees import Tree
 from . import fence
 from .parse import ParsedFunction, parse_function
 from .resolve import inlined_library
@@ -70,8 +71,9 @@ class Inliner:
         if a.vararg or a.kwarg:
             raise scope.unsupported(f"a call to {node.name}, which takes *args or **kwargs", call)
         # Evaluate arguments in the caller's scope first.
-        args = [low.lower_expr(x, scope) for x in call.args]
-        kwargs = {k.arg: low.lower_expr(k.value, scope) for k in call.keywords}
+        # A pytree argument binds the parameter to its structure (frontend/structures.py).
+        args = [low.lower_tree(x, scope) for x in call.args]
+        kwargs = {k.arg: low.lower_tree(k.value, scope) for k in call.keywords}
         prefix = (node.name if node.name != "_lambda" else "lam").lstrip("_")
         rename = {}
         for local in sorted(local_names(node)):
@@ -97,6 +99,12 @@ class Inliner:
         finally:
             if code is not None:
                 self.stack.pop()
+        if callee.ret_tree is not None:
+            if callee.ret_plain:
+                raise scope.unsupported(f"a call to {node.name}, whose returns give a pytree "
+                                        "and a plain value", call,
+                                        "make every return give the same structure")
+            return callee.ret_tree
         return ast.Name(callee.ret_value)
 
     def _bind_arguments(self, node, call, scope, callee):
@@ -148,6 +156,9 @@ class Inliner:
     def _assign_parameter(self, callee, name, value, line):
         if name in callee.constants:
             return                      # a namespace: read as the constant it is
+        if isinstance(value, Tree):
+            callee.structures[name] = value
+            return
         if isinstance(value, ast.Constant) and value.value is None:
             callee.none_params.add(name)
         self.lowering.out.emit(ir.Assign(line, callee.rename[name], value))

@@ -61,13 +61,16 @@ class Loops:
         loop = self._new_loop()
         prologue = []       # binds the loop target(s) at the top of each iteration
         fn = self.resolver.resolve_callee(it.func, scope) if isinstance(it, ast.Call) else UNRESOLVED
+        if self.unroll(s, scope, fn):       # over a list of pytrees (frontend/structures.py)
+            return
         if fn is range or (fn is reversed and isinstance(it.args[0], ast.Call)
                            and self.resolver.resolve_callee(it.args[0].func, scope) is range):
             var, start, stop, step = self._range_header(s, scope, fn)
         else:
             var, start, stop, step = self._sequence_header(s, scope, fn, prologue)
         node = ir.For(self.out.line(s, scope), var, start, stop, step)
-        body, used_flags = self._loop_body(s, scope, loop, prologue)
+        with self.control_block(scope, s):
+            body, used_flags = self._loop_body(s, scope, loop, prologue)
         self._finish_loop(s, scope, loop, node, body, used_flags)
 
     def _range_header(self, s, scope, fn):
@@ -183,9 +186,10 @@ class Loops:
         test, cond = self.out.collect(lambda: self.as_name(self.lower_expr(s.test, scope), s, scope))
         for st in cond:
             self.out.emit(st)
-        body, used_flags = self._loop_body(s, scope, loop, [])
-        # Re-evaluate the condition at the end of each iteration into the same name.
-        _, cond2 = self.out.collect(lambda: self._retest(s, scope, test.id))
+        with self.control_block(scope, s):
+            body, used_flags = self._loop_body(s, scope, loop, [])
+            # Re-evaluate the condition at the end of each iteration into the same name.
+            _, cond2 = self.out.collect(lambda: self._retest(s, scope, test.id))
         node = ir.While(line, test.id, cond2, [])
         self._finish_loop(s, scope, loop, node, body, used_flags)
 

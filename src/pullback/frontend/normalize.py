@@ -22,6 +22,7 @@ import ast
 from ..core import ir
 from ..core.errors import UnsupportedSyntaxError
 from ..core.names import Names
+from ..core.trees import Tree
 from . import fence
 from .assign import Assignments
 from .calls import Calls
@@ -32,17 +33,22 @@ from .output import Output
 from .parse import ParsedFunction
 from .resolve import Resolver
 from .scope import Loop, Scope, local_names, walk_same_scope
+from .structures import Structures
 
 
-class Normalizer(Expressions, Loops, Calls):
+class Normalizer(Structures, Expressions, Loops, Calls):
     """Lowers one function (and everything inlined into it) to the IR: its
     statements and their control flow here, with the expressions, loops and calls
     of its mixins; non-local names are the :class:`.Resolver`'s, assignments the
     :class:`.Assignments`', inlining the :class:`.Inliner`'s, and the emitted
     statements the :class:`.Output`'s."""
 
-    def __init__(self, parsed: ParsedFunction):
+    def __init__(self, parsed: ParsedFunction, structures: tuple = (), has_aux: bool = False):
         self.top = parsed
+        self.has_aux = has_aux
+        self.aux_tuples: dict = {}      # has_aux: (out, aux) tuple returned -> leaves of out
+        self.arg_trees = structures     # per parameter: its pytree's structure, or None
+        self.out_tree = None            # the structure of a pytree result
         used = {n.id for n in ast.walk(parsed.node) if isinstance(n, ast.Name)}
         used |= {a.arg for a in ast.walk(parsed.node) if isinstance(a, ast.arg)}
         used |= set(parsed.globals) | set(parsed.closure)
@@ -73,8 +79,13 @@ class Normalizer(Expressions, Loops, Calls):
         params = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
         self.inliner = Inliner(self, parsed.fn.__code__)
         scope = Scope(parsed, rename={n: n for n in local_names(fn)})
+        params = self.flatten_params(params, scope)
         self._prepare_returns(scope, fn.body)
         body = self.lower_block(fn.body, scope)
+        if self.out_tree is not None and scope.ret_plain:
+            raise UnsupportedSyntaxError("a function whose returns give a pytree and a plain "
+                                         "value", parsed.location(fn),
+                                         "make every return give the same structure")
         if scope.ret_flag is not None:
             body = [ir.Assign(fn.lineno, scope.ret_flag, ast.Constant(False))] + body
             body.append(ir.Return(fn.lineno, ast.Name(scope.ret_value)))
@@ -157,8 +168,10 @@ class Normalizer(Expressions, Loops, Calls):
 
     def _if_stmt(self, s, scope):
         test = self.as_name(self.lower_expr(s.test, scope), s, scope)
-        body = self.sub_block(s.body, scope)
-        orelse = self.sub_block(s.orelse, scope)
+        with self.control_block(scope, s):
+            body = self.sub_block(s.body, scope)
+        with self.control_block(scope, s):
+            orelse = self.sub_block(s.orelse, scope)
         self.out.emit(ir.If(self.out.line(s, scope), test.id, body, orelse))
 
     def _jump_stmt(self, s, scope):
@@ -173,15 +186,35 @@ class Normalizer(Expressions, Loops, Calls):
 
     def _return_stmt(self, s, scope):
         line = self.out.line(s, scope)
-        value = ast.Constant(None) if s.value is None else self.lower_expr(s.value, scope)
+        value = ast.Constant(None) if s.value is None else self.lower_tree(s.value, scope)
+        first = 1
+        if isinstance(value, Tree):
+            head = value.children[0] if value.kind == "tuple" and value.children else None
+            first = len(head.leaves()) if isinstance(head, Tree) else 1
+            value = self.tree_result(value, scope, s)
+            if value is None:           # an inlined callee: its leaves are assigned
+                return self._returned(scope, line)
+        else:
+            scope.ret_plain = True
+        top = scope.parsed is self.top and scope.depth == 0
+        last = self.out.last()
+        if top and self.has_aux and isinstance(value, ast.Name) and isinstance(last, ir.Assign) \
+                and last.target == value.id and isinstance(last.expr, ast.Tuple):
+            self.aux_tuples[value.id] = first
         if scope.ret_flag is None:
-            if scope.parsed is self.top and scope.depth == 0:
+            if top:
                 # The top function returns; an inlined callee assigns its result.
                 self.out.emit(ir.Return(line, value))
             else:
                 self.out.emit(ir.Assign(line, scope.ret_value, value))
             return
         self.out.emit(ir.Assign(line, scope.ret_value, value))
+        self._returned(scope, line)
+
+    def _returned(self, scope, line):
+        """After a return's value is stored: set the flags that skip the rest."""
+        if scope.ret_flag is None:
+            return
         self.out.emit(ir.Assign(line, scope.ret_flag, ast.Constant(True)))
         if self._in_current_fn_loop(scope):
             loop = self.loops[-1]
@@ -193,8 +226,12 @@ class Normalizer(Expressions, Loops, Calls):
         scope.local_defs[s.name] = (s, scope)
 
 
-def normalize(parsed: ParsedFunction) -> tuple[ir.Function, Normalizer]:
-    n = Normalizer(parsed)
+def normalize(parsed: ParsedFunction, structures: tuple = (),
+              has_aux: bool = False) -> tuple[ir.Function, Normalizer]:
+    """``structures``: per parameter, its pytree's structure (core/trees.py) or None;
+    ``has_aux``: the function returns ``(loss, aux)``, whose aux is not differentiated
+    (the tuples returned are recorded in ``aux_tuples`` for activity)."""
+    n = Normalizer(parsed, structures, has_aux)
     return n.run(), n
 
 

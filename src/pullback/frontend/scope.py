@@ -27,6 +27,14 @@ class Scope:
     # A function inlined from another file: the line, in the top function, of the
     # call that led here; its statements carry it (lines index the top's file).
     site_line: int | None = None
+    # Locals bound to a pytree's static structure (frontend/structures.py), and those
+    # bound before the branch or loop being lowered (not rebound inside it).
+    structures: dict = field(default_factory=dict)
+    frozen: frozenset = frozenset()
+    # A function returning a pytree: the structure, whose leaves are the names every
+    # return assigns (an inlined callee), and whether a return gave a plain value.
+    ret_tree: object = None
+    ret_plain: bool = False
 
     def unsupported(self, what, node, hint="") -> UnsupportedSyntaxError:
         """The error refusing ``what`` (a construct, at ``node`` of this function)."""

@@ -44,19 +44,27 @@ def _untyped_before_assignment(tr, name):
     a placeholder of that type; when its kind is not known here there is none."""
     first = next((s for s in ir.walk(tr.fn.body) if name in s.writes()), None) or \
         next(s for s in ir.walk(tr.fn.body) if name in s.reads())
+    users = isinstance(first, ir.Assign) and not any(
+        n.id.startswith("_") or n.id in tr.helpers      # names the user did not write
+        for n in ast.walk(first.expr) if isinstance(n, ast.Name))
     if not name.startswith("_"):
         what = f"`{name}`"
-    elif isinstance(first, ir.Assign) and not any(
-            n.id.startswith("_") or n.id in tr.helpers      # names the user did not write
-            for n in ast.walk(first.expr) if isinstance(n, ast.Name)):
+    elif users:
         what = f"the value of `{ast.unparse(first.expr)}`"
     else:           # the transform's own names: the user's line instead
         what = f"a value computed on line {first.line} (`{tr.location(first.line).line.strip()}`)"
+    if isinstance(first, ir.Assign) and isinstance(first.expr, ast.Call):
+        # A call whose result rank the kinds cannot tell: assigning the variable
+        # earlier would not help, giving the result a visible rank does.
+        call = ast.unparse(first.expr) if users else "<the call>"
+        hint = (f"give the call's result a rank pullback can see, for example "
+                f"`np.reshape({call}, <its shape>)`, or use jit=False")
+    else:
+        hint = ("assign a variable of that type before the loop or branch that first sets it "
+                "(for example `g = np.zeros(n)`), or use jit=False")
     return tr.error(first, f"{what} under the Numba backend: the reverse sweep needs it saved "
                     "before it is first assigned, and its type (a number or an array, and "
-                    "its rank) is not known before the function runs",
-                    "assign a variable of that type before the loop or branch that first "
-                    "sets it (for example `g = np.zeros(n)`), or use jit=False",
+                    "its rank) is not known before the function runs", hint,
                     cls=NumbaCompileError)
 
 

@@ -28,6 +28,7 @@ from . import (  # noqa: F401
     scipy_lib,
     scipy_linalg,
     scipy_special,
+    scipy_special_twins,
     shapes,
     solve,
     templates,

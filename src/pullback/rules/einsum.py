@@ -354,6 +354,6 @@ numba_twin(einsum_vjp)(_einsum_vjp_numba)
 # ---------------------------------------------------------------------------
 # Registrations
 
-defrule(np.einsum, "*operands, out=None, optimize=False", result=results.unknown,
+defrule(np.einsum, "*operands, out=None, optimize=False", result=results.einsum_result,
         operands="einsum_vjp(g, k, *operands)")
 deftangent(np.einsum, multilinear="operands")

@@ -213,9 +213,9 @@ defrule(np.matmul, "x1, x2, /, out=None", result=results.product,
         x1="matmul_vjp_a(g, x1, x2)", x2="matmul_vjp_b(g, x1, x2)")
 defrule(operator.matmul, "a, b, /", result=results.product,
         a="matmul_vjp_a(g, a, b)", b="matmul_vjp_b(g, a, b)")
-defrule(np.outer, "a, b, out=None", result=results.unknown,
+defrule(np.outer, "a, b, out=None", result=results.outer_product,
         a="outer_vjp_a(g, a, b)", b="outer_vjp_b(g, a, b)")
-defrule(np.inner, "a, b, /", result=results.unknown,
+defrule(np.inner, "a, b, /", result=results.inner_product,
         a="inner_vjp_a(g, a, b)", b="inner_vjp_b(g, a, b)")
 for _product in (np.dot, operator.matmul, np.outer, np.inner):
     deftangent(_product, multilinear="a, b")

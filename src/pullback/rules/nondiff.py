@@ -13,6 +13,7 @@ import numpy as np
 
 from ..core.runtime import trip_count
 from . import results
+from .forms import numba_twin
 from .registry import defnondiff, defprimitive
 
 for _fn in (len, int, round, math.floor, math.ceil, math.trunc, math.factorial, math.comb,
@@ -42,6 +43,27 @@ for _fn in (np.zeros_like, np.ones_like, np.empty_like):
 defnondiff(np.arange, result=results.sequence)
 for _fn in (np.eye, np.identity):
     defnondiff(_fn, result=results.identity_matrix)
+
+
+
+def stop_gradient(x):
+    """``x`` itself: its value passes, its derivative does not (zero in both modes).
+
+    A primitive registered as non-differentiable, so the reverse sweep sends no
+    cotangent back through it and forward mode gives it a zero tangent; Numba
+    compiles it as it is (it returns its argument).  Exported as
+    ``pullback.stop_gradient``."""
+    return x
+
+
+# The result is the argument itself, so it is marked as one that may share memory.
+defnondiff(stop_gradient, result=results.like, view=True)
+
+
+@numba_twin(stop_gradient, always=True)
+def _stop_gradient_numba(x):
+    """The forward sweep's ``stop_gradient`` under Numba: the argument itself."""
+    return lambda x: x
 
 # Their fill value could carry a derivative; no rule for it yet.
 defprimitive(np.full, result=results.new_array)

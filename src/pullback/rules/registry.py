@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import MissingRuleError
+from ..core.runtime import cotangent_or_zero
 from . import results
 from .forms import twin
 from .templates import MAX_VARIADIC, Param, read_templates, read_vjp, vjp_name
@@ -276,11 +277,13 @@ def defrule(fn, signature: str, *, result="like", view: bool = False, methods: t
                           methods=tuple(methods)))
 
 
-def defnondiff(fn, *, result=results.generic, methods: tuple = ()) -> Rule:
+def defnondiff(fn, *, result=results.generic, view: bool = False,
+               methods: tuple = ()) -> Rule:
     """Register ``fn`` as non-differentiable: no derivative flows from its arguments
-    to its result (comparisons, ``len``, ``floor``, ``argmax``, array factories)."""
+    to its result (comparisons, ``len``, ``floor``, ``argmax``, array factories).
+    ``view``: the result may be its first argument itself (``stop_gradient``)."""
     return _register(Rule(fn=fn, name=describe(fn), params=(), adjoints={}, helpers={},
-                          result=_result(result), differentiable=False,
+                          result=_result(result), differentiable=False, view=view,
                           methods=tuple(methods)))
 
 
@@ -332,7 +335,8 @@ def vjp_rule(fn, vjp, *, argnums=None, result: str = "any", name: str | None = N
     """The rule :func:`defvjp` registers, made without registering it."""
     call_signature, adjoints, marker, n = read_vjp(vjp, argnums, name or describe(fn))
     return Rule(fn=fn, name=name or describe(fn), params=(), adjoints=adjoints,
-                helpers={"__vjp__": vjp, "checked_cotangents": checked_cotangents},
+                helpers={"__vjp__": vjp, "checked_cotangents": checked_cotangents,
+                         "cotangent_or_zero": cotangent_or_zero},
                 result=_result(result), vjp_tuple=marker, call_signature=call_signature,
                 cotangents=n)
 

@@ -64,6 +64,16 @@ def unknown(fn, args, kws, call) -> Kind:
     return Kind(-1, "f")
 
 
+def solved(fn, args, kws, call) -> Kind:
+    """``np.linalg.solve(a, b)`` (NumPy 2): ``a``'s rank less one for a vector ``b``
+    (1-D), else the larger rank of the two (stacks broadcast); unknown when either
+    rank is."""
+    if len(args) < 2 or not all(isinstance(k.ndim, int) and k.ndim > 0 for k in args[:2]):
+        return Kind(-1, "f")
+    a, b = args[:2]
+    return Kind(a.ndim - 1 if b.ndim == 1 else max(a.ndim, b.ndim), "f")
+
+
 def reduction(fn, args, kws, call) -> Kind:
     """``sum``, ``mean``, ``norm``...: a scalar unless an axis is given or dims are kept."""
     axis_given = len(call.args) > 1 or any(k.arg in ("axis", "ord") for k in call.keywords)
@@ -153,6 +163,46 @@ def product(fn, args, kws, call) -> Kind:
     if 0 in (a, b) and fn is np.dot:
         return Kind(a + b, dtype)
     return Kind(-1, dtype)
+
+
+def inner_product(fn, args, kws, call) -> Kind:
+    """``inner``: the last axes contracted, ``a.ndim + b.ndim - 2`` (a number scales
+    the other argument)."""
+    if len(args) < 2 or any(a.ndim is None or a.ndim < 0 for a in args[:2]):
+        return unknown(fn, args, kws, call)
+    a, b = args[0].ndim, args[1].ndim
+    dtype = _numeric_dtype(broadcast(list(args[:2])))
+    return Kind(a + b if 0 in (a, b) else a + b - 2, dtype)
+
+
+def _operands_dtype(operands) -> str:
+    """The dtype a product of ``operands`` has: their common one, float when one
+    is not known."""
+    if not operands or any(a.dtype not in DTYPE_ORDER for a in operands):
+        return "f"
+    return max((a.dtype for a in operands), key=DTYPE_ORDER.index).replace("b", "i")
+
+
+def outer_product(fn, args, kws, call) -> Kind:
+    """``outer``: a matrix, whatever the ranks (it flattens its arguments)."""
+    return Kind(2, _operands_dtype(args[:2]))
+
+
+def einsum_result(fn, args, kws, call) -> Kind:
+    """``einsum`` with constant subscripts: one axis per output index (explicit after
+    ``->``, else the indices used once); of unknown rank otherwise."""
+    first = call.args[0] if call.args else None
+    if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+        return unknown(fn, args, kws, call)
+    spec = first.value.replace(" ", "")
+    inputs, arrow, out = spec.partition("->")
+    dtype = _operands_dtype(args[1:])
+    if "." in spec:
+        return Kind(-1, dtype)          # an ellipsis: its rank comes from the operands
+    if not arrow:
+        letters = inputs.replace(",", "")
+        out = [c for c in set(letters) if letters.count(c) == 1]
+    return Kind(len(out), dtype)
 
 
 def retyped(fn, args, kws, call) -> Kind:

@@ -25,10 +25,13 @@ from __future__ import annotations
 import ast
 import importlib
 
+import numpy as np
+
 from ..core.kinds import OTHER, Kind
 from ..core.runtime import item_cotangent
-from . import results
+from . import results, twins
 from .elementwise import unbroadcast
+from .forms import numba_twin
 from .registry import defnamespace, defrule
 from .shapes import array_vjp, astype_vjp, reshape_vjp
 from .tangents import deftangent
@@ -123,6 +126,31 @@ def register():
         deftangent(atleast, linear="x")
 
 
+def _promote_twin(a0, a1=None, a2=None, a3=None, a4=None, a5=None, a6=None, a7=None,
+                  broadcast=False, force_floating=False, xp=None):
+    """``xp_promote(x, ...)`` of one float array (what SciPy's functions pass it): the
+    array itself; an integer array with ``force_floating``: as float64."""
+    if not twins.is_array(a0) or not all(twins.is_none(a) for a in (a1, a2, a3, a4, a5, a6, a7)):
+        return None
+    if twins.is_float_array(a0):
+        return lambda a0, a1=None, a2=None, a3=None, a4=None, a5=None, a6=None, a7=None, \
+            broadcast=False, force_floating=False, xp=None: a0
+    if twins.literal(force_floating) is True:
+        return lambda a0, a1=None, a2=None, a3=None, a4=None, a5=None, a6=None, a7=None, \
+            broadcast=False, force_floating=False, xp=None: a0.astype(np.float64)
+    return None
+
+
+def _promote_vjp_twin(g, ans, x, k):
+    """The cotangent of the one float array ``xp_promote`` was given: ``g`` itself."""
+    if twins.is_tuple(ans) or not (twins.is_float_array(x) and twins.is_float_array(g)):
+        return None
+    return lambda g, ans, x, k: g
+
+
 register_pickers()
 if _lookup("scipy:__version__") is not None:
     register()
+    if _lookup("scipy._lib._array_api:xp_promote") is not None:
+        numba_twin(_lookup("scipy._lib._array_api:xp_promote"), always=True)(_promote_twin)
+        numba_twin(promote_vjp)(_promote_vjp_twin)

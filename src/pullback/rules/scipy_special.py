@@ -1,6 +1,7 @@
 """Derivatives of ``scipy.special`` functions (registered only when SciPy is installed).
 
-gammaln, digamma (psi), erf, erfc, expit, logit, xlogy, xlog1py (elementwise
+gammaln, digamma (psi), gamma, erf, erfc, erfcx, ndtr, log_ndtr, ndtri, expit,
+logit, xlogy, xlog1py (elementwise
 templates, like :mod:`.elementwise`); logsumexp, softmax, log_softmax (helpers
 written against the array API namespace of their inputs, conventions of
 :mod:`.reductions`).
@@ -38,6 +39,8 @@ from .registry import defrule
 __all__ = ["logsumexp_vjp", "logsumexp_vjp_b", "softmax_vjp", "log_softmax_vjp"]
 
 _TWO_OVER_SQRT_PI = 1.1283791670955126
+_SQRT_2PI = 2.5066282746310002
+_ONE_OVER_SQRT_2PI = 0.3989422804014327
 
 
 # ---------------------------------------------------------------------------
@@ -104,9 +107,15 @@ def log_softmax_vjp(g, ans, x, axis=None):
 
 def register():
     """Register the rules of this module (when SciPy is installed)."""
-    defrule(special.gammaln, "x, /", x="g * special.digamma(x)")
-    defrule(special.digamma, "x, /", x="g * special.polygamma(1, x)")    # special.psi is digamma
+    defrule(special.gammaln, "x, /", x="g * digamma(x)")
+    defrule(special.digamma, "x, /", x="g * polygamma(1, x)")    # special.psi is digamma
+    defrule(special.gamma, "x, /", x="g * ans * digamma(x)")
     defrule(special.erf, "x, /", x="g * _TWO_OVER_SQRT_PI * np.exp(-x * x)")
+    defrule(special.erfcx, "x, /", x="g * (2.0 * x * ans - _TWO_OVER_SQRT_PI)")
+    defrule(special.ndtr, "x, /", x="g * _ONE_OVER_SQRT_2PI * np.exp(-0.5 * x * x)")
+    # exp(-x²/2) / ndtr(x) as one exponential: finite far in the left tail.
+    defrule(special.log_ndtr, "x, /", x="g * _ONE_OVER_SQRT_2PI * np.exp(-0.5 * x * x - ans)")
+    defrule(special.ndtri, "x, /", x="g * _SQRT_2PI * np.exp(0.5 * ans * ans)")
     defrule(special.erfc, "x, /", x="-g * _TWO_OVER_SQRT_PI * np.exp(-x * x)")
     defrule(special.expit, "x, /", x="g * ans * (1.0 - ans)")
     defrule(special.logit, "x, /", x="g / (x * (1.0 - x))")
@@ -125,4 +134,7 @@ def register():
 
 
 if special is not None:
+    # By name in the templates: a helper name is bound to its Numba twin under jit=True
+    # (an attribute of the module would reach Numba as the module's attribute).
+    digamma, polygamma = special.digamma, special.polygamma
     register()

@@ -116,7 +116,7 @@ def slogdet_vjp(g, ans, a):
 # ---------------------------------------------------------------------------
 # Registrations
 
-defrule(np.linalg.solve, "a, b", result=results.unknown,
+defrule(np.linalg.solve, "a, b", result=results.solved,
         a="solve_vjp_a(g, ans, a, b)", b="solve_vjp_b(g, ans, a, b)")
 defrule(np.linalg.inv, "a", result=results.same_shape, a="inv_vjp(g, ans, a)")
 defrule(np.linalg.det, "a", result=results.matrix_scalar, a="det_vjp(g, ans, a)")

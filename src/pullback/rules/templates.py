@@ -120,9 +120,11 @@ def read_vjp(vjp, argnums, what: str):
                         "positional parameter after g, ans to return a cotangent for; name "
                         f"{what}'s parameters: `def {vjp_name(vjp)}(g, ans, x, ...)`")
     single = len(names) == 1
-    # The call runs once; each parameter's cotangent is its item of the result.
-    adjoints = {names[k]: ast.parse("__cotangents__" if single else f"__cotangents__[{k}]",
-                                    mode="eval").body for k in argnums}
+    # The call runs once; each parameter's cotangent is its item of the result, a
+    # zero of the argument's shape where the VJP says None (no derivative).
+    adjoints = {names[k]: ast.parse(
+        f"cotangent_or_zero({'__cotangents__' if single else f'__cotangents__[{k}]'}, "
+        f"{names[k]})", mode="eval").body for k in argnums}
     marker = ast.parse(f"__vjp__(g, ans, {', '.join(names)})", mode="eval").body
     return call_signature, adjoints, marker, len(names)
 

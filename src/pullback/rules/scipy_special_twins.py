@@ -1,0 +1,242 @@
+"""Numba twins of ``scipy.special`` functions: SciPy's own compiled scalar kernels.
+
+SciPy exports the C kernels of its special functions from
+``scipy.special.cython_special``; Numba calls one by its address (a ctypes
+function pointer), and :func:`numba.vectorize` broadcasts it over arrays as a
+Numba ufunc, so ``special.gammaln(x)`` and its derivative's
+``special.digamma(x)`` compile under ``jit=True`` with SciPy's values, for a
+number or an array of any rank.  ``softmax`` and ``log_softmax`` (and their
+VJPs) are loops over the array's blocks along the axis.
+
+The kernel taken is the one over doubles; float32 arguments are computed in
+double and give float32, as SciPy's own loops do.  Nothing here imports Numba
+until a twin is typed.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+
+import numpy as np
+
+from . import twins
+from .forms import numba_twin
+from .scipy_special import log_softmax_vjp, softmax_vjp
+
+try:
+    from scipy import special
+except ImportError:     # pragma: no cover - SciPy is an optional extra
+    special = None
+
+#: The scipy.special functions that get a twin here, by the name of their kernel
+#: in cython_special and their number of arguments.
+KERNELS = {"gammaln": ("gammaln", 1), "digamma": ("psi", 1), "erf": ("erf", 1),
+           "erfc": ("erfc", 1), "expit": ("expit", 1), "logit": ("logit", 1),
+           "xlogy": ("xlogy", 2), "xlog1py": ("xlog1py", 2), "ndtr": ("ndtr", 1),
+           "log_ndtr": ("log_ndtr", 1), "ndtri": ("ndtri", 1), "erfcx": ("erfcx", 1),
+           "gamma": ("gamma", 1)}
+
+
+def _capsule_signature(capsule) -> str:
+    """The C signature a Cython capsule is named by: ``double (double, int ...)``."""
+    get_name = ctypes.pythonapi.PyCapsule_GetName
+    get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    return get_name(capsule).decode()
+
+
+def _kernel(name: str, nargs: int):
+    """The double-precision C kernel of cython_special's ``name`` as a ctypes function
+    of ``nargs`` doubles (and Cython's trailing ``skip_dispatch`` flag), or None."""
+    import scipy.special.cython_special as cs
+    from numba.extending import get_cython_function_address
+    want = f"double ({', '.join(['double'] * nargs)}, int __pyx_skip_dispatch)"
+    for exported in [name] + [f"__pyx_fuse_{i}{name}" for i in range(4)]:
+        capsule = cs.__pyx_capi__.get(exported)
+        if capsule is not None and _capsule_signature(capsule) == want:
+            address = get_cython_function_address("scipy.special.cython_special", exported)
+            proto = ctypes.CFUNCTYPE(ctypes.c_double, *[ctypes.c_double] * nargs, ctypes.c_int)
+            return proto(address)
+    return None
+
+
+_UFUNCS: dict = {}
+
+
+def ufunc(name: str):
+    """The Numba ufunc of ``special.<name>`` (made once, on first use)."""
+    if name not in _UFUNCS:
+        import numba
+        kernel_name, nargs = KERNELS[name]
+        kernel = _kernel(kernel_name, nargs)
+        if kernel is None:      # pragma: no cover - a SciPy without this kernel
+            raise NotImplementedError(f"scipy.special.{name} has no double kernel in "
+                                      "cython_special: use jit=False")
+        if nargs == 1:
+            def scalar(x):
+                return kernel(x, 0)
+        else:
+            def scalar(x, y):
+                return kernel(x, y, 0)
+        # float32 in, float32 out, as SciPy's own loops (computed in double).
+        signatures = [f"{t}({', '.join([t] * nargs)})" for t in ("float32", "float64")]
+        _UFUNCS[name] = numba.vectorize(signatures, nopython=True)(scalar)
+    return _UFUNCS[name]
+
+
+def _one(name):
+    def twin(x):
+        f = ufunc(name)
+        return lambda x: f(x)
+    return twin
+
+
+def _two(name):
+    def twin(x, y):
+        f = ufunc(name)
+        return lambda x, y: f(x, y)
+    return twin
+
+
+# B_2, B_4, ..., B_20: the Bernoulli numbers of the asymptotic series below.
+_BERNOULLI = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510,
+              43867 / 798, -174611 / 330)
+
+
+def polygamma_scalar(n, x):
+    """``polygamma(n, x)`` for ``n >= 1`` (cython_special has no kernel for it): the
+    recurrence ``ψ⁽ⁿ⁾(x) = ψ⁽ⁿ⁾(x+1) - (-1)ⁿ n!/x^(n+1)`` up to x >= 20, then the
+    asymptotic series ``(-1)^(n+1) [(n-1)!/xⁿ + n!/(2x^(n+1)) + Σ B₂ₖ (2k+n-1)!/((2k)!
+    x^(2k+n))]``, whose first omitted term there is below 1e-17 relative."""
+    fact_n = math.gamma(n + 1.0)
+    sign = -1.0 if n % 2 == 1 else 1.0         # (-1)**n
+    shifted = 0.0
+    while x < 20.0:
+        shifted -= sign * fact_n / x ** (n + 1)
+        x += 1.0
+    series = math.gamma(n * 1.0) / x ** n + fact_n / (2.0 * x ** (n + 1))
+    for k in range(1, len(_BERNOULLI) + 1):
+        series += (_BERNOULLI[k - 1] * math.gamma(2.0 * k + n) / math.gamma(2.0 * k + 1.0)
+                   / x ** (2 * k + n))
+    return shifted - sign * series
+
+
+def _polygamma_twin(n, x):
+    """``polygamma(n, x)``: SciPy's digamma kernel for n = 0, else the series."""
+    f = _polygamma_ufunc()
+    return lambda n, x: f(n, x)
+
+
+def _polygamma_ufunc():
+    if "polygamma" not in _UFUNCS:
+        import numba
+        series, psi = numba.njit(polygamma_scalar), _kernel("psi", 1)
+
+        def scalar(n, x):
+            return psi(x, 0) if n == 0 else series(n, x)
+        # float64 always, as SciPy's polygamma (a Python function over zeta) gives.
+        _UFUNCS["polygamma"] = numba.vectorize(["float64(int64, float64)"], nopython=True)(scalar)
+    return _UFUNCS["polygamma"]
+
+
+def register() -> None:
+    """The twins, for the scipy.special functions this SciPy has."""
+    for name, (_, nargs) in KERNELS.items():
+        fn = getattr(special, name, None)
+        if fn is not None:
+            numba_twin(fn, always=True)(_one(name) if nargs == 1 else _two(name))
+    numba_twin(special.psi, always=True)(_one("digamma"))
+    numba_twin(special.polygamma, always=True)(_polygamma_twin)
+
+
+if special is not None:
+    register()
+
+
+# ---------------------------------------------------------------------------
+# softmax and log_softmax along one axis (or the whole array), and their VJPs:
+# loops over the array as (before, along, after) blocks, C order, as the
+# cumulative twins do.
+
+def _blocks(axis):
+    """The twin's view of an array: a compiled ``f(x, axis)`` giving it C-contiguous as
+    (before, along, after) blocks, one block for ``axis=None``."""
+    if twins.is_none(axis):
+        return twins.jitted(_all_blocks)
+    return twins.jitted(_axis_blocks)
+
+
+def _all_blocks(x, axis):
+    return np.ascontiguousarray(x).reshape((1, x.size, 1))
+
+
+def _axis_blocks(x, axis):
+    before, after = 1, 1
+    ax = axis % x.ndim
+    for i in range(x.ndim):
+        if i < ax:
+            before *= x.shape[i]
+        elif i > ax:
+            after *= x.shape[i]
+    return np.ascontiguousarray(x).reshape((before, x.shape[ax], after))
+
+
+def _softmax3(x3, log):
+    out = np.empty(x3.shape, x3.dtype)
+    for i in range(x3.shape[0]):
+        for j in range(x3.shape[2]):
+            m = -np.inf         # the shift: the largest entry, 0 where not finite (as SciPy)
+            for k in range(x3.shape[1]):
+                m = max(m, x3[i, k, j])
+            m = m if np.isfinite(m) else 0.0
+            total = 0.0
+            for k in range(x3.shape[1]):
+                e = np.exp(x3[i, k, j] - m)
+                total += e
+                out[i, k, j] = x3[i, k, j] - m if log else e
+            for k in range(x3.shape[1]):
+                out[i, k, j] = out[i, k, j] - np.log(total) if log else out[i, k, j] / total
+    return out
+
+
+def _softmax_vjp3(g3, s3, log):
+    """``s (g - sum(g s))`` for softmax, ``g - exp(s) sum(g)`` for log_softmax."""
+    out = np.empty(s3.shape, s3.dtype)
+    for i in range(s3.shape[0]):
+        for j in range(s3.shape[2]):
+            total = 0.0
+            for k in range(s3.shape[1]):
+                total += g3[i, k, j] if log else g3[i, k, j] * s3[i, k, j]
+            for k in range(s3.shape[1]):
+                out[i, k, j] = g3[i, k, j] - np.exp(s3[i, k, j]) * total if log \
+                    else s3[i, k, j] * (g3[i, k, j] - total)
+    return out
+
+
+def _softmax_twin(log):
+    def twin(x, axis=None):
+        if not twins.is_float_array(x):
+            return None
+        blocks, kernel = _blocks(axis), twins.jitted(_softmax3)
+        return lambda x, axis=None: kernel(blocks(x, axis), log).reshape(x.shape)
+    return twin
+
+
+def _softmax_vjp_twin(log):
+    def twin(g, ans, x, axis=None):
+        if not (twins.is_float_array(g) and twins.is_float_array(ans)):
+            return None
+        blocks, kernel = _blocks(axis), twins.jitted(_softmax_vjp3)
+        return lambda g, ans, x, axis=None: kernel(
+            blocks(np.broadcast_to(g, ans.shape), axis), blocks(ans, axis), log).reshape(x.shape)
+    return twin
+
+
+def register_softmax() -> None:
+    numba_twin(special.softmax, always=True)(_softmax_twin(False))
+    numba_twin(special.log_softmax, always=True)(_softmax_twin(True))
+    numba_twin(softmax_vjp)(_softmax_vjp_twin(False))
+    numba_twin(log_softmax_vjp)(_softmax_vjp_twin(True))
+
+
+if special is not None:
+    register_softmax()

@@ -1,0 +1,38 @@
+"""rules/scipy_special_twins: scipy.special compiled under jit=True with SciPy's own
+kernels (each twin against its target is walked by tests/test_every_twin.py)."""
+import numpy as np
+import pytest
+
+from .checks import values
+
+special = pytest.importorskip("scipy.special")
+pytest.importorskip("numba")
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_polygamma_series_matches_scipy(n):
+    """cython_special has no polygamma kernel: the twin's series, on both sides of 0
+    and across the recurrence's cut-off at 20."""
+    from pullback.rules.scipy_special_twins import polygamma_scalar
+    for x in (0.05, 0.3, 1.0, 2.5, 7.0, 19.9, 20.0, 60.0, -0.5, -2.3):
+        np.testing.assert_allclose(polygamma_scalar(n, x), special.polygamma(n, x), rtol=1e-13)
+
+
+def test_compiled_under_numba_with_scipys_values():
+    """jit=True compiles the scipy.special functions and their derivatives (SciPy's
+    own kernels and softmax's loops, see rules/scipy_special_twins) and agrees with
+    jit=False."""
+    import pullback
+
+    def f(x, y):
+        return np.sum(special.gammaln(x) + special.erf(y) * special.xlogy(x, y + 1.0)
+                      + special.expit(y) - special.log_ndtr(y) + special.digamma(x)
+                      + special.softmax(x) * y + special.log_softmax(y) ** 2)
+    x, y = values(1, (4,), 0.3, 3.0), values(2, (4,), -0.5, 2.0)
+    want = pullback.grad(f, argnums=(0, 1))(x, y)
+    got = pullback.grad(f, argnums=(0, 1), jit=True)(x, y)
+    for w, g in zip(want, got):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    h = 1e-6
+    fd = [(f(x + h * e, y) - f(x - h * e, y)) / (2 * h) for e in np.eye(4)]
+    np.testing.assert_allclose(want[0], fd, rtol=1e-6)

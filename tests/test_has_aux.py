@@ -1,0 +1,93 @@
+"""has_aux=True: f returns (loss, aux); the loss is differentiated (checked against
+analytic gradients), the aux comes back as f computes it (same values, same
+dtype) and nothing flows from it: an aux that is infinite where the loss is
+smooth leaves the gradient finite."""
+import numpy as np
+import pytest
+
+import pullback
+
+pytestmark = pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")
+
+X = np.array([0.0, 1.5, -2.0])
+
+
+def loss_and_stats(x):
+    y = np.sin(x)
+    loss = np.sum(y ** 2)
+    return loss, {"log": np.log(np.abs(x)), "count": 3, "tag": "sin",
+                  "ints": np.arange(3), "y": y}
+
+
+def loss_and_array(x):
+    return np.sum(x ** 3), np.log(np.abs(x)) * 2.0
+
+
+def expected_grad(x):
+    return 2 * np.sin(x) * np.cos(x)
+
+
+def check_aux(aux, direct):
+    assert list(aux) == list(direct)
+    for k in direct:
+        if isinstance(direct[k], np.ndarray):
+            assert aux[k].dtype == direct[k].dtype
+            np.testing.assert_array_equal(aux[k], direct[k])
+        else:
+            assert aux[k] == direct[k] and type(aux[k]) is type(direct[k])
+
+
+def test_grad_with_aux():
+    g, aux = pullback.grad(loss_and_stats, has_aux=True)(X)
+    np.testing.assert_allclose(g, expected_grad(X), rtol=1e-14)
+    assert np.all(np.isfinite(g))                   # log|x| at 0 is -inf: no NaN flows back
+    check_aux(aux, loss_and_stats(X)[1])
+
+
+def test_value_and_grad_with_aux():
+    (loss, aux), g = pullback.value_and_grad(loss_and_stats, has_aux=True)(X)
+    direct = loss_and_stats(X)
+    assert loss == direct[0]
+    np.testing.assert_allclose(g, expected_grad(X), rtol=1e-14)
+    check_aux(aux, direct[1])
+
+
+def test_vjp_with_aux(jit):
+    value, back, aux = pullback.vjp(loss_and_array, X, jit=jit, has_aux=True)
+    direct = loss_and_array(X)
+    assert value == direct[0]
+    np.testing.assert_array_equal(aux, direct[1])
+    (g,) = back(2.0)
+    np.testing.assert_allclose(g, 2.0 * 3 * X ** 2, rtol=1e-14)
+
+
+def test_grad_with_aux_and_a_pytree_argument():
+    def f(p):
+        h = p["w"] * p["w"]
+        return np.sum(h), h
+    p = {"w": np.array([1.0, -3.0])}
+    g, aux = pullback.grad(f, has_aux=True)(p)
+    np.testing.assert_allclose(g["w"], 2 * p["w"], rtol=1e-14)
+    np.testing.assert_array_equal(aux, p["w"] ** 2)
+
+
+@pytest.mark.parametrize("make", [pullback.grad, pullback.value_and_grad])
+def test_has_aux_needs_a_pair(make):
+    with pytest.raises(TypeError, match=r"has_aux=True\) requires .* to return a pair"):
+        make(lambda x: np.sum(x ** 2), has_aux=True)(X)
+
+
+def test_without_has_aux_the_message_points_to_it():
+    with pytest.raises(TypeError, match="has_aux=True"):
+        pullback.grad(loss_and_array)(X)
+
+
+def test_jacrev_with_aux():
+    def f(x):
+        y = np.sin(x) * x[0]
+        return y, {"norm": np.sum(y ** 2)}
+    jac, aux = pullback.jacrev(f, has_aux=True)(X)
+    expected = np.diag(np.cos(X) * X[0])
+    expected[:, 0] += np.sin(X)                     # analytic: d(sin(x_i) x_0)/dx_j
+    np.testing.assert_allclose(jac, expected, rtol=1e-14)
+    assert aux["norm"] == f(X)[1]["norm"]
