@@ -57,8 +57,6 @@ class Calls:
                 return self.lower_method_call(e, scope)
             raise self.error(f"a call to {ast.unparse(e.func)}, which is not a known function",
                              e, scope)
-        if is_fold(fn):         # scan, foldl, foldr, accumulate: the loop they run
-            return lower_fold(self, e, fn, scope)
         built = self.tree_call(e, fn, scope)    # len() of a pytree, a NamedTuple built...
         if built is not None:
             return built
@@ -94,7 +92,10 @@ class Calls:
     def fold_builtin(self, e: ast.Call, fn, scope):
         """A builtin call written as the two-argument operations it performs, or None:
         ``max(a, b, c)`` is ``max(max(a, b), c)`` (the two-argument rule applies), and
-        ``sum([a, b])`` is ``(start + a) + b``, as Python adds them (start 0)."""
+        ``sum([a, b])`` is ``(start + a) + b``, as Python adds them (start 0).  The
+        loop primitives (``scan``, ``foldl``, ...) are the loops they run (:mod:`.folds`)."""
+        if is_fold(fn):
+            return lower_fold(self, e, fn, scope)
         if fn in (min, max) and len(e.args) > 2 and not e.keywords:
             acc = self.lower_expr(e.args[0], scope)
             for a in e.args[1:]:
