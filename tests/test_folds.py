@@ -362,3 +362,16 @@ def test_refusals_name_the_construct_and_line(program, args, what):
     assert what in str(info.value)
     code = program.__code__
     assert info.value.lineno in range(code.co_firstlineno + 1, code.co_firstlineno + 3)
+
+
+def test_scan_of_a_def_returning_no_output_is_refused_not_nan():
+    """f written as a def returning (carry, None): the transform cannot see the None,
+    and stacking it gave an array of NaN; it is a TypeError when it runs."""
+    def step(c, x):
+        return c * x + 1.0, None
+
+    def f(xs):
+        c, ys = pullback.scan(step, 0.5, xs)
+        return c + np.sum(ys)
+    with pytest.raises(TypeError, match="nothing to stack"):
+        pullback.grad(f)(np.array([1.0, 2.0, 3.0]))

@@ -83,3 +83,5 @@ EXAMPLES[RT + "add_into"] = _add_into
 EXAMPLES[RT + "add_product_into"] = _add_product_into
 EXAMPLES["pullback.backends.in_place.add_matmul_vjp_a"] = _add_matmul_vjp("a")
 EXAMPLES["pullback.backends.in_place.add_matmul_vjp_b"] = _add_matmul_vjp("b")
+
+EXAMPLES[RT + "scan_outputs"] = lambda rng, dt: [call(3, arr(rng, dt, (2, 4))), call(4, num(rng, dt))]

@@ -73,6 +73,17 @@ def zeros_like(value):
     return np.zeros(np.shape(value), dtype=np.result_type(value, 1.0))
 
 
+def scan_outputs(n, y):
+    """``scan``'s stacked outputs, allocated from its first step's output ``y``: float
+    zeros of shape ``(n,) + y.shape``.  ``y`` None (``f`` returned ``(carry, None)``
+    from a ``def``, where the transform cannot see it) is refused: stacking it would
+    give NaN."""
+    if y is None:
+        raise TypeError("scan: f returned (carry, None), so there is nothing to stack; "
+                        "write f as a lambda returning (carry, None), or return an output")
+    return np.zeros((n,) + np.shape(y))
+
+
 def cotangent_or_zero(cotangent, arg):
     """``cotangent``, or for None (a user's VJP saying "no derivative" for ``arg``) a
     float zero of ``arg``'s shape: the reverse sweep adds every cotangent it gets, and

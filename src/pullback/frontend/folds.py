@@ -12,7 +12,8 @@ The loops are templates of Python source, parsed once; their capitalised
 placeholders become fresh names, or the call's own arguments.  ``scan`` and
 ``accumulate`` stack one output per step: their first step is peeled, so the
 output array is allocated from that step's value (``np.zeros((n,) +
-np.shape(y))``) before the loop writes the rest in place.
+np.shape(acc))``; scan's by ``runtime.scan_outputs``, which refuses a ``None``
+output) before the loop writes the rest in place.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import inspect
 import numpy as np
 
 from ..core import folds, ir
+from ..core.runtime import scan_outputs
 from .scope import UNRESOLVED
 
 FOLDS = (folds.scan, folds.foldl, folds.foldr, folds.accumulate)
@@ -53,7 +55,7 @@ for I in range(1, N):
 _SCAN = """
 N = LENGTH
 CARRY, Y = F(INIT, X0)
-YS = NP.zeros((N,) + NP.shape(Y))
+YS = STACK(N, Y)
 YS[FIRST] = Y
 for I in range(START, STOP, STEP):
     CARRY, Y = F(CARRY, XI)
@@ -110,9 +112,10 @@ def lower_fold(low, e: ast.Call, fn, scope):
     if fn is folds.scan:
         _scan_placeholders(args, subst, name, e, scope)
         template = _SCAN_NO_YS if _no_outputs(f) else _SCAN
-    np_name = low.names.fresh("_np")
-    scope.constants[np_name] = np
-    subst["NP"] = ast.Name(np_name)
+    for placeholder, obj in (("NP", np), ("STACK", scan_outputs)):
+        bound = low.names.fresh("_" + placeholder.lower())
+        scope.constants[bound] = obj
+        subst[placeholder] = ast.Name(bound)
     fill = _Fill(low, subst, scope, f if "F" not in subst else None)
     body = [fill.visit(copy.deepcopy(st)) for st in _parsed(template)]
     for st in body:

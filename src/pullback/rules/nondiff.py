@@ -11,8 +11,9 @@ import math
 
 import numpy as np
 
-from ..core.runtime import trip_count
-from . import results
+from ..core.kinds import Kind
+from ..core.runtime import scan_outputs, trip_count
+from . import results, twins
 from .forms import numba_twin
 from .registry import defnondiff, defprimitive
 
@@ -64,6 +65,26 @@ defnondiff(stop_gradient, result=results.like, view=True)
 def _stop_gradient_numba(x):
     """The forward sweep's ``stop_gradient`` under Numba: the argument itself."""
     return lambda x: x
+
+def _stacked(fn, args, kws, call):
+    """``scan_outputs(n, y)``: one more axis than ``y``."""
+    y = args[1] if len(args) > 1 else None
+    ndim = y.ndim + 1 if y is not None and isinstance(y.ndim, int) and y.ndim >= 0 else -1
+    return Kind(ndim, "f")
+
+
+defnondiff(scan_outputs, result=_stacked)
+
+
+@numba_twin(scan_outputs, always=True)
+def _scan_outputs_numba(n, y):
+    """Zeros of shape ``(n,) + y.shape``; a None ``y`` is refused where Numba types it."""
+    if twins.is_array(y):
+        return lambda n, y: np.zeros((n,) + y.shape)
+    if twins.is_number(y):
+        return lambda n, y: np.zeros(n)
+    return None
+
 
 # Their fill value could carry a derivative; no rule for it yet.
 defprimitive(np.full, result=results.new_array)
