@@ -12,14 +12,13 @@ via foldr / gradient of the plain loop <= 1.2 on each backend.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 
 import numpy as np
 
 import pullback
 from pullback import foldr
+from pullback.bench.timing import interleaved, once
 from pullback.bench.workloads import HORNER_X
 
 
@@ -49,17 +48,6 @@ def loop_seed(x, p):
 PAIRS = {"foldr from 0.0": (fold_zero, loop_zero), "foldr from p[-1]": (fold_seed, loop_seed)}
 
 
-def medians(funcs, repeat):
-    """Median wall time of each callable, interleaved round-robin."""
-    times = {k: [] for k in funcs}
-    for _ in range(repeat):
-        for k, f in funcs.items():
-            t0 = time.perf_counter()
-            f()
-            times[k].append(time.perf_counter() - t0)
-    return {k: statistics.median(v) for k, v in times.items()}
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="N up to 10^4, fewer repeats")
@@ -81,7 +69,9 @@ def main(argv=None):
                 p = rng.standard_normal(n)
                 scale = 3e3 if jit else 3e1
                 rep = max(7, min(301, int(scale * 1e3 / n)))
-                t = medians({"fold": lambda: gf(x, p), "loop": lambda: gl(x, p)}, rep)
+                funcs = {"fold": lambda: gf(x, p), "loop": lambda: gl(x, p)}
+                t, _, _ = interleaved(funcs, {k: once(f) for k, f in funcs.items()}, rep,
+                                      batch_s=0.0, budget_s=30.0)
                 ratio = t["fold"] / t["loop"]
                 worst = max(worst, ratio)
                 print(f"| {form} | {'Numba' if jit else 'Python'} | 10^{len(str(n)) - 1} | "
