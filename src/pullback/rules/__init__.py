@@ -21,6 +21,7 @@ from . import (  # noqa: F401
     prod,
     prod_second,
     reductions,
+    reductions_second,
     registry,
     reorder,
     results,

@@ -33,7 +33,9 @@ from .elementwise import (
     shape_of,
     unbroadcast,
 )
+from .reductions_second import kind_of_arg, ones_of, slice_sum  # noqa: F401
 from .registry import defrule
+from .tangents import deftangent
 
 __all__ = ["logsumexp_vjp", "logsumexp_vjp_b", "softmax_vjp", "log_softmax_vjp"]
 
@@ -102,6 +104,9 @@ def log_softmax_vjp(g, ans, x, axis=None):
 # ---------------------------------------------------------------------------
 # Registrations
 
+_LSE_DEFAULTS = "axis=None, b=None, keepdims=False, return_sign=False"
+
+
 def register():
     """Register the rules of this module (when SciPy is installed)."""
     defrule(special.gammaln, "x, /", x="g * special.digamma(x)")
@@ -118,6 +123,17 @@ def register():
             result=results.reduction,
             a="logsumexp_vjp(g, ans, a, axis, b, keepdims, return_sign)",
             b="logsumexp_vjp_b(g, ans, a, axis, b, keepdims, return_sign)")
+    # logsumexp_vjp again (Hessians: logsumexp's tangent calls it): c b exp(a - r) is
+    # linear in c, its own derivative in a, minus it in r.  b differentiated there
+    # has no rule (refused).
+    args = "axis, b, keepdims, return_sign"
+    defrule(logsumexp_vjp, f"c, r, a, {_LSE_DEFAULTS}", result=kind_of_arg(2),
+            c=f"slice_sum(g * logsumexp_vjp(ones_of(c), r, a, {args}), c, axis, keepdims)",
+            r=f"slice_sum(-g * logsumexp_vjp(c, r, a, {args}), r, axis, keepdims)",
+            a=f"g * logsumexp_vjp(c, r, a, {args})")
+    deftangent(logsumexp_vjp, shaped=True, c=f"logsumexp_vjp(t, r, a, {args})",
+               r=f"-logsumexp_vjp(c * t, r, a, {args})",
+               a=f"t * logsumexp_vjp(c, r, a, {args})")
     defrule(special.softmax, "x, axis=None", result=results.same_shape,
             x="softmax_vjp(g, ans, x, axis)")
     defrule(special.log_softmax, "x, axis=None", result=results.same_shape,
