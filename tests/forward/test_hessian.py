@@ -179,3 +179,15 @@ def test_mlp_loss_hessian_against_jax_and_differences_of_the_gradient():
         for j in range(4):
             np.testing.assert_allclose(blocks[i][j], np.asarray(want[i][j]), rtol=1e-12,
                                        atol=1e-14)
+
+
+def exp_weighted(x):
+    return np.sum(np.exp(x) * x)
+
+
+def test_hessian_under_numba_through_a_ufunc_numba_calls_from_python():
+    # Under jit=True, np.exp of an array is a stub calling NumPy (SIMD); the tangent
+    # program calls that stub, and the Hessian differentiates it again by np.exp's rule.
+    x = RNG.uniform(-1.0, 1.0, 4)
+    np.testing.assert_allclose(pullback.hessian(exp_weighted, jit=True)(x),
+                               np.diag(np.exp(x) * (x + 2.0)), rtol=1e-13)

@@ -84,6 +84,21 @@ EXAMPLES[R + "weighted.nansum_vjp"] = _reduction_vjp(np.nansum, False)
 EXAMPLES[R + "weighted.nanmean_vjp"] = _reduction_vjp(np.nanmean, False)
 
 
+def _like_one(rng, dt):
+    return [call(arr(rng, dt, sizes(rng, 2))), call(num(rng, dt))]
+
+
+def _slice_sum(rng, dt):
+    x = arr(rng, dt, sizes(rng, 3))
+    return [call(x, np.sum(x, axis=axis, keepdims=keep), axis, keep)
+            for axis, keep in ((None, False), (None, True), (1, False), (-1, True), ((0, 2), False))]
+
+
+EXAMPLES[R + "reductions_second.zero_cotangent"] = _like_one
+EXAMPLES[R + "reductions_second.ones_of"] = _like_one
+EXAMPLES[R + "reductions_second.slice_sum"] = _slice_sum
+
+
 def _reduction(extra=()):
     """Calls of a reduction primal with an axis (Numba's own takes none)."""
     def make(rng, dt):

@@ -25,8 +25,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.kinds import Kind
+from . import twins
 from .elementwise import expand_reduced, is_scalar, like_arg, namespace, normalize_axes, shape_of
-from .reductions import _var_parts, safe_divisor, std_vjp, var_vjp
+from .forms import numba_twin
+from .reductions import _var_parts, along_axis, safe_divisor, std_vjp, var_vjp
 from .registry import defrule
 from .tangents import deftangent
 
@@ -67,6 +69,33 @@ def kind_of_arg(index: int):
         return Kind(a.ndim, "f") if a is not None and a.ndim is not None else Kind(-1, "f")
     kind.__name__ = f"like_argument_{index}"
     return kind
+
+
+# Numba twins of the three above (max_vjp's rule, under jit=True, calls them).
+
+@numba_twin(zero_cotangent)
+def _zero_cotangent_numba(x):
+    if twins.is_number(x):
+        return lambda x: 0.0
+    return lambda x: np.zeros_like(x)
+
+
+@numba_twin(ones_of)
+def _ones_of_numba(c):
+    if twins.is_number(c):
+        return lambda c: 1.0
+    return lambda c: np.ones_like(c)
+
+
+@numba_twin(slice_sum)
+def _slice_sum_numba(x, c, axis, keepdims):
+    if twins.is_number(x):
+        return lambda x, c, axis, keepdims: x * 1.0
+    body = twins.jitted(along_axis(lambda v, p: np.sum(v), x, axis, keepdims, tuples=True))
+    if twins.is_number(c):
+        return lambda x, c, axis, keepdims: body(x, axis, keepdims, 0)
+    return lambda x, c, axis, keepdims: np.reshape(np.asarray(body(x, axis, keepdims, 0)),
+                                                   c.shape)
 
 
 def _centred(xp, h, axes, mean):
