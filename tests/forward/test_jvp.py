@@ -10,6 +10,8 @@ import pytest
 
 import pullback
 
+from . import tangent_cases
+
 RNG = np.random.default_rng(23)
 
 
@@ -232,3 +234,25 @@ def test_a_constant_argument_of_a_linear_primitive_has_a_zero_tangent():
     # whose tangent is 0 (found by the peers' cases against the gradient).
     x, y = RNG.normal(size=3), RNG.normal(size=3)
     assert_tangent(select_with_a_default, (x, y), (RNG.normal(size=3), RNG.normal(size=3)))
+
+
+@pytest.mark.parametrize("f", [tangent_cases.sorted_and_partitioned,
+                               tangent_cases.cumulative_product,
+                               tangent_cases.polynomial_and_interpolation,
+                               tangent_cases.factorizations, tangent_cases.softmaxes])
+def test_jvp_through_the_newer_tangent_rules(f):
+    # The generated tangent program (templates substituted into code) against the
+    # gradient's inner product and central differences.
+    x = np.array([0.3, -0.8, 1.1, 0.5, -0.2, 0.9])
+    v = np.random.default_rng(0).standard_normal(6)
+    value, tangent = pullback.jvp(f, (x,), (v,))
+    assert value == pytest.approx(f(x), rel=1e-14)
+    assert tangent == pytest.approx(float(pullback.grad(f)(x) @ v), rel=1e-12)
+    eps = 1e-6
+    assert tangent == pytest.approx((f(x + eps * v) - f(x - eps * v)) / (2 * eps), rel=1e-7)
+
+
+def test_hessian_through_a_tangent_helper_without_a_rule_is_refused_by_line():
+    with pytest.raises(pullback.MissingRuleError, match="sort_jvp") as info:
+        pullback.hessian(tangent_cases.sorted_and_partitioned)(np.array([0.3, -0.8, 1.1]))
+    assert "line" in str(info.value)

@@ -62,6 +62,7 @@ from .elementwise import as_array, namespace
 from .forms import numba_twin
 from .joining import item_cotangents
 from .registry import defrule
+from .tangents import deftangent
 
 __all__ = ["cholesky_vjp", "eigh_vjp", "svd_vjp", "pinv_vjp", "fold_triangle",
            "symmetric_from_lower"]
@@ -135,6 +136,25 @@ def cholesky_vjp(g, ans, a, upper=False):
     Y = xp.linalg.solve(Lt, P)                          # L^-T P
     S = _mT(xp, xp.linalg.solve(Lt, _mT(xp, Y)))        # L^-T P L^-1
     return fold_triangle(xp, 0.5 * (S + _mT(xp, S)), lower=not upper)
+
+
+def cholesky_jvp(t, ans, a, upper=False):
+    """Tangent of ``L = np.linalg.cholesky(a)`` along ``t``: ``L Phi(L^-1 S L^-T)``, ``S``
+    the symmetric matrix the triangle read of ``t`` stands for (the convention of
+    :func:`cholesky_vjp`), ``Phi`` the lower triangle with the diagonal halved."""
+    xp = namespace(t, a)
+    L = as_array(xp, ans, a)
+    T = as_array(xp, t, L)
+    if upper:       # U = L^T, and the upper triangle of t is the lower one of t^T
+        L, T = _mT(xp, L), _mT(xp, T)
+    X = xp.linalg.solve(L, symmetric_from_lower(xp, T))     # L^-1 S
+    M = _mT(xp, xp.linalg.solve(L, _mT(xp, X)))             # L^-1 S L^-T (symmetric)
+    n = M.shape[-1]
+    dev = array_api_compat.device(M)
+    rows = xp.expand_dims(xp.arange(n, device=dev), axis=1)
+    cols = xp.expand_dims(xp.arange(n, device=dev), axis=0)
+    dL = L @ xp.where(rows > cols, M, xp.where(rows == cols, 0.5 * M, xp.zeros_like(M)))
+    return _mT(xp, dL) if upper else dL
 
 
 # ---------------------------------------------------------------------------
@@ -256,6 +276,7 @@ def _check_nothing_cut(xp, A, Xt):
 
 defrule(np.linalg.cholesky, "a, /, *, upper=False", result=results.same_shape,
         a="cholesky_vjp(g, ans, a, upper)")
+deftangent(np.linalg.cholesky, shaped=True, a="cholesky_jvp(t, ans, a, upper)")
 defrule(np.linalg.eigh, "a, UPLO='L'", result=results.factors(1, 0),
         a="eigh_vjp(g, ans, a, UPLO)")
 defrule(np.linalg.svd, "a, full_matrices=True, compute_uv=True, hermitian=False",

@@ -10,6 +10,7 @@ from . import twins
 from .elementwise import as_array, float_dtype, like_arg, namespace, shape_of
 from .forms import numba_twin
 from .registry import defrule
+from .tangents import deftangent
 
 __all__ = ["polyval_vjp_p", "polyval_vjp_x"]
 
@@ -45,6 +46,8 @@ def polyval_vjp_p(g, p, x):
 
 
 defrule(np.polyval, "p, x", result="any", p="polyval_vjp_p(g, p, x)", x="polyval_vjp_x(g, p, x)")
+# Linear in the coefficients; in x the Jacobian is diagonal, p'(x), as polyval_vjp_x's.
+deftangent(np.polyval, p="np.polyval(t, x)", x="polyval_vjp_x(t, p, x)")
 
 
 # Numba twins of polyval (Numba has no np.polyval): the same Horner steps in the same

@@ -101,6 +101,16 @@ def log_softmax_vjp(g, ans, x, axis=None):
     return like_arg(xp.reshape(G - xp.exp(L) * total, shape_of(x)), x)
 
 
+def log_softmax_jvp(t, ans, x, axis=None):
+    """Tangent of ``log_softmax(x, axis)`` along ``t``: ``t - sum(exp(ans) t)``."""
+    xp = namespace(t, x)
+    L = as_array(xp, ans, x)
+    T = xp.broadcast_to(as_array(xp, t, L), tuple(L.shape))
+    axes = normalize_axes(axis, L.ndim)
+    total = xp.sum(xp.exp(L) * T, axis=axes, keepdims=True) if axes else xp.exp(L) * T
+    return T - total
+
+
 # ---------------------------------------------------------------------------
 # Registrations
 
@@ -138,6 +148,9 @@ def register():
             x="softmax_vjp(g, ans, x, axis)")
     defrule(special.log_softmax, "x, axis=None", result=results.same_shape,
             x="log_softmax_vjp(g, ans, x, axis)")
+    # softmax's Jacobian diag(s) - s s^T is symmetric: its tangent is its VJP of t.
+    deftangent(special.softmax, shaped=True, x="softmax_vjp(t, ans, x, axis)")
+    deftangent(special.log_softmax, shaped=True, x="log_softmax_jvp(t, ans, x, axis)")
 
 
 if special is not None:
