@@ -94,6 +94,24 @@ def _slice_sum(rng, dt):
             for axis, keep in ((None, False), (None, True), (1, False), (-1, True), ((0, 2), False))]
 
 
+def _prod_second(with_g):
+    """Calls of prod_jvp(v, p, x, axis, keepdims) (or of its derivative in x, with g
+    first), x with a zero, over all axes or one."""
+    def make(rng, dt):
+        x = arr(rng, dt, sizes(rng, 3), 0.5, 2.0)
+        x[0, 1, 0] = 0.0
+        out = []
+        for axis, keep in ((None, False), (None, True), (1, False), (-1, True), (0, False)):
+            p = np.prod(x, axis=axis, keepdims=keep)
+            head = (like(rng, p),) if with_g else ()
+            out.append(call(*head, arr(rng, dt, x.shape), p, x, axis, keep))
+        return out
+    return make
+
+
+EXAMPLES[R + "prod_second.prod_jvp"] = _prod_second(False)
+EXAMPLES[R + "prod_second.prod_jvp_vjp_x"] = _prod_second(True)
+EXAMPLES[R + "prod_second.prod_jvp_vjp_p"] = _like_one
 EXAMPLES[R + "reductions_second.zero_cotangent"] = _like_one
 EXAMPLES[R + "reductions_second.ones_of"] = _like_one
 EXAMPLES[R + "reductions_second.slice_sum"] = _slice_sum
