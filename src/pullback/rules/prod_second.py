@@ -50,8 +50,8 @@ import numpy as np
 
 from ..core import numbacache
 from ..core.kinds import Kind
-from .elementwise import as_array, is_scalar, like_arg, mask_on, namespace, normalize_axes
 from . import twins
+from .elementwise import as_array, is_scalar, like_arg, mask_on, namespace, normalize_axes
 from .forms import numba_twin
 from .prod import _as2, _move_back, _move_to_end, axis_layout, host_array, prod_vjp, prod_vjp_exact
 from .registry import defrule
