@@ -253,6 +253,17 @@ def test_jvp_through_the_newer_tangent_rules(f):
 
 
 def test_hessian_through_a_tangent_helper_without_a_rule_is_refused_by_line():
-    with pytest.raises(pullback.MissingRuleError, match="sort_jvp") as info:
-        pullback.hessian(tangent_cases.sorted_and_partitioned)(np.array([0.3, -0.8, 1.1]))
+    with pytest.raises(pullback.MissingRuleError, match="cumprod_jvp") as info:
+        pullback.hessian(tangent_cases.cumulative_product)(np.array([0.3, -0.8, 1.1]))
     assert "line" in str(info.value)
+
+
+@pytest.mark.parametrize("f", [tangent_cases.sorted_and_partitioned, tangent_cases.softmaxes,
+                               tangent_cases.log_determinant])
+def test_hessian_through_sort_partition_the_softmaxes_and_slogdet(f):
+    # Their tangent helpers have derivative rules: against differences of the gradient.
+    x = np.array([0.3, -0.8, 1.1, 0.5, -0.2, 0.9])
+    H = pullback.hessian(f)(x)
+    grad, eps = pullback.grad(f), 1e-5
+    expected = np.array([(grad(x + eps * e) - grad(x - eps * e)) / (2 * eps) for e in np.eye(6)])
+    np.testing.assert_allclose(H, expected, rtol=1e-7, atol=1e-8 * np.max(np.abs(H)))

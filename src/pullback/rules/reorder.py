@@ -14,6 +14,7 @@ import numpy as np
 from . import results, twins
 from .elementwise import as_array, like_arg, namespace, shape_of
 from .forms import numba_twin
+from .reductions_second import zero_cotangent  # noqa: F401 - named by templates
 from .registry import defrule, lookup
 from .tangents import deftangent
 
@@ -160,6 +161,15 @@ defrule(np.partition, "a, kth, axis=-1, kind='introselect', order=None", result=
         a="partition_vjp(g, ans, a, kth, axis)")
 deftangent(np.sort, shaped=True, a="sort_jvp(t, a, axis)")
 deftangent(np.partition, shaped=True, a="partition_jvp(t, ans, a, kth, axis)")
+# The tangents again (Hessians reverse over forward): linear in the tangent v, the
+# transpose of a gather a scatter; the order is piecewise constant in the values.
+defrule(sort_jvp, "v, a, axis=-1", result=results.array, v="sort_vjp(g, a, axis)",
+        a="zero_cotangent(a)")
+deftangent(sort_jvp, shaped=True, v="sort_jvp(t, a, axis)", a="0.0 * ans")
+defrule(partition_jvp, "v, r, a, kth, axis=-1", result=results.array,
+        v="partition_vjp(g, r, a, kth, axis)", r="zero_cotangent(r)", a="zero_cotangent(a)")
+deftangent(partition_jvp, shaped=True, v="partition_jvp(t, r, a, kth, axis)", r="0.0 * ans",
+           a="0.0 * ans")
 
 
 # ---------------------------------------------------------------------------
