@@ -37,3 +37,11 @@ def softmaxes(x):
 def log_determinant(x):
     sign, logdet = np.linalg.slogdet(np.outer(x, x) + 4.0 * np.eye(x.size))
     return logdet + np.sum(np.linspace(x[0], x[1], 4) ** 2)
+
+
+def spectra(x):
+    a = np.outer(x, x) + np.diag(np.arange(1.0, x.size + 1))
+    w, v = np.linalg.eigh(a)
+    projector = v[:, -2:] @ v[:, -2:].T     # the top two eigenvectors' span: sign-free
+    return np.sum(w ** 3) + np.sum(projector * a) + np.sum(np.linalg.pinv(a[:, :3])) \
+        + np.sum(np.gradient(x) ** 2)

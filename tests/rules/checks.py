@@ -160,6 +160,8 @@ def rule_jvp(fn):
                 tree = ast.Expression(form.templates[name.split("[")[0]])
                 term = eval(compile(tree, "<tangent>", "eval"), env)
                 total = term if total is None else total + term
+            if isinstance(total, tuple):        # one tangent per item of a tuple result
+                return total
             return np.broadcast_to(total, np.shape(ans)) if np.ndim(ans) else total
         swapped = [names.get(positional[k] if k < len(positional) else "", None)
                    for k in range(len(args))]

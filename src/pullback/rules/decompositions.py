@@ -180,6 +180,18 @@ def eigh_vjp(g, ans, a, UPLO="L"):
     return fold_triangle(xp, v @ inner @ vt, lower=str(UPLO).upper() == "L")
 
 
+def eigh_jvp(t, ans, a, UPLO="L"):
+    """Tangent of ``w, v = np.linalg.eigh(a, UPLO)`` along ``t`` (its triangle ``UPLO``
+    read, as :func:`eigh_vjp`): ``P = v^T S v``, ``dw = diag(P)``, ``dv = v (F * P)``."""
+    xp = namespace(a, t)
+    w, v = ans
+    T = as_array(xp, t, v)
+    S = symmetric_from_lower(xp, T if str(UPLO).upper() == "L" else _mT(xp, T))
+    P = _mT(xp, v) @ S @ v
+    gaps = xp.expand_dims(w, axis=-2) - xp.expand_dims(w, axis=-1)     # w_j - w_i
+    return xp.linalg.diagonal(P), v @ (_off_diagonal_inverse(xp, gaps) * P)
+
+
 # ---------------------------------------------------------------------------
 # svd: Townsend (2016), "Differentiating the singular value decomposition"
 
@@ -254,6 +266,22 @@ def pinv_vjp(g, ans, a, hermitian=False):
     return fold_triangle(xp, ct) if hermitian else ct
 
 
+def pinv_jvp(t, ans, a, hermitian=False):
+    """Tangent of ``x = np.linalg.pinv(a)`` along ``t``:
+    ``-x t x + x x^T t^T (I - a x) + (I - x a) t^T x^T x``."""
+    xp = namespace(t, a)
+    A = as_array(xp, a, t)
+    T = as_array(xp, t, A)
+    if hermitian:
+        A, T = symmetric_from_lower(xp, A), symmetric_from_lower(xp, T)
+    X = as_array(xp, ans, A)
+    Xt, Tt = _mT(xp, X), _mT(xp, T)
+    _check_nothing_cut(xp, A, Xt)
+    left = (X @ Xt) @ Tt
+    right = Tt @ (Xt @ X)
+    return -(X @ T @ X) + (left - (left @ A) @ X) + (right - X @ (A @ right))
+
+
 _CUT_OFF = ("the derivative of np.linalg.pinv where it cut off a singular value that is not "
             "negligible (below rcond times the largest, above max(M, N) * eps times it) is "
             "not implemented: pass a smaller rcond, or make the matrix of the rank you keep")
@@ -279,10 +307,12 @@ defrule(np.linalg.cholesky, "a, /, *, upper=False", result=results.same_shape,
 deftangent(np.linalg.cholesky, shaped=True, a="cholesky_jvp(t, ans, a, upper)")
 defrule(np.linalg.eigh, "a, UPLO='L'", result=results.factors(1, 0),
         a="eigh_vjp(g, ans, a, UPLO)")
+deftangent(np.linalg.eigh, shaped=True, a="eigh_jvp(t, ans, a, UPLO)")
 defrule(np.linalg.svd, "a, full_matrices=True, compute_uv=True, hermitian=False",
         result=results.svd_result, a="svd_vjp(g, ans, a, full_matrices, compute_uv, hermitian)")
 defrule(np.linalg.pinv, "a, rcond=None, hermitian=False, *, rtol=None", result=results.array,
         a="pinv_vjp(g, ans, a, hermitian)")
+deftangent(np.linalg.pinv, shaped=True, a="pinv_jvp(t, ans, a, hermitian)")
 
 
 # ---------------------------------------------------------------------------
