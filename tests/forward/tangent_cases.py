@@ -44,4 +44,4 @@ def spectra(x):
     w, v = np.linalg.eigh(a)
     projector = v[:, -2:] @ v[:, -2:].T     # the top two eigenvectors' span: sign-free
     return np.sum(w ** 3) + np.sum(projector * a) + np.sum(np.linalg.pinv(a[:, :3])) \
-        + np.sum(np.gradient(x) ** 2)
+        + np.sum(np.gradient(x) ** 2) + np.sum(np.linalg.svd(a[:, :3], compute_uv=False))

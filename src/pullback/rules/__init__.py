@@ -1,6 +1,7 @@
 """Derivative rules, grouped by domain; importing this package registers them all."""
 from . import (  # noqa: F401
     cumulative,
+    decomposition_tangents,
     decompositions,
     diagonals,
     differences,

@@ -62,7 +62,6 @@ from .elementwise import as_array, namespace
 from .forms import numba_twin
 from .joining import item_cotangents
 from .registry import defrule
-from .tangents import deftangent
 
 __all__ = ["cholesky_vjp", "eigh_vjp", "svd_vjp", "pinv_vjp", "fold_triangle",
            "symmetric_from_lower"]
@@ -138,25 +137,6 @@ def cholesky_vjp(g, ans, a, upper=False):
     return fold_triangle(xp, 0.5 * (S + _mT(xp, S)), lower=not upper)
 
 
-def cholesky_jvp(t, ans, a, upper=False):
-    """Tangent of ``L = np.linalg.cholesky(a)`` along ``t``: ``L Phi(L^-1 S L^-T)``, ``S``
-    the symmetric matrix the triangle read of ``t`` stands for (the convention of
-    :func:`cholesky_vjp`), ``Phi`` the lower triangle with the diagonal halved."""
-    xp = namespace(t, a)
-    L = as_array(xp, ans, a)
-    T = as_array(xp, t, L)
-    if upper:       # U = L^T, and the upper triangle of t is the lower one of t^T
-        L, T = _mT(xp, L), _mT(xp, T)
-    X = xp.linalg.solve(L, symmetric_from_lower(xp, T))     # L^-1 S
-    M = _mT(xp, xp.linalg.solve(L, _mT(xp, X)))             # L^-1 S L^-T (symmetric)
-    n = M.shape[-1]
-    dev = array_api_compat.device(M)
-    rows = xp.expand_dims(xp.arange(n, device=dev), axis=1)
-    cols = xp.expand_dims(xp.arange(n, device=dev), axis=0)
-    dL = L @ xp.where(rows > cols, M, xp.where(rows == cols, 0.5 * M, xp.zeros_like(M)))
-    return _mT(xp, dL) if upper else dL
-
-
 # ---------------------------------------------------------------------------
 # eigh
 
@@ -178,18 +158,6 @@ def eigh_vjp(g, ans, a, UPLO="L"):
         gaps = xp.expand_dims(w, axis=-2) - xp.expand_dims(w, axis=-1)     # w_j - w_i
         inner = inner + _off_diagonal_inverse(xp, gaps) * (vt @ gv)
     return fold_triangle(xp, v @ inner @ vt, lower=str(UPLO).upper() == "L")
-
-
-def eigh_jvp(t, ans, a, UPLO="L"):
-    """Tangent of ``w, v = np.linalg.eigh(a, UPLO)`` along ``t`` (its triangle ``UPLO``
-    read, as :func:`eigh_vjp`): ``P = v^T S v``, ``dw = diag(P)``, ``dv = v (F * P)``."""
-    xp = namespace(a, t)
-    w, v = ans
-    T = as_array(xp, t, v)
-    S = symmetric_from_lower(xp, T if str(UPLO).upper() == "L" else _mT(xp, T))
-    P = _mT(xp, v) @ S @ v
-    gaps = xp.expand_dims(w, axis=-2) - xp.expand_dims(w, axis=-1)     # w_j - w_i
-    return xp.linalg.diagonal(P), v @ (_off_diagonal_inverse(xp, gaps) * P)
 
 
 # ---------------------------------------------------------------------------
@@ -266,22 +234,6 @@ def pinv_vjp(g, ans, a, hermitian=False):
     return fold_triangle(xp, ct) if hermitian else ct
 
 
-def pinv_jvp(t, ans, a, hermitian=False):
-    """Tangent of ``x = np.linalg.pinv(a)`` along ``t``:
-    ``-x t x + x x^T t^T (I - a x) + (I - x a) t^T x^T x``."""
-    xp = namespace(t, a)
-    A = as_array(xp, a, t)
-    T = as_array(xp, t, A)
-    if hermitian:
-        A, T = symmetric_from_lower(xp, A), symmetric_from_lower(xp, T)
-    X = as_array(xp, ans, A)
-    Xt, Tt = _mT(xp, X), _mT(xp, T)
-    _check_nothing_cut(xp, A, Xt)
-    left = (X @ Xt) @ Tt
-    right = Tt @ (Xt @ X)
-    return -(X @ T @ X) + (left - (left @ A) @ X) + (right - X @ (A @ right))
-
-
 _CUT_OFF = ("the derivative of np.linalg.pinv where it cut off a singular value that is not "
             "negligible (below rcond times the largest, above max(M, N) * eps times it) is "
             "not implemented: pass a smaller rcond, or make the matrix of the rank you keep")
@@ -304,15 +256,12 @@ def _check_nothing_cut(xp, A, Xt):
 
 defrule(np.linalg.cholesky, "a, /, *, upper=False", result=results.same_shape,
         a="cholesky_vjp(g, ans, a, upper)")
-deftangent(np.linalg.cholesky, shaped=True, a="cholesky_jvp(t, ans, a, upper)")
 defrule(np.linalg.eigh, "a, UPLO='L'", result=results.factors(1, 0),
         a="eigh_vjp(g, ans, a, UPLO)")
-deftangent(np.linalg.eigh, shaped=True, a="eigh_jvp(t, ans, a, UPLO)")
 defrule(np.linalg.svd, "a, full_matrices=True, compute_uv=True, hermitian=False",
         result=results.svd_result, a="svd_vjp(g, ans, a, full_matrices, compute_uv, hermitian)")
 defrule(np.linalg.pinv, "a, rcond=None, hermitian=False, *, rtol=None", result=results.array,
         a="pinv_vjp(g, ans, a, hermitian)")
-deftangent(np.linalg.pinv, shaped=True, a="pinv_jvp(t, ans, a, hermitian)")
 
 
 # ---------------------------------------------------------------------------
