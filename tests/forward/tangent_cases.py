@@ -45,3 +45,7 @@ def spectra(x):
     projector = v[:, -2:] @ v[:, -2:].T     # the top two eigenvectors' span: sign-free
     return np.sum(w ** 3) + np.sum(projector * a) + np.sum(np.linalg.pinv(a[:, :3])) \
         + np.sum(np.gradient(x) ** 2) + np.sum(np.linalg.svd(a[:, :3], compute_uv=False))
+
+
+def polynomial(x):
+    return np.sum(np.polyval(x[:3], x) ** 2)

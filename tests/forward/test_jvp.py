@@ -268,7 +268,7 @@ def test_hessian_through_a_tangent_helper_without_a_rule_is_refused_by_line():
 
 
 @pytest.mark.parametrize("f", [tangent_cases.sorted_and_partitioned, tangent_cases.softmaxes,
-                               tangent_cases.log_determinant])
+                               tangent_cases.log_determinant, tangent_cases.polynomial])
 def test_hessian_through_sort_partition_the_softmaxes_and_slogdet(f):
     # Their tangent helpers have derivative rules: against differences of the gradient.
     x = np.array([0.3, -0.8, 1.1, 0.5, -0.2, 0.9])
