@@ -23,7 +23,7 @@ from pullback.rules.reductions import std_vjp, var_vjp
 from pullback.rules.scipy_special import logsumexp_vjp
 from pullback.rules.weighted import average_vjp_a, nanmean_vjp, nansum_vjp
 
-from .checks import check_rule, values
+from .checks import check_rule, check_vjp, rule_vjp, values
 
 A = values(7, (3, 4), 0.5, 1.5)
 
@@ -143,3 +143,40 @@ def test_hessian_at_a_tie_of_max_follows_the_shared_tie_convention():
     jax.config.update("jax_enable_x64", True)
     expected = jax.hessian(lambda a: jax.numpy.max(a) ** 2)(a)
     np.testing.assert_allclose(pullback.hessian(max_squared)(a), np.asarray(expected), rtol=1e-15)
+
+
+# ---------------------------------------------------------------------------
+# Their other float arguments: a Hessian in a alone still differentiates every float
+# argument of the tangent program (b, weights, mean= held constant by the caller).
+
+def test_the_helpers_other_float_arguments():
+    c3, w, b = values(12, (3,)), values(13, (4,), 0.5, 1.5), values(14, (4,), 0.5, 1.5)
+    m = values(15, (3, 1))
+    var_mean = rule_vjp(var_vjp, "mean")
+    check_vjp(lambda c, a, m: var_vjp(c, a, 1, mean=m),
+              lambda g, ans, c, a, m: var_mean(g, ans, c, a, axis=1, mean=m), [c3, A, m], 2)
+    sd = np.sqrt(np.mean((A - m) ** 2, axis=1))
+    std_mean = rule_vjp(std_vjp, "mean")
+    check_vjp(lambda c, a, m: std_vjp(c, sd, a, 1, mean=m),
+              lambda g, ans, c, a, m: std_mean(g, ans, c, sd, a, axis=1, mean=m), [c3, A, m], 2)
+    avg_w = rule_vjp(average_vjp_a, "weights")
+    check_vjp(lambda c, a, w: average_vjp_a(c, a, 1, w),
+              lambda g, ans, c, a, w: avg_w(g, ans, c, a, axis=1, weights=w), [c3, A, w], 2)
+    r = special.logsumexp(A, axis=1, b=b)
+    lse_b = rule_vjp(logsumexp_vjp, "b")
+    check_vjp(lambda c, a, b: logsumexp_vjp(c, r, a, 1, b),
+              lambda g, ans, c, a, b: lse_b(g, ans, c, r, a, axis=1, b=b), [c3, A, b], 2)
+
+
+def weighted_lse(a, b):
+    return special.logsumexp(a * a, b=b) ** 2 + np.average(a, weights=b) ** 2 \
+        + np.var(a, mean=0.4) ** 2 + np.std(a, mean=0.2)
+
+
+def test_hessian_with_constant_float_arguments_against_differences():
+    a, b = values(16, (4,), 0.5, 1.5), values(17, (4,), 0.5, 1.5)
+    H = pullback.hessian(weighted_lse, argnums=0)(a, b)
+    grad, eps = pullback.grad(weighted_lse, argnums=0), 1e-5
+    expected = np.array([(grad(a + eps * e, b) - grad(a - eps * e, b)) / (2 * eps)
+                         for e in np.eye(4)])
+    np.testing.assert_allclose(H, expected, rtol=1e-6, atol=1e-7 * np.max(np.abs(H)))

@@ -33,7 +33,7 @@ from .registry import defrule
 from .tangents import deftangent
 
 __all__ = ["zero_cotangent", "ones_of", "slice_sum", "kind_of_arg", "var_vjp_vjp_a",
-           "std_vjp_vjp_a", "std_vjp_vjp_ans"]
+           "var_vjp_vjp_mean", "std_vjp_vjp_a", "std_vjp_vjp_ans", "std_vjp_vjp_mean"]
 
 
 def zero_cotangent(x):
@@ -114,6 +114,20 @@ def var_vjp_vjp_a(g, c, a, axis=None, ddof=0, keepdims=False, where=True, mean=N
     return like_arg(_centred(xp, g * ce * (2.0 / divisor), axes, mean), a)
 
 
+def var_vjp_vjp_mean(g, c, a, axis=None, ddof=0, keepdims=False, where=True, mean=None,
+                     correction=None):
+    """Cotangent of a given ``mean=`` in ``var_vjp(c, a, ..., mean=mean)``:
+    ``-sum(g c 2 / (N - ddof))`` over each slice, in the form of ``mean``."""
+    xp, ce, _, divisor, axes = _var_parts(c, a, axis, ddof, keepdims, where, mean, correction)
+    return _as_mean(xp, -(g * ce * (2.0 / divisor)), axes, mean)
+
+
+def _as_mean(xp, h, axes, mean):
+    """``h`` summed over ``axes`` in the form of ``mean`` (kept axes, or a number)."""
+    s = xp.sum(h, axis=axes, keepdims=True) if axes else h
+    return like_arg(xp.reshape(s, shape_of(mean)), mean)
+
+
 def _std_parts(c, ans, a, axis, ddof, keepdims, where, mean, correction):
     xp, ce, centred, divisor, axes = _var_parts(c, a, axis, ddof, keepdims, where, mean,
                                                 correction)
@@ -137,6 +151,14 @@ def std_vjp_vjp_ans(g, c, ans, a, axis=None, ddof=0, keepdims=False, where=True,
     xp, ce, centred, divisor, axes, sd = _std_parts(c, ans, a, axis, ddof, keepdims, where,
                                                     mean, correction)
     return slice_sum(-g * ce * centred / (divisor * sd * sd), ans, axis, keepdims)
+
+
+def std_vjp_vjp_mean(g, c, ans, a, axis=None, ddof=0, keepdims=False, where=True, mean=None,
+                     correction=None):
+    """Cotangent of a given ``mean=`` in ``std_vjp``: ``-sum(g c / ((N - ddof) ans))``."""
+    xp, ce, _, divisor, axes, sd = _std_parts(c, ans, a, axis, ddof, keepdims, where, mean,
+                                              correction)
+    return _as_mean(xp, -(g * ce / (divisor * sd)), axes, mean)
 
 
 def _std_dot_a(t, c, ans, a, axis, ddof, keepdims, where, mean, correction):
@@ -167,7 +189,7 @@ _VAR = "c, a, axis=None, ddof=0, keepdims=False, where=True, mean=None, correcti
 _VAR_ARGS = "axis, ddof, keepdims, where, mean, correction"
 defrule(var_vjp, _VAR, result=kind_of_arg(1),
         c=f"slice_sum(g * var_vjp(ones_of(c), a, {_VAR_ARGS}), c, axis, keepdims)",
-        a=f"var_vjp_vjp_a(g, c, a, {_VAR_ARGS})")
+        a=f"var_vjp_vjp_a(g, c, a, {_VAR_ARGS})", mean=f"var_vjp_vjp_mean(g, c, a, {_VAR_ARGS})")
 deftangent(var_vjp, shaped=True, c=f"var_vjp(t, a, {_VAR_ARGS})",
            a=f"_var_dot_a(t, c, a, {_VAR_ARGS})")
 
@@ -175,7 +197,8 @@ _STD = "c, r, a, axis=None, ddof=0, keepdims=False, where=True, mean=None, corre
 defrule(std_vjp, _STD, result=kind_of_arg(2),
         c=f"slice_sum(g * std_vjp(ones_of(c), r, a, {_VAR_ARGS}), c, axis, keepdims)",
         r=f"std_vjp_vjp_ans(g, c, r, a, {_VAR_ARGS})",
-        a=f"std_vjp_vjp_a(g, c, r, a, {_VAR_ARGS})")
+        a=f"std_vjp_vjp_a(g, c, r, a, {_VAR_ARGS})",
+        mean=f"std_vjp_vjp_mean(g, c, r, a, {_VAR_ARGS})")
 deftangent(std_vjp, shaped=True, c=f"std_vjp(t, r, a, {_VAR_ARGS})",
            r=f"_std_dot_ans(t, c, r, a, {_VAR_ARGS})",
            a=f"_std_dot_a(t, c, r, a, {_VAR_ARGS})")

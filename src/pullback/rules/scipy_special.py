@@ -181,13 +181,13 @@ def register():
             a="logsumexp_vjp(g, ans, a, axis, b, keepdims, return_sign)",
             b="logsumexp_vjp_b(g, ans, a, axis, b, keepdims, return_sign)")
     # logsumexp_vjp again (Hessians: logsumexp's tangent calls it): c b exp(a - r) is
-    # linear in c, its own derivative in a, minus it in r.  b differentiated there
-    # has no rule (refused).
+    # linear in c, its own derivative in a, minus it in r; in b, c exp(a - r).
     args = "axis, b, keepdims, return_sign"
     defrule(logsumexp_vjp, f"c, r, a, {_LSE_DEFAULTS}", result=kind_of_arg(2),
             c=f"slice_sum(g * logsumexp_vjp(ones_of(c), r, a, {args}), c, axis, keepdims)",
             r=f"slice_sum(-g * logsumexp_vjp(c, r, a, {args}), r, axis, keepdims)",
-            a=f"g * logsumexp_vjp(c, r, a, {args})")
+            a=f"g * logsumexp_vjp(c, r, a, {args})",
+            b="unbroadcast(g * logsumexp_vjp(c, r, a, axis, None, keepdims, return_sign), b)")
     deftangent(logsumexp_vjp, shaped=True, c=f"logsumexp_vjp(t, r, a, {args})",
                r=f"-logsumexp_vjp(c * t, r, a, {args})",
                a=f"t * logsumexp_vjp(c, r, a, {args})")

@@ -153,7 +153,8 @@ defrule(np.average, "a, axis=None, weights=None, returned=False, *, keepdims=Fal
 
 # The helpers again (Hessians: the reductions' tangents call them, see
 # .reductions_second): each is linear in its cotangent c and constant in a (a NaN
-# mask, given weights).  average_vjp_a's weights, differentiated, have no rule (refused).
+# mask, given weights).  In the weights, c w / sum(w) is average_vjp_weights of c
+# with g (a's shape) for a: c (g - average(g)) / sum(w).
 for _h in (nansum_vjp, nanmean_vjp):
     defrule(_h, "c, a, axis=None, keepdims=False, where=True", result=kind_of_arg(1),
             c=f"slice_sum(g * {_h.__name__}(ones_of(c), a, axis, keepdims, where), c, axis, "
@@ -162,6 +163,8 @@ for _h in (nansum_vjp, nanmean_vjp):
                a="zero_cotangent(a)")
 defrule(average_vjp_a, "c, a, axis=None, weights=None, returned=False, keepdims=False",
         result=kind_of_arg(1), a="zero_cotangent(a)",
+        weights="average_vjp_weights(c, np.average(g, axis, weights, keepdims=keepdims), g, axis, "
+                "weights, returned, keepdims)",
         c="slice_sum(g * average_vjp_a(ones_of(c), a, axis, weights, returned, keepdims), c, "
           "axis, keepdims)")
 deftangent(average_vjp_a, shaped=True, a="zero_cotangent(a)",
