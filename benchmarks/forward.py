@@ -100,6 +100,12 @@ def mlp_rows(batch, budget):
     entries, so 640 hvp) against JAX and PyTorch."""
     W1, b1, W2, b2, X, Y = WORKLOADS["mlp"].cases(False, [batch])[0].args
     funcs = {"pullback (Python)": lambda: pullback.hessian(mlp_loss, argnums=2)(W1, b1, W2, b2, X, Y)}
+    try:    # the first call compiles (about a minute on a loaded machine), outside the timing
+        numba_hessian = pullback.hessian(mlp_loss, argnums=2, jit=True)
+        numba_hessian(W1, b1, W2, b2, X, Y)
+        funcs["pullback (Numba)"] = lambda: numba_hessian(W1, b1, W2, b2, X, Y)
+    except pullback.PullbackError as exc:
+        print(f"| pullback (Numba) | refused: {str(exc).splitlines()[0]} | |")
     try:
         import jax
         import jax.numpy as jnp
@@ -128,6 +134,10 @@ def mlp_rows(batch, budget):
         funcs["torch.func.hessian"] = lambda: th(torch.from_numpy(W2))
     except ImportError:
         pass
+    reference = np.asarray(funcs.get("JAX jit(hessian)", funcs["pullback (Python)"])())
+    for name, fn in funcs.items():     # every tool computes the same Hessian
+        got = np.asarray(fn()).reshape(reference.shape)
+        assert np.allclose(got, reference, rtol=1e-10, atol=1e-13), name
     m = _median_ratios(funcs, budget)
     base = m["pullback (Python)"]
     return [f"| {k} | {v * 1e3:.1f} ms | {v / base:.2f} |" for k, v in m.items()]

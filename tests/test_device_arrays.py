@@ -34,7 +34,8 @@ import warnings
 import numpy as np
 import pytest
 
-from pullback.rules.cumulative import cumprod_vjp, cumsum_vjp
+from pullback.rules.cumulative import cumprod_jvp, cumprod_vjp, cumsum_vjp
+from pullback.rules.decomposition_tangents import cholesky_jvp, eigh_jvp, pinv_jvp, svd_jvp
 from pullback.rules.decompositions import cholesky_vjp, eigh_vjp, pinv_vjp
 from pullback.rules.diagonals import diag_vjp, diagonal_vjp, trace_vjp, tril_vjp, triu_vjp
 from pullback.rules.einsum import einsum_vjp
@@ -53,14 +54,21 @@ from pullback.rules.linalg import (
     outer_vjp_b,
 )
 from pullback.rules.manipulation import diff_vjp, repeat_vjp, tile_vjp
-from pullback.rules.norm import norm_vjp
+from pullback.rules.norm import norm_vjp, norm_vjp_vjp_x
 from pullback.rules.piecewise import clip_vjp_a, clip_vjp_max, clip_vjp_min
 from pullback.rules.polynomial import polyval_vjp_p, polyval_vjp_x
 from pullback.rules.prod import prod_vjp
 from pullback.rules.reductions import mean_vjp, std_vjp, sum_vjp, var_vjp
-from pullback.rules.reorder import flip_vjp, roll_vjp, rot90_vjp, sort_vjp
+from pullback.rules.reductions_second import slice_sum, std_vjp_vjp_ans, var_vjp_vjp_a
+from pullback.rules.reorder import flip_vjp, partition_jvp, roll_vjp, rot90_vjp, sort_jvp, sort_vjp
 from pullback.rules.scipy_linalg import solve_triangular_vjp_a, solve_triangular_vjp_b
-from pullback.rules.scipy_special import log_softmax_vjp, logsumexp_vjp, softmax_vjp
+from pullback.rules.scipy_special import (
+    log_softmax_jvp,
+    log_softmax_vjp,
+    logsumexp_vjp,
+    softmax_vjp,
+    softmax_vjp_vjp_s,
+)
 from pullback.rules.shapes import (
     broadcast_to_vjp,
     concatenate_vjp,
@@ -242,6 +250,23 @@ CASES = [
     C("logsumexp_vjp axis=1", logsumexp_vjp, r(3), LSE, A34, 1),
     C("softmax_vjp axis=0", softmax_vjp, r(3, 4), SOFT, A34, 0),
     C("log_softmax_vjp axis=0", log_softmax_vjp, r(3, 4), np.log(SOFT), A34, 0),
+    # derivatives of derivative helpers (Hessians), and tangent helpers (forward mode)
+    C("slice_sum axis=1", slice_sum, A34, r(3), 1, False),
+    C("slice_sum axis=None keepdims", slice_sum, A34, r(1, 1), None, True),
+    C("var_vjp_vjp_a axis=0", var_vjp_vjp_a, r(4, 5), r(4, 5), A345, axis=0, ddof=1),
+    C("std_vjp_vjp_ans axis=1", std_vjp_vjp_ans, A34, r(3), np.std(A34, axis=1), A34, axis=1),
+    C("norm_vjp_vjp_x ord=3 axis=1", norm_vjp_vjp_x, A34, r(3),
+      np.linalg.norm(A34, 3, axis=1), A34, 3, 1),
+    C("sort_jvp axis=0", sort_jvp, r(3, 4), A34, 0),
+    C("partition_jvp axis=1", partition_jvp, r(3, 4), np.partition(A34, 1, axis=1), A34, 1, 1),
+    C("cumprod_jvp axis=1 zeros", cumprod_jvp, r(4, 4), ZEROS, 1),
+    C("log_softmax_jvp axis=0", log_softmax_jvp, r(3, 4), np.log(SOFT), A34, 0),
+    C("softmax_vjp_vjp_s axis=0", softmax_vjp_vjp_s, r(3, 4), r(3, 4), SOFT, A34, 0),
+    C("cholesky_jvp", cholesky_jvp, r(3, 3), L, SPD),
+    C("eigh_jvp", eigh_jvp, r(3, 3), (W, V), SPD),
+    C("pinv_jvp (4, 3)", pinv_jvp, r(4, 3), np.linalg.pinv(M43), M43),
+    C("svd_jvp (4, 3) thin", svd_jvp, r(4, 3), tuple(np.linalg.svd(M43, full_matrices=False)), M43,
+      full_matrices=False),
 ]
 
 

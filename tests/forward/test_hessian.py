@@ -151,3 +151,43 @@ def test_grad_of_a_function_that_calls_grad():
         pullback.jvp(gradient_norm, (x,), (x,))
     with pytest.raises(pullback.NumbaCompileError, match=r"g = GRAD_ROSEN\(x\)"):
         pullback.grad(gradient_norm, jit=True)(x)
+
+
+def test_mlp_loss_hessian_against_jax_and_differences_of_the_gradient():
+    # np.max's tangent (the softmax shift) calls max_vjp, which reverse mode differentiates.
+    from pullback.bench.workloads import mlp_loss
+    rng = np.random.default_rng(5)
+    X, Y = rng.standard_normal((6, 3)), np.eye(3)[rng.integers(0, 3, 6)]
+    W1, b1 = rng.standard_normal((3, 4)) * 0.7, rng.standard_normal(4) * 0.1
+    W2, b2 = rng.standard_normal((4, 3)) * 0.7, rng.standard_normal(3) * 0.1
+    H = pullback.hessian(mlp_loss, argnums=2)(W1, b1, W2, b2, X, Y)
+    grad_w2 = pullback.grad(mlp_loss, argnums=2)
+    expected = np.array([fd_grad(lambda W: grad_w2(W1, b1, W, b2, X, Y).ravel()[k], (W2,), 0,
+                                 eps=1e-6) for k in range(W2.size)]).reshape(H.shape)
+    np.testing.assert_allclose(H, expected, rtol=1e-6, atol=1e-8)
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+
+    def loss(W1, b1, W2, b2):
+        z = jnp.tanh(X @ W1 + b1) @ W2 + b2
+        z = z - jnp.max(z, axis=1, keepdims=True)
+        return -jnp.sum(Y * (z - jnp.log(jnp.sum(jnp.exp(z), axis=1, keepdims=True)))) / 6
+    blocks = pullback.hessian(mlp_loss, argnums=(0, 1, 2, 3))(W1, b1, W2, b2, X, Y)
+    want = jax.hessian(loss, argnums=(0, 1, 2, 3))(W1, b1, W2, b2)
+    for i in range(4):
+        for j in range(4):
+            np.testing.assert_allclose(blocks[i][j], np.asarray(want[i][j]), rtol=1e-12,
+                                       atol=1e-14)
+
+
+def exp_weighted(x):
+    return np.sum(np.exp(x) * x)
+
+
+def test_hessian_under_numba_through_a_ufunc_numba_calls_from_python():
+    # Under jit=True, np.exp of an array is a stub calling NumPy (SIMD); the tangent
+    # program calls that stub, and the Hessian differentiates it again by np.exp's rule.
+    x = RNG.uniform(-1.0, 1.0, 4)
+    np.testing.assert_allclose(pullback.hessian(exp_weighted, jit=True)(x),
+                               np.diag(np.exp(x) * (x + 2.0)), rtol=1e-13)

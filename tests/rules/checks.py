@@ -154,11 +154,14 @@ def rule_jvp(fn):
                           keepdims=env["keepdims"])
         if form.templates:
             env.update(form.helpers)
-            total = 0.0
+            total = None        # a tuple result's tangent is a tuple: nothing to add it to
             for name, t in names.items():
                 env["g" if form.uses_g else TANGENT] = t
                 tree = ast.Expression(form.templates[name.split("[")[0]])
-                total = total + eval(compile(tree, "<tangent>", "eval"), env)
+                term = eval(compile(tree, "<tangent>", "eval"), env)
+                total = term if total is None else total + term
+            if isinstance(total, tuple):        # one tangent per item of a tuple result
+                return total
             return np.broadcast_to(total, np.shape(ans)) if np.ndim(ans) else total
         swapped = [names.get(positional[k] if k < len(positional) else "", None)
                    for k in range(len(args))]

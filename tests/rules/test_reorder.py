@@ -3,6 +3,8 @@ finite differences (distinct values, so sorting has no ties)."""
 import numpy as np
 import pytest
 
+from pullback.rules.reorder import partition_jvp, sort_jvp
+
 from .checks import check_rule, values
 
 
@@ -43,3 +45,16 @@ def test_sort(shape, axis):
                                               ((3, 4), -1, -1)])
 def test_partition(shape, kth, axis):
     check_rule(np.partition, [values(1, shape)], kwargs={"kth": kth, "axis": axis})
+
+
+# ---------------------------------------------------------------------------
+# sort's and partition's tangent helpers, differentiated again (Hessians)
+
+@pytest.mark.parametrize("axis", [-1, 0, None])
+def test_sort_and_partition_tangent_helpers_rules(axis):
+    a = values(43, (3, 4))
+    v = values(44, (3, 4))
+    # linear in v; the order is constant in a near distinct values (zero cotangent)
+    check_rule(sort_jvp, (v, a), kwargs={"axis": axis})
+    r = np.partition(a, 1, axis=axis)
+    check_rule(partition_jvp, (v, r, a, 1), kwargs={"axis": axis}, only=("v", "a"))

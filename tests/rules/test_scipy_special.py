@@ -4,9 +4,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from .checks import SETTINGS, axes_for, check_vjp, rule_vjp, seeds, shapes, values
+from .checks import SETTINGS, axes_for, check_rule, check_vjp, rule_vjp, seeds, shapes, values
 
 special = pytest.importorskip("scipy.special")
+from pullback.rules.scipy_special import log_softmax_jvp, softmax_vjp  # noqa: E402
 
 # (function, domain): away from poles and kinks; None = standard normal.
 UNARY = [(special.gammaln, (0.2, 4.0)), (special.digamma, (0.2, 4.0)), (special.erf, None),
@@ -102,3 +103,15 @@ def test_log_ndtr_far_in_the_left_tail_is_finite():
     d = rule_vjp(special.log_ndtr, "x")(np.ones(2), special.log_ndtr(x), x)
     np.testing.assert_allclose(d, -x, rtol=1e-3)
 
+
+# ---------------------------------------------------------------------------
+# The softmaxes' tangent helpers, differentiated again (Hessians reverse over forward)
+
+@pytest.mark.parametrize("axis", [None, 1])
+def test_softmax_tangent_helpers_rules(axis):
+    x = values(41, (3, 4))
+    s, c = special.softmax(x, axis=axis), values(42, (3, 4))
+    # a function of c and of s alone (x only passes through)
+    check_rule(softmax_vjp, (c, s, x), kwargs={"axis": axis}, only=("c", "s"))
+    r = special.log_softmax(x, axis=axis)
+    check_rule(log_softmax_jvp, (c, r, x), kwargs={"axis": axis}, only=("v", "r"))

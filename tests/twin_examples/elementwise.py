@@ -89,6 +89,39 @@ EXAMPLES[R + "weighted.nansum_vjp"] = _reduction_vjp(np.nansum, False)
 EXAMPLES[R + "weighted.nanmean_vjp"] = _reduction_vjp(np.nanmean, False)
 
 
+def _like_one(rng, dt):
+    return [call(arr(rng, dt, sizes(rng, 2))), call(num(rng, dt))]
+
+
+def _slice_sum(rng, dt):
+    x = arr(rng, dt, sizes(rng, 3))
+    return [call(x, np.sum(x, axis=axis, keepdims=keep), axis, keep)
+            for axis, keep in ((None, False), (None, True), (1, False), (-1, True), ((0, 2), False))]
+
+
+def _prod_second(with_g):
+    """Calls of prod_jvp(v, p, x, axis, keepdims) (or of its derivative in x, with g
+    first), x with a zero, over all axes or one."""
+    def make(rng, dt):
+        x = arr(rng, dt, sizes(rng, 3), 0.5, 2.0)
+        x[0, 1, 0] = 0.0
+        out = []
+        for axis, keep in ((None, False), (None, True), (1, False), (-1, True), (0, False)):
+            p = np.prod(x, axis=axis, keepdims=keep)
+            head = (like(rng, p),) if with_g else ()
+            out.append(call(*head, arr(rng, dt, x.shape), p, x, axis, keep))
+        return out
+    return make
+
+
+EXAMPLES[R + "prod_second.prod_jvp"] = _prod_second(False)
+EXAMPLES[R + "prod_second.prod_jvp_vjp_x"] = _prod_second(True)
+EXAMPLES[R + "prod_second.prod_jvp_vjp_p"] = _like_one
+EXAMPLES[R + "reductions_second.zero_cotangent"] = _like_one
+EXAMPLES[R + "reductions_second.ones_of"] = _like_one
+EXAMPLES[R + "reductions_second.slice_sum"] = _slice_sum
+
+
 def _reduction(extra=()):
     """Calls of a reduction primal with an axis (Numba's own takes none)."""
     def make(rng, dt):

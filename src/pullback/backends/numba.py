@@ -290,6 +290,9 @@ def _primal_stub(fn, twin):
         def stub(*args, **kwargs):
             return fn(*args, **kwargs)
         stub.__name__ = stub.__qualname__ = f"{getattr(fn, '__name__', 'primal')}_numba"
+        # The tangent program calls the stub, and a Hessian differentiates that program
+        # again: registry.lookup follows py_func (as for a Numba dispatcher) to fn's rule.
+        stub.py_func = fn
         forms.numba_twin(stub)(twin)
         _STUBS[id(fn)] = (fn, stub)
     return _STUBS[id(fn)][1]

@@ -1,6 +1,7 @@
 """Derivative rules, grouped by domain; importing this package registers them all."""
 from . import (  # noqa: F401
     cumulative,
+    decomposition_tangents,
     decompositions,
     diagonals,
     differences,
@@ -21,6 +22,7 @@ from . import (  # noqa: F401
     prod,
     prod_second,
     reductions,
+    reductions_second,
     registry,
     reorder,
     results,

@@ -21,6 +21,7 @@ from . import results, twins
 from .elementwise import as_array, is_scalar, like_arg, namespace, normalize_axes, shape_of
 from .forms import numba_twin
 from .prod import axis_layout, cumprod_last, host_array, inverse_permutation
+from .prod_second import _dual_cumprod_last
 from .reductions import check_axis
 from .registry import defrule
 from .tangents import deftangent
@@ -91,6 +92,18 @@ def cumprod_vjp_exact(g, x, axis=None):
     return xp.reshape(ct, shape)
 
 
+def cumprod_jvp(t, x, axis=None):
+    """Tangent of ``cumprod(x, axis)`` along ``t``: the ε-parts of the running products
+    of the dual numbers ``x + ε t`` (only products and sums: exact with zeros)."""
+    xp = namespace(t, x)
+    xa = as_array(xp, x, t)
+    ta = xp.broadcast_to(as_array(xp, t, xa), tuple(xa.shape))
+    if axis is None or xa.ndim == 0:        # NumPy flattens
+        xa, ta, axis = xp.reshape(xa, (-1,)), xp.reshape(ta, (-1,)), 0
+    _, eps = _dual_cumprod_last(xp, xp.moveaxis(xa, axis, -1), xp.moveaxis(ta, axis, -1))
+    return xp.moveaxis(eps, -1, axis)
+
+
 def cumprod_vjp(g, ans, x, axis=None, *, exact=None):
     """Cotangent of ``x`` in ``ans = cumprod(x, axis)`` (``axis=None`` flattens).
 
@@ -125,6 +138,7 @@ defrule(np.cumsum, "a, axis=None, dtype=None, out=None", result=results.same_sha
 deftangent(np.cumsum, linear="a")
 defrule(np.cumprod, "a, axis=None, dtype=None, out=None",
         a="cumprod_vjp(g, ans, a, axis)", result=results.same_shape, methods=("cumprod",))
+deftangent(np.cumprod, shaped=True, a="cumprod_jvp(t, a, axis)")
 
 
 # ---------------------------------------------------------------------------

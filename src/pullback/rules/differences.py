@@ -22,6 +22,7 @@ from ..core.kinds import OTHER, Kind
 from .elementwise import as_array, device_of, float_dtype, like_arg, namespace, shape_of
 from .joining import item_cotangents
 from .registry import defrule
+from .tangents import deftangent
 
 __all__ = ["gradient_vjp", "gradient_vjp_spacing"]
 
@@ -162,3 +163,5 @@ def gradient_result(fn, args, kws, call) -> Kind:
 defrule(np.gradient, "f, *varargs, axis=None, edge_order=1", result=gradient_result,
         f="gradient_vjp(g, f, axis, edge_order, *varargs)",
         varargs="gradient_vjp_spacing(g, ans, k, f, axis, edge_order, *varargs)")
+# Linear in f (the spacings, differentiated, have no tangent yet: refused).
+deftangent(np.gradient, linear="f")

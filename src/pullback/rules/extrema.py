@@ -21,7 +21,9 @@ from .elementwise import (
 )
 from .forms import numba_twin
 from .reductions import axis_sums, check_axis, no_mask, reduction_twin, spreader, sum_keep, takes_all
+from .reductions_second import kind_of_arg, ones_of, slice_sum, zero_cotangent  # noqa: F401
 from .registry import defrule
+from .tangents import deftangent
 
 __all__ = ["max_vjp"]
 
@@ -63,6 +65,15 @@ for _f, _methods in ((np.max, ("max",)), (np.amax, ()), (np.min, ("min",)), (np.
     defrule(_f, "a, axis=None, out=None, keepdims=False, initial=None, where=True",
             result=results.reduction, methods=_methods,
             a="max_vjp(g, ans, a, axis, keepdims, where)")
+
+# max_vjp again (Hessians: max's tangent calls it, see .reductions_second): linear in
+# its cotangent c; the tie shares are piecewise constant in r and a, so zero there.
+_MAX_VJP_SIG = "c, r, a, axis=None, keepdims=False, where=True"
+defrule(max_vjp, _MAX_VJP_SIG, result=kind_of_arg(2),
+        c="slice_sum(g * max_vjp(ones_of(c), r, a, axis, keepdims, where), c, axis, keepdims)",
+        r="zero_cotangent(r)", a="zero_cotangent(a)")
+deftangent(max_vjp, shaped=True, c="max_vjp(t, r, a, axis, keepdims, where)",
+           r="zero_cotangent(a)", a="zero_cotangent(a)")
 
 
 # ---------------------------------------------------------------------------

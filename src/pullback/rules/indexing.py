@@ -37,6 +37,7 @@ import numpy as np
 
 from .elementwise import as_array, float_dtype, namespace, shape_of, unbroadcast
 from .registry import defrule
+from .tangents import deftangent
 
 __all__ = ["getitem_vjp", "setitem_vjp_x", "setitem_vjp_v", "is_basic_index"]
 
@@ -130,3 +131,4 @@ def setitem_vjp_x(g, x, index, v=None):
 
 # Array-valued reads.  (Scalar element reads inside loops are the transform's own.)
 defrule(operator.getitem, "x, index, /", result="any", x="getitem_vjp(g, x, index)")
+deftangent(operator.getitem, linear="x")

@@ -28,6 +28,7 @@ from .elementwise import as_array, float_dtype, like_arg, namespace, unbroadcast
 from .forms import numba_twin
 from .indexing import getitem_vjp
 from .registry import defrule
+from .tangents import deftangent
 
 __all__ = ["linspace_vjp", "interp_vjp_x", "interp_vjp_fp", "interp_vjp_left",
            "interp_vjp_right"]
@@ -142,6 +143,20 @@ defrule(np.interp, "x, xp, fp, left=None, right=None, period=None", result=resul
         fp="interp_vjp_fp(g, x, xp, fp, left, right, period)",
         left="interp_vjp_left(g, x, xp, fp, left, right, period)",
         right="interp_vjp_right(g, x, xp, fp, left, right, period)")
+def held_bound(value):
+    """``left``/``right`` in the tangent of ``fp``: still the end value (None), or a
+    value of its own, whose part is not this one (0)."""
+    return None if value is None else 0.0
+
+
+deftangent(np.linspace, linear="start, stop")
+# interp is linear in (fp, left, right) jointly: each part with the others' zero (a
+# given left or right is 0 in fp's part; fp is 0 in theirs).  In x: the slope.
+deftangent(np.interp, shaped=True,
+           x="interp_vjp_x(t, x, xp, fp, left, right, period)",
+           fp="np.interp(x, xp, t, held_bound(left), held_bound(right), period)",
+           left="np.interp(x, xp, np.zeros_like(fp), t, 0.0, period)",
+           right="np.interp(x, xp, np.zeros_like(fp), 0.0, t, period)")
 
 
 @numba_twin(linspace_vjp)

@@ -15,7 +15,9 @@ from . import results, twins
 from .elementwise import as_array, expand_reduced, like_arg, namespace
 from .forms import numba_twin
 from .reductions import along_axis, safe_divisor, spreader, sum_keep
+from .reductions_second import kind_of_arg, ones_of, slice_sum  # noqa: F401
 from .registry import defrule
+from .tangents import deftangent
 
 __all__ = ["norm_vjp"]
 
@@ -113,6 +115,84 @@ def norm_vjp(g, ans, x, ord=None, axis=None, keepdims=False):
 
 defrule(np.linalg.norm, "x, ord=None, axis=None, keepdims=False", result=results.reduction,
         x="norm_vjp(g, ans, x, ord, axis, keepdims)")
+
+
+# ---------------------------------------------------------------------------
+# norm_vjp again (Hessians: norm's tangent calls it, see .reductions_second).  A
+# p-norm's weight sign(x) |x|^(p-1) / ans^(p-1) (2 and Frobenius included) has
+# derivative (p-1) |x|^(p-2) / ans^(p-1) in x and -(p-1) weight / ans in ans; the
+# piecewise linear norms (1, inf, -inf, 0, and the matrix 1, -1, inf, -inf) have
+# piecewise constant weights, zero there.  The SVD's norms (nuc, 2, -2 of a matrix)
+# are refused.
+
+def _norm_power(x, ord, axis):
+    """The norm's p when it is a p-norm over its axes (2 for Frobenius), 0.0 for a
+    piecewise linear one; raises for the norms through the SVD."""
+    nd = np.ndim(x)
+    axes = axis if isinstance(axis, (tuple, list)) else None if axis is None else (axis,)
+    matrix = (axes is None and ord is not None and nd == 2) or (axes is not None and len(axes) == 2)
+    if matrix:
+        if ord is None or ord == "fro":
+            return 2.0
+        if ord in ("nuc", 2, -2):
+            raise NotImplementedError(f"the second derivative of np.linalg.norm(..., ord={ord!r}) "
+                                      "of a matrix (through the SVD) is not implemented")
+        return 0.0
+    if ord is None:
+        return 2.0
+    return 0.0 if ord in (0, 1, np.inf, -np.inf) else float(ord)
+
+
+def _norm_spread(c, ans, x, axis, keepdims):
+    xp = namespace(c, x)
+    xa = as_array(xp, x, c)
+    axes = tuple(range(xa.ndim)) if axis is None else \
+        tuple(sorted(int(a) % xa.ndim for a in (axis if isinstance(axis, (tuple, list)) else (axis,))))
+    ce = expand_reduced(c, xa.shape, axes, keepdims, xp, xa)
+    ae = safe_divisor(xp, expand_reduced(ans, xa.shape, axes, keepdims, xp, xa))
+    return xp, xa, ce, ae
+
+
+def norm_vjp_vjp_x(g, c, ans, x, ord=None, axis=None, keepdims=False):
+    """Cotangent of ``x`` in ``norm_vjp(c, ans, x, ...)``, ``ans`` held fixed."""
+    p = _norm_power(x, ord, axis)
+    xp, xa, ce, ae = _norm_spread(c, ans, x, axis, keepdims)
+    if p == 0.0:
+        return like_arg(xp.zeros_like(xa), x)
+    weight = 1.0 if p == 2.0 else xp.abs(xa) ** (p - 2)
+    return like_arg(g * ce * (p - 1) * weight / ae ** (p - 1), x)
+
+
+def norm_vjp_vjp_ans(g, c, ans, x, ord=None, axis=None, keepdims=False):
+    """Cotangent of ``ans`` in ``norm_vjp(c, ans, x, ...)``: ``-(p-1) sum(g norm_vjp / ans)``."""
+    p = _norm_power(x, ord, axis)
+    xp, xa, ce, ae = _norm_spread(c, ans, x, axis, keepdims)
+    scale = 0.0 if p == 0.0 else 1.0 - p       # a piecewise linear norm's weight: no ans
+    return slice_sum(norm_vjp(c, ans, x, ord, axis, keepdims) * (g * scale / ae), ans, axis,
+                     keepdims)
+
+
+def _norm_dot_x(t, c, ans, x, ord=None, axis=None, keepdims=False):
+    """The tangent of ``norm_vjp`` along ``t`` in ``x`` (its Jacobian is diagonal)."""
+    return norm_vjp_vjp_x(t, c, ans, x, ord, axis, keepdims)
+
+
+def _norm_dot_ans(t, c, ans, x, ord=None, axis=None, keepdims=False):
+    """The tangent of ``norm_vjp`` along ``t`` in ``ans``: ``-(p-1) norm_vjp t / ans``."""
+    p = _norm_power(x, ord, axis)
+    xp, xa, te, ae = _norm_spread(t, ans, x, axis, keepdims)
+    scale = 0.0 if p == 0.0 else 1.0 - p
+    return like_arg(norm_vjp(c, ans, x, ord, axis, keepdims) * te * scale / ae, x)
+
+
+_NORM_ARGS = "ord, axis, keepdims"
+defrule(norm_vjp, "c, r, x, ord=None, axis=None, keepdims=False", result=kind_of_arg(2),
+        c=f"slice_sum(g * norm_vjp(ones_of(c), r, x, {_NORM_ARGS}), c, axis, keepdims)",
+        r=f"norm_vjp_vjp_ans(g, c, r, x, {_NORM_ARGS})",
+        x=f"norm_vjp_vjp_x(g, c, r, x, {_NORM_ARGS})")
+deftangent(norm_vjp, shaped=True, c=f"norm_vjp(t, r, x, {_NORM_ARGS})",
+           r=f"_norm_dot_ans(t, c, r, x, {_NORM_ARGS})",
+           x=f"_norm_dot_x(t, c, r, x, {_NORM_ARGS})")
 
 
 # ---------------------------------------------------------------------------

@@ -7,9 +7,17 @@ from __future__ import annotations
 import numpy as np
 
 from . import twins
-from .elementwise import as_array, float_dtype, like_arg, namespace, shape_of
+from .elementwise import (  # noqa: F401 - unbroadcast: named by a template below
+    as_array,
+    float_dtype,
+    like_arg,
+    namespace,
+    shape_of,
+    unbroadcast,
+)
 from .forms import numba_twin
 from .registry import defrule
+from .tangents import deftangent
 
 __all__ = ["polyval_vjp_p", "polyval_vjp_x"]
 
@@ -45,6 +53,41 @@ def polyval_vjp_p(g, p, x):
 
 
 defrule(np.polyval, "p, x", result="any", p="polyval_vjp_p(g, p, x)", x="polyval_vjp_x(g, p, x)")
+# Linear in the coefficients; in x the Jacobian is diagonal, p'(x), as polyval_vjp_x's.
+deftangent(np.polyval, p="np.polyval(t, x)", x="polyval_vjp_x(t, p, x)")
+
+
+# polyval_vjp_x again (Hessians: polyval's tangent in x calls it).  c p'(x) is linear in
+# c; in x it is c p''(x), polyval_vjp_x of the derivative's coefficients; in p it is
+# the transpose of taking the derivative's coefficients, (n-1-i) p_i, applied to
+# polyval_vjp_p's weights.
+
+def derivative_coefficients(p):
+    """The coefficients of p' (``np.polyder``, but of length ``n - 1`` for every ``n``)."""
+    xp = namespace(p)
+    pa = as_array(xp, p)
+    n = pa.shape[0]
+    return pa[:-1] * xp.astype(xp.arange(n - 1, 0, -1), pa.dtype) if n > 1 else pa[:0]
+
+
+def polyval_vjp_x_vjp_p(g, c, p, x):
+    """Cotangent of ``p`` in ``polyval_vjp_x(c, p, x) = c p'(x)``."""
+    xp = namespace(p, x, g)
+    pa = as_array(xp, p, x, g)
+    n = pa.shape[0]
+    if n < 2:
+        return xp.zeros_like(pa)
+    weights = polyval_vjp_p(g * c, pa[:-1], x)      # those of p's derivative's coefficients
+    scaled = weights * xp.astype(xp.arange(n - 1, 0, -1), weights.dtype)
+    return xp.concat([scaled, xp.zeros_like(pa[:1])])
+
+
+defrule(polyval_vjp_x, "c, p, x", result="any", c="unbroadcast(polyval_vjp_x(g, p, x), c)",
+        p="polyval_vjp_x_vjp_p(g, c, p, x)",
+        x="unbroadcast(polyval_vjp_x(g * c, derivative_coefficients(p), x), x)")
+deftangent(polyval_vjp_x, c="polyval_vjp_x(t, p, x)",
+           p="polyval_vjp_x(c, t, x)",
+           x="polyval_vjp_x(c * t, derivative_coefficients(p), x)")
 
 
 # Numba twins of polyval (Numba has no np.polyval): the same Horner steps in the same

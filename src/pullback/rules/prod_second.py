@@ -50,8 +50,10 @@ import numpy as np
 
 from ..core import numbacache
 from ..core.kinds import Kind
+from . import twins
 from .elementwise import as_array, is_scalar, like_arg, mask_on, namespace, normalize_axes
-from .prod import _move_back, _move_to_end, host_array, prod_vjp, prod_vjp_exact
+from .forms import numba_twin
+from .prod import _as2, _move_back, _move_to_end, axis_layout, host_array, prod_vjp, prod_vjp_exact
 from .registry import defrule
 from .tangents import deftangent
 
@@ -313,6 +315,90 @@ def _like_products(fn, args, kws, call) -> Kind:
     """prod_jvp's result has the kind of ``p``, the primal's product."""
     p = args[1] if len(args) > 1 else kws.get("p")
     return Kind(p.ndim, "f") if p is not None and p.ndim is not None else Kind(-1, "f")
+
+
+# ---------------------------------------------------------------------------
+# Numba twins (jit=True): the compiled dual-number kernels above, over an int axis or
+# all of them, without initial= or where=; ``v`` may be broadcast to ``x``'s shape.
+
+def _twin_case(x, axis, initial, where, what):
+    """Refuse what the twins do not take; True when ``x`` is one number."""
+    if twins.is_number(x) and twins.is_none(initial):
+        return True
+    if not twins.is_array(x):
+        twins.unsupported(f"{what} of a value that is not a float array")
+    if not twins.is_none(initial) or twins.literal(where, False) is not True:
+        twins.unsupported(f"{what} with initial= or where=")
+    r = twins.axes_count(axis)
+    if r is not None and 1 < x.ndim != r:
+        twins.unsupported(f"{what} over a tuple of axes")
+    return False
+
+
+def _spread_v(x, v):
+    """``v`` as a float64 array of ``x``'s shape."""
+    return np.zeros(x.shape) + v
+
+
+@numba_twin(prod_jvp)
+def _prod_jvp_numba(v, p, x, axis=None, keepdims=False, initial=None, where=True):
+    if _twin_case(x, axis, initial, where, "the tangent of np.prod"):
+        return lambda v, p, x, axis=None, keepdims=False, initial=None, where=True: v * 1.0
+    keep = twins.literal(keepdims, None)
+    if keep is None:
+        twins.unsupported("keepdims= other than a constant True or False")
+    layout, kernel, spread = axis_layout(x, axis), twins.jitted(_dual_prod_kernel), \
+        twins.jitted(_spread_v)
+    nd = x.ndim
+    if twins.is_none(axis) or nd == 1 or twins.axes_count(axis) == nd:
+        ones = twins.ones_shape(nd)
+
+        def total(v, x):
+            out = np.empty((1, 1))
+            kernel(np.ascontiguousarray(x).reshape((1, x.size, 1)) * 1.0,
+                   spread(x, v).reshape((1, x.size, 1)), out)
+            return out
+        whole = twins.jitted(total)
+        if keep:
+            return lambda v, p, x, axis=None, keepdims=False, initial=None, where=True: \
+                whole(v, x).reshape(ones)
+        return lambda v, p, x, axis=None, keepdims=False, initial=None, where=True: \
+            whole(v, x)[0, 0]
+    shaper = twins.reduced_shape(nd, keep)
+
+    def along(v, p, x, axis=None, keepdims=False, initial=None, where=True):
+        pre, n, post = layout(x, axis)
+        out = np.empty((pre, post))
+        kernel(np.ascontiguousarray(x).reshape((pre, n, post)) * 1.0,
+               spread(x, v).reshape((pre, n, post)), out)
+        return out.reshape(shaper(x.shape, axis % nd))
+    return along
+
+
+@numba_twin(prod_jvp_vjp_x)
+def _prod_jvp_vjp_x_numba(g, v, p, x, axis=None, keepdims=False, initial=None, where=True):
+    if _twin_case(x, axis, initial, where, "the derivative of np.prod's tangent"):
+        return lambda g, v, p, x, axis=None, keepdims=False, initial=None, where=True: \
+            0.0 * g * v
+    layout, kernel, spread = axis_layout(x, axis), twins.jitted(_dual_others_kernel), \
+        twins.jitted(_spread_v)
+    as2 = _as2(g)
+
+    def impl(g, v, p, x, axis=None, keepdims=False, initial=None, where=True):
+        pre, n, post = layout(x, axis)
+        g2 = as2(g, pre, post)
+        out = np.empty((pre, n, post))
+        kernel(np.ascontiguousarray(x).reshape((pre, n, post)) * 1.0,
+               spread(x, v).reshape((pre, n, post)), g2, out)
+        return out.reshape(x.shape)
+    return impl
+
+
+@numba_twin(prod_jvp_vjp_p)
+def _prod_jvp_vjp_p_numba(p):
+    if twins.is_number(p):
+        return lambda p: 0.0
+    return lambda p: np.zeros_like(p)
 
 
 # ---------------------------------------------------------------------------

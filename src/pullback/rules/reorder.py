@@ -14,6 +14,7 @@ import numpy as np
 from . import results, twins
 from .elementwise import as_array, like_arg, namespace, shape_of
 from .forms import numba_twin
+from .reductions_second import zero_cotangent  # noqa: F401 - named by templates
 from .registry import defrule, lookup
 from .tangents import deftangent
 
@@ -112,6 +113,31 @@ def partition_vjp(g, ans, a, kth, axis=-1):
     return like_arg(xp.reshape(xp.take_along_axis(ranked, back, axis=axis), shape_of(a)), a)
 
 
+def sort_jvp(t, a, axis=-1):
+    """Tangent of ``np.sort(a, axis)`` along ``t``: ``t`` gathered in the order of ``a``
+    (ranked stably, as :func:`sort_vjp` puts ``g`` back)."""
+    xp = namespace(t, a)
+    A = as_array(xp, a, t)
+    T = xp.broadcast_to(as_array(xp, t, A), tuple(A.shape))
+    if axis is None:
+        A, T, axis = xp.reshape(A, (-1,)), xp.reshape(T, (-1,)), 0
+    return xp.take_along_axis(T, xp.argsort(A, axis=axis, stable=True), axis=axis)
+
+
+def partition_jvp(t, ans, a, kth, axis=-1):
+    """Tangent of ``np.partition(a, kth, axis)`` along ``t``: the pairing of
+    :func:`partition_vjp` forwards (the entry of rank k in ``ans`` gets the tangent of
+    the entry of rank k in ``a``)."""
+    xp = namespace(t, a)
+    A, ANS = as_array(xp, a, t), as_array(xp, ans, t)
+    T = xp.broadcast_to(as_array(xp, t, A), tuple(A.shape))
+    if axis is None:
+        A, T, axis = xp.reshape(A, (-1,)), xp.reshape(T, (-1,)), 0
+    by_rank = xp.take_along_axis(T, xp.argsort(A, axis=axis, stable=True), axis=axis)
+    rank_in_ans = xp.argsort(xp.argsort(ANS, axis=axis, stable=True), axis=axis, stable=True)
+    return xp.take_along_axis(by_rank, rank_in_ans, axis=axis)
+
+
 # ---------------------------------------------------------------------------
 # Registrations
 
@@ -133,6 +159,17 @@ defrule(np.sort, "a, axis=-1, kind=None, order=None, *, stable=None", result=res
         a="sort_vjp(g, a, axis)")
 defrule(np.partition, "a, kth, axis=-1, kind='introselect', order=None", result=results.array,
         a="partition_vjp(g, ans, a, kth, axis)")
+deftangent(np.sort, shaped=True, a="sort_jvp(t, a, axis)")
+deftangent(np.partition, shaped=True, a="partition_jvp(t, ans, a, kth, axis)")
+# The tangents again (Hessians reverse over forward): linear in the tangent v, the
+# transpose of a gather a scatter; the order is piecewise constant in the values.
+defrule(sort_jvp, "v, a, axis=-1", result=results.array, v="sort_vjp(g, a, axis)",
+        a="zero_cotangent(a)")
+deftangent(sort_jvp, shaped=True, v="sort_jvp(t, a, axis)", a="0.0 * ans")
+defrule(partition_jvp, "v, r, a, kth, axis=-1", result=results.array,
+        v="partition_vjp(g, r, a, kth, axis)", r="zero_cotangent(r)", a="zero_cotangent(a)")
+deftangent(partition_jvp, shaped=True, v="partition_jvp(t, r, a, kth, axis)", r="0.0 * ans",
+           a="0.0 * ans")
 
 
 # ---------------------------------------------------------------------------

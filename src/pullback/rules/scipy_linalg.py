@@ -21,6 +21,7 @@ except ImportError:     # pragma: no cover - SciPy is an optional extra: no rule
 
 from .elementwise import as_array, namespace, unbroadcast
 from .registry import defrule
+from .tangents import deftangent
 
 __all__ = ["solve_triangular_vjp_a", "solve_triangular_vjp_b", "cho_solve_vjp_c",
            "cho_solve_vjp_b"]
@@ -118,6 +119,40 @@ def cho_solve_vjp_c(g, ans, c_and_lower, b):
 
 
 # ---------------------------------------------------------------------------
+# Tangents: dx = -op(T)^-1 op(dT) x, and for cho_solve dx = -A^-1 dA x
+
+def solve_triangular_jvp_a(t, ans, a, b, trans=0, lower=False, unit_diagonal=False):
+    """Tangent of ``x = solve_triangular(a, b, ...)`` along ``t`` in ``a``, of which only
+    the triangle read (without its diagonal for ``unit_diagonal``) counts."""
+    xp = namespace(t, a)
+    A = as_array(xp, a, t)
+    T = as_array(xp, t, A)
+    dT = xp.where(_triangle_mask(xp, A.shape[-1], A, lower, strict=unit_diagonal), T,
+                  xp.zeros_like(T))
+    X = as_array(xp, ans, A)
+    vector = X.ndim == 1
+    rhs = (_mT(xp, dT) if _transposed(trans) else dT) @ _as_matrix(xp, X, vector)
+    dx = -linalg.solve_triangular(A, rhs, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
+    return xp.reshape(dx, tuple(X.shape)) if vector else dx
+
+
+def cho_solve_jvp_c(t, ans, c_and_lower, b):
+    """Tangent of ``x = cho_solve((c, lower), b)`` along ``t`` (the pair's tangent, its
+    first item the factor's) in the factor, of which only the triangle read counts."""
+    c, lower = c_and_lower
+    xp = namespace(c, b)
+    C = as_array(xp, c, b)
+    keep = _triangle_mask(xp, C.shape[-1], C, lower)
+    F = xp.where(keep, C, xp.zeros_like(C))
+    dF = xp.where(keep, as_array(xp, t[0], C), xp.zeros_like(C))
+    dA = dF @ _mT(xp, F) + F @ _mT(xp, dF) if lower else _mT(xp, dF) @ F + _mT(xp, F) @ dF
+    X = as_array(xp, ans, C)
+    vector = X.ndim == 1
+    dx = -linalg.cho_solve((C, lower), dA @ _as_matrix(xp, X, vector))
+    return xp.reshape(dx, tuple(X.shape)) if vector else dx
+
+
+# ---------------------------------------------------------------------------
 # Registrations
 
 def register():
@@ -129,6 +164,11 @@ def register():
     defrule(linalg.cho_solve, "c_and_lower, b, overwrite_b=False, check_finite=True", result="any",
             c_and_lower="cho_solve_vjp_c(g, ans, c_and_lower, b)",
             b="cho_solve_vjp_b(g, ans, c_and_lower, b)")
+    deftangent(linalg.solve_triangular, shaped=True,
+               a="solve_triangular_jvp_a(t, ans, a, b, trans, lower, unit_diagonal)",
+               b="linalg.solve_triangular(a, t, trans, lower, unit_diagonal)")
+    deftangent(linalg.cho_solve, shaped=True, c_and_lower="cho_solve_jvp_c(t, ans, c_and_lower, b)",
+               b="linalg.cho_solve(c_and_lower, t)")
 
 
 if linalg is not None:

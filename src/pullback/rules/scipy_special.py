@@ -34,7 +34,9 @@ from .elementwise import (
     shape_of,
     unbroadcast,
 )
+from .reductions_second import kind_of_arg, ones_of, slice_sum, zero_cotangent  # noqa: F401
 from .registry import defrule
+from .tangents import deftangent
 
 __all__ = ["logsumexp_vjp", "logsumexp_vjp_b", "softmax_vjp", "log_softmax_vjp"]
 
@@ -102,8 +104,68 @@ def log_softmax_vjp(g, ans, x, axis=None):
     return like_arg(xp.reshape(G - xp.exp(L) * total, shape_of(x)), x)
 
 
+def log_softmax_jvp(t, ans, x, axis=None):
+    """Tangent of ``log_softmax(x, axis)`` along ``t``: ``t - sum(exp(ans) t)``."""
+    xp = namespace(t, x)
+    L = as_array(xp, ans, x)
+    T = xp.broadcast_to(as_array(xp, t, L), tuple(L.shape))
+    axes = normalize_axes(axis, L.ndim)
+    total = xp.sum(xp.exp(L) * T, axis=axes, keepdims=True) if axes else xp.exp(L) * T
+    return T - total
+
+
+def softmax_vjp_vjp_s(g, c, s, x, axis=None):
+    """Cotangent of ``s`` in ``softmax_vjp(c, s, x, axis) = s (c - sum(c s))``:
+    ``g (c - sum(c s)) - c sum(g s)``."""
+    xp = namespace(g, s)
+    S = as_array(xp, s, g)
+    G, C = as_array(xp, g, S), as_array(xp, c, S)
+    axes = normalize_axes(axis, S.ndim)
+    def total(v):       # noqa: E306 - the sum over each slice, kept
+        return xp.sum(v, axis=axes, keepdims=True) if axes else v
+    return like_arg(G * (C - total(C * S)) - C * total(G * S), s)
+
+
+def log_softmax_jvp_vjp_l(g, t, ans, x, axis=None):
+    """Cotangent of ``ans`` in ``log_softmax_jvp(t, ans, x, axis) = t - sum(exp(ans) t)``:
+    ``-sum(g) exp(ans) t``."""
+    xp = namespace(g, t, ans)
+    L = as_array(xp, ans, g)
+    G = as_array(xp, g, L)
+    T = xp.broadcast_to(as_array(xp, t, L), tuple(L.shape))
+    axes = normalize_axes(axis, L.ndim)
+    total = xp.sum(G, axis=axes, keepdims=True) if axes else G
+    return like_arg(-total * xp.exp(L) * T, ans)
+
+
+def _softmax_vjp_s_dot(u, c, s, x, axis=None):
+    """The tangent of ``softmax_vjp(c, s, x, axis)`` along ``u`` in ``s``:
+    ``u (c - sum(c s)) - s sum(c u)``."""
+    xp = namespace(u, s)
+    S = as_array(xp, s, u)
+    U, C = as_array(xp, u, S), as_array(xp, c, S)
+    axes = normalize_axes(axis, S.ndim)
+    def total(v):       # noqa: E306 - the sum over each slice, kept
+        return xp.sum(v, axis=axes, keepdims=True) if axes else v
+    return like_arg(U * (C - total(C * S)) - S * total(C * U), s)
+
+
+def _log_softmax_jvp_l_dot(u, v, r, x, axis=None):
+    """The tangent of ``log_softmax_jvp(v, r, x, axis)`` along ``u`` in ``r``:
+    ``-sum(exp(r) u v)`` over each slice."""
+    xp = namespace(u, v, r)
+    L = as_array(xp, r, u)
+    P = xp.exp(L) * as_array(xp, u, L) * as_array(xp, v, L)
+    axes = normalize_axes(axis, L.ndim)
+    total = xp.sum(P, axis=axes, keepdims=True) if axes else P
+    return like_arg(-xp.broadcast_to(total, tuple(L.shape)), r)
+
+
 # ---------------------------------------------------------------------------
 # Registrations
+
+_LSE_DEFAULTS = "axis=None, b=None, keepdims=False, return_sign=False"
+
 
 def register():
     """Register the rules of this module (when SciPy is installed)."""
@@ -127,10 +189,36 @@ def register():
             result=results.reduction,
             a="logsumexp_vjp(g, ans, a, axis, b, keepdims, return_sign)",
             b="logsumexp_vjp_b(g, ans, a, axis, b, keepdims, return_sign)")
+    # logsumexp_vjp again (Hessians: logsumexp's tangent calls it): c b exp(a - r) is
+    # linear in c, its own derivative in a, minus it in r; in b, c exp(a - r).
+    args = "axis, b, keepdims, return_sign"
+    defrule(logsumexp_vjp, f"c, r, a, {_LSE_DEFAULTS}", result=kind_of_arg(2),
+            c=f"slice_sum(g * logsumexp_vjp(ones_of(c), r, a, {args}), c, axis, keepdims)",
+            r=f"slice_sum(-g * logsumexp_vjp(c, r, a, {args}), r, axis, keepdims)",
+            a=f"g * logsumexp_vjp(c, r, a, {args})",
+            b="unbroadcast(g * logsumexp_vjp(c, r, a, axis, None, keepdims, return_sign), b)")
+    deftangent(logsumexp_vjp, shaped=True, c=f"logsumexp_vjp(t, r, a, {args})",
+               r=f"-logsumexp_vjp(c * t, r, a, {args})",
+               a=f"t * logsumexp_vjp(c, r, a, {args})")
     defrule(special.softmax, "x, axis=None", result=results.same_shape,
             x="softmax_vjp(g, ans, x, axis)")
     defrule(special.log_softmax, "x, axis=None", result=results.same_shape,
             x="log_softmax_vjp(g, ans, x, axis)")
+    # softmax's Jacobian diag(s) - s s^T is symmetric: its tangent is its VJP of t.
+    deftangent(special.softmax, shaped=True, x="softmax_vjp(t, ans, x, axis)")
+    deftangent(special.log_softmax, shaped=True, x="log_softmax_jvp(t, ans, x, axis)")
+    # Their tangents again (Hessians): linear in the tangent (softmax's Jacobian is
+    # symmetric; log_softmax's transposes to its VJP), functions of the result, not of x.
+    defrule(softmax_vjp, "c, s, x, axis=None", result=kind_of_arg(1),
+            c="softmax_vjp(g, s, x, axis)", s="softmax_vjp_vjp_s(g, c, s, x, axis)",
+            x="zero_cotangent(x)")
+    deftangent(softmax_vjp, shaped=True, c="softmax_vjp(t, s, x, axis)",
+               s="_softmax_vjp_s_dot(t, c, s, x, axis)", x="0.0 * ans")
+    defrule(log_softmax_jvp, "v, r, x, axis=None", result=kind_of_arg(1),
+            v="log_softmax_vjp(g, r, x, axis)", r="log_softmax_jvp_vjp_l(g, v, r, x, axis)",
+            x="zero_cotangent(x)")
+    deftangent(log_softmax_jvp, shaped=True, v="log_softmax_jvp(t, r, x, axis)",
+               r="_log_softmax_jvp_l_dot(t, v, r, x, axis)", x="0.0 * ans")
 
 
 if special is not None:

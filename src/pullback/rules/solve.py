@@ -124,6 +124,9 @@ deftangent(np.linalg.inv, a="-(ans @ t @ ans)")
 deftangent(np.linalg.solve, a="-np.linalg.solve(a, t @ ans)", b="np.linalg.solve(a, t)")
 deftangent(np.linalg.det, a="ans * np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1)")
 defrule(np.linalg.slogdet, "a", result=results.factors(2, 2), a="slogdet_vjp(g, ans, a)")
+# The sign is piecewise constant; d log|det a| = trace(a^-1 da).
+deftangent(np.linalg.slogdet, shaped=True,
+           a="(0.0 * ans[0], np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1))")
 
 
 # ---------------------------------------------------------------------------

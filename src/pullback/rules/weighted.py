@@ -36,7 +36,9 @@ from .reductions import (
     sum_keep,
     takes_all,
 )
+from .reductions_second import kind_of_arg, ones_of, slice_sum, zero_cotangent  # noqa: F401
 from .registry import defrule
+from .tangents import deftangent
 
 __all__ = ["nansum_vjp", "nanmean_vjp", "average_vjp_a", "average_vjp_weights"]
 
@@ -148,6 +150,25 @@ defrule(np.average, "a, axis=None, weights=None, returned=False, *, keepdims=Fal
         result=results.reduction,
         a="average_vjp_a(g, a, axis, weights, returned, keepdims)",
         weights="average_vjp_weights(g, ans, a, axis, weights, returned, keepdims)")
+
+# The helpers again (Hessians: the reductions' tangents call them, see
+# .reductions_second): each is linear in its cotangent c and constant in a (a NaN
+# mask, given weights).  In the weights, c w / sum(w) is average_vjp_weights of c
+# with g (a's shape) for a: c (g - average(g)) / sum(w).
+for _h in (nansum_vjp, nanmean_vjp):
+    defrule(_h, "c, a, axis=None, keepdims=False, where=True", result=kind_of_arg(1),
+            c=f"slice_sum(g * {_h.__name__}(ones_of(c), a, axis, keepdims, where), c, axis, "
+              "keepdims)", a="zero_cotangent(a)")
+    deftangent(_h, shaped=True, c=f"{_h.__name__}(t, a, axis, keepdims, where)",
+               a="zero_cotangent(a)")
+defrule(average_vjp_a, "c, a, axis=None, weights=None, returned=False, keepdims=False",
+        result=kind_of_arg(1), a="zero_cotangent(a)",
+        weights="average_vjp_weights(c, np.average(g, axis, weights, keepdims=keepdims), g, axis, "
+                "weights, returned, keepdims)",
+        c="slice_sum(g * average_vjp_a(ones_of(c), a, axis, weights, returned, keepdims), c, "
+          "axis, keepdims)")
+deftangent(average_vjp_a, shaped=True, a="zero_cotangent(a)",
+           c="average_vjp_a(t, a, axis, weights, returned, keepdims)")
 
 
 # ---------------------------------------------------------------------------
