@@ -33,6 +33,7 @@ from .api import (
 from .core.errors import PullbackError
 from .core.kinds import kind_of_value
 from .frontend.parse import unwrap
+from .jacobian_trees import hessian_tree, jacfwd_tree
 from .pipeline import choose_backend, derivative
 from .rules import registry
 from .trees import flatten_args, is_container, may_hold_tree, tree_flatten, tree_map, tree_unflatten
@@ -54,7 +55,7 @@ def _tangent_of(primal, tangent, i, fname):
     return float(tangent)
 
 
-def jvp(f, primals, tangents, jit=None):
+def jvp(f, primals, tangents, jit=None, has_aux=False):
     """``(value, tangent)``: ``f(*primals)`` and its derivative along ``tangents``
     (the Jacobian-vector product), by forward mode.
 
@@ -63,11 +64,16 @@ def jvp(f, primals, tangents, jit=None):
     are not floats or float arrays (ints, flags) carry no tangent, and theirs is
     ignored.  The tangent of the
     value has the value's shape.  ``jit`` chooses the backend as in :func:`grad`.
+    With ``has_aux=True``, ``f`` returns ``(value, aux)`` and the call returns
+    ``(value, tangent, aux)``, the aux as ``f`` computed it.
 
     >>> import pullback
     >>> pullback.jvp(lambda x, y: x * y, (3.0, 2.0), (1.0, 0.0))
     (6.0, 2.0)
     """
+    if has_aux:
+        (value, aux), (tangent, _) = _pair(jvp(f, primals, tangents, jit), f, "jvp")
+        return value, tangent, aux
     if isinstance(f, GradientFunction) and not f.with_value and not f._bound:
         return _jvp_of_grad(f, primals, tangents, jit)
     flat = _flat_trees(f, primals, tangents, "jvp")
@@ -75,6 +81,15 @@ def jvp(f, primals, tangents, jit=None):
         return _jvp_call(f, flat[0].args, flat[1], flat[2], jit, flat[0].structures)
     args, nums, dots = _checked(f, primals, tangents, "jvp")
     return _jvp_call(f, args, nums, dots, jit)
+
+
+def _pair(out, f, api):
+    """``jvp``'s ``(value, tangent)`` of an ``f`` that must return ``(value, aux)``."""
+    value, tangent = out
+    if not (isinstance(value, tuple) and len(value) == 2):
+        raise TypeError(f"{api}(..., has_aux=True) requires {_name(f)} to return a pair "
+                        f"(value, aux), but it returned {type(value).__name__}")
+    return value, tangent
 
 
 def _inner_argnum(gf, api):
@@ -254,10 +269,13 @@ def hessian(f, argnums=0, jit=None):
     """The Hessian of a scalar ``f``: one :func:`hvp` per entry of the differentiated
     arguments.  For an int ``argnums`` an array of shape ``arg.shape + arg.shape``; for
     a tuple, the blocks ``H[i][j]`` of shape ``args[i].shape + args[j].shape``, as
-    JAX's ``hessian`` gives them."""
+    JAX's ``hessian`` gives them; a pytree argument's blocks are pytrees of pytrees
+    (:mod:`pullback.jacobian_trees`)."""
     def hess(*args):
         fname = _name(f)
         nums, single = _check_argnums(argnums, len(args), fname)
+        if any(is_container(args[i]) for i in nums):
+            return hessian_tree(hvp, f, args, nums, single, jit)
         _check_differentiable(args, nums, fname)
         zeros = {i: (np.zeros_like(args[i], dtype=float) if np.ndim(args[i]) else 0.0)
                  for i in nums}
@@ -292,15 +310,21 @@ def _like_value(tangent, value):
     return t if t.shape == np.shape(value) else np.broadcast_to(t, np.shape(value)).copy()
 
 
-def jacfwd(f, argnums=0, jit=None):
+def jacfwd(f, argnums=0, jit=None, has_aux=False):
     """The Jacobian of ``f`` by forward mode: one :func:`jvp` per entry of the
     differentiated arguments (cheapest when they have fewer entries than the result).
 
     The Jacobian with respect to an argument has shape ``value.shape + arg.shape``;
-    a tuple ``argnums`` gives a tuple of them."""
+    a tuple ``argnums`` gives a tuple of them; a pytree argument's is a pytree of its
+    structure (:mod:`pullback.jacobian_trees`).  With ``has_aux=True``, ``f`` returns
+    ``(value, aux)`` and the call returns ``(jacobian, aux)``."""
     def jacobian(*args):
         fname = _name(f)
         nums, single = _check_argnums(argnums, len(args), fname)
+        if has_aux or any(is_container(args[i]) for i in nums):
+            parts = [jacfwd_tree(jvp, f, args, i, jit, has_aux) for i in nums]
+            out = _shaped([p[0] for p in parts], single)
+            return (out, parts[-1][1]) if has_aux else out
         _check_differentiable(args, nums, fname)
         wrt = tuple(i for i in range(len(args)) if kind_of_value(args[i]).dtype == "f")
         zeros = {i: (np.zeros_like(args[i], dtype=float) if np.ndim(args[i]) else 0.0)
