@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import numbers
 import types
+import weakref
 
 import numpy as np
 
@@ -34,7 +35,7 @@ from .core.errors import PullbackError
 from .core.kinds import kind_of_value
 from .frontend.parse import unwrap
 from .jacobian_trees import hessian_tree, jacfwd_tree
-from .pipeline import choose_backend, derivative
+from .pipeline import choose_backend, derivative, still_valid
 from .rules import registry
 from .trees import flatten_args, is_container, may_hold_tree, tree_flatten, tree_map, tree_unflatten
 
@@ -79,8 +80,41 @@ def jvp(f, primals, tangents, jit=None, has_aux=False):
     flat = _flat_trees(f, primals, tangents, "jvp")
     if flat is not None:
         return _jvp_call(f, flat[0].args, flat[1], flat[2], jit, flat[0].structures)
-    args, nums, dots = _checked(f, primals, tangents, "jvp")
-    return _jvp_call(f, args, nums, dots, jit)
+    return _jvp_plain(f, primals, tangents, jit)
+
+
+# f -> {(jit, the primals' types, which tangents are None): (tangent program, nums)}:
+# a call like an earlier one skips the argument checks and the pipeline's lookup, as
+# grad's fast path does.  Weak in f, so a lambda made per call does not pile up.
+_FAST: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _jvp_plain(f, primals, tangents, jit):
+    """``jvp`` of floats and arrays, through the fast path once a call had these kinds."""
+    key = None
+    if type(primals) is tuple and type(tangents) is tuple and len(primals) == len(tangents):
+        key = (jit, tuple([(a.dtype, a.ndim) if type(a) is np.ndarray else type(a)
+                           for a in primals]), tuple([t is None for t in tangents]))
+    per_f = _FAST.get(f) if key is not None else None
+    entry = per_f.get(key) if per_f is not None else None
+    if entry is None or entry[0].stale or (entry[0].dependencies
+                                          and not still_valid(entry[0])):
+        args, nums, dots = _checked(f, primals, tangents, "jvp")
+        value, tangent, program = _jvp_run(f, args, nums, dots, jit)
+        if key is not None and len(args) == len(primals):    # no default filled in
+            try:
+                _FAST.setdefault(f, {})[key] = (program, nums)
+            except TypeError:       # an object that takes no weak reference
+                pass
+        return _jvp_result(program, value, tangent)
+    program, nums = entry
+    fname = getattr(f, "__qualname__", "f")
+    dots = tuple([_tangent_of(primals[i], tangents[i], i, fname) for i in nums])
+    try:
+        value, tangent = _run(program, *primals, *dots)
+    except PullbackError as exc:
+        raise for_user(exc) from None
+    return _jvp_result(program, value, tangent)
 
 
 def _pair(out, f, api):
@@ -169,11 +203,23 @@ def _run(compiled, *args):
 
 
 def _jvp_call(f, args, nums, dots, jit, structures=()):
+    value, tangent, program = _jvp_run(f, args, nums, dots, jit, structures)
+    return _jvp_result(program, value, tangent)
+
+
+def _jvp_run(f, args, nums, dots, jit, structures=()):
+    """``(value, tangent, tangent program)`` as the program returns them."""
     try:
         program = _tangent_program(f, args, nums, jit, structures)
         value, tangent = _run(program, *args, *dots)
     except PullbackError as exc:
         raise for_user(exc) from None
+    return value, tangent, program
+
+
+def _jvp_result(program, value, tangent):
+    """The value and tangent for the user: a pytree result rebuilt, each tangent in
+    its value's shape and type."""
     if program.out_tree is not None:    # a pytree result: the tuples of its leaves
         return (tree_unflatten(program.out_tree, list(value)),
                 tree_unflatten(program.out_tree, [_like_value(t, v)

@@ -276,3 +276,30 @@ def test_hessian_through_sort_partition_the_softmaxes_and_slogdet(f):
     grad, eps = pullback.grad(f), 1e-5
     expected = np.array([(grad(x + eps * e) - grad(x - eps * e)) / (2 * eps) for e in np.eye(6)])
     np.testing.assert_allclose(H, expected, rtol=1e-7, atol=1e-8 * np.max(np.abs(H)))
+
+
+def _scaled(x, p):
+    return x * np.sum(p * p) * SCALE
+
+
+SCALE = 2.0
+
+
+def test_the_fast_path_of_a_repeated_call_checks_what_the_first_call_checked():
+    """A second call with the same kinds skips the argument checks and the lookup; it
+    still checks each tangent, keys on which tangents are None, and reads a global
+    number as it is now."""
+    global SCALE
+    p, v = np.array([1.0, 2.0]), np.array([0.5, -1.0])
+    for _ in range(2):          # the first call fills the fast path, the second uses it
+        value, tangent = pullback.jvp(_scaled, (3.0, p), (1.0, v))
+        assert value == 30.0 and tangent == pytest.approx(10.0 + 3.0 * 2.0 * 2.0 * np.dot(p, v))
+    _, t = pullback.jvp(_scaled, (3.0, p), (None, v))        # another set of tangents
+    assert t == pytest.approx(3.0 * 2.0 * 2.0 * np.dot(p, v))
+    with pytest.raises(ValueError, match="shape"):
+        pullback.jvp(_scaled, (3.0, p), (1.0, np.ones(3)))
+    SCALE = 3.0
+    try:
+        assert pullback.jvp(_scaled, (3.0, p), (1.0, v))[0] == 45.0
+    finally:
+        SCALE = 2.0
