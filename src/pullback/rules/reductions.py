@@ -365,7 +365,7 @@ def along_axis(kernel, a, axis, keepdims, tuples=False):
     keep = twins.literal(keepdims, None)
     if keep is None:
         twins.unsupported("keepdims= other than a constant True or False")
-    k, nd = twins.jitted(kernel), a.ndim
+    k, nd, dt = twins.jitted(kernel), a.ndim, _result_dtype(a)
     ones = twins.ones_shape(nd)
     r = twins.axes_count(axis)
     if r is not None and r > 1 and r == nd:
@@ -377,11 +377,11 @@ def along_axis(kernel, a, axis, keepdims, tuples=False):
             return whole(a, None, keepdims, p)
         return every
     if r is not None and nd > 1:
-        return _over_axes(k, nd, r, keep)
+        return _over_axes(k, nd, r, keep, dt)
     if takes_all(a, axis):
         if keep:
             def whole_kept(a, axis, keepdims, p):
-                out = np.empty(1)
+                out = np.empty(1, dt)
                 out[0] = k(np.ascontiguousarray(a).ravel(), p)
                 return out.reshape(ones)
             return whole_kept
@@ -392,7 +392,7 @@ def along_axis(kernel, a, axis, keepdims, tuples=False):
         ax = axis % nd
         pre, n, post = split(a.shape, ax)
         a3 = np.ascontiguousarray(a).reshape((pre, n, post))
-        out = np.empty((pre, post))
+        out = np.empty((pre, post), dt)
         for i in range(pre):
             for j in range(post):
                 out[i, j] = k(a3[i, :, j], p)
@@ -400,15 +400,23 @@ def along_axis(kernel, a, axis, keepdims, tuples=False):
     return along
 
 
-def _over_axes(k, nd, r, keep):
+def _result_dtype(a):
+    """The dtype of a reduction's slices of the Numba array type ``a``: float32 for
+    float32 (as NumPy keeps it), else float64."""
+    from numba import types
+    return np.float32 if a.dtype == types.float32 else np.float64
+
+
+def _over_axes(k, nd, r, keep, dt):
     """The body of a forward twin over a tuple of ``r`` axes (not all) of a rank ``nd``
-    array: ``k`` applied to each row of the array with the reduced axes moved last."""
+    array: ``k`` applied to each row of the array with the reduced axes moved last,
+    into an array of dtype ``dt``."""
     plan = twins.axes_plan(nd, r)
 
     def rows(a, axis, p):
         perm, back, pre, n, kept, rest = plan(a.shape, axis)
         a2 = np.ascontiguousarray(np.transpose(a, perm)).reshape((pre, n))
-        out = np.empty(pre)
+        out = np.empty(pre, dt)
         for i in range(pre):
             out[i] = k(a2[i], p)
         return out, kept, rest
