@@ -116,7 +116,6 @@ def _prod_second(with_g):
 
 EXAMPLES[R + "prod_second.prod_jvp"] = _prod_second(False)
 EXAMPLES[R + "prod_second.prod_jvp_vjp_x"] = _prod_second(True)
-EXAMPLES[R + "prod_second.prod_jvp_vjp_p"] = _like_one
 EXAMPLES[R + "reductions_second.zero_cotangent"] = _like_one
 EXAMPLES[R + "reductions_second.ones_of"] = _like_one
 EXAMPLES[R + "reductions_second.slice_sum"] = _slice_sum

@@ -54,10 +54,11 @@ from . import twins
 from .elementwise import as_array, is_scalar, like_arg, mask_on, namespace, normalize_axes
 from .forms import numba_twin
 from .prod import _as2, _move_back, _move_to_end, axis_layout, host_array, prod_vjp, prod_vjp_exact
+from .reductions_second import zero_cotangent  # noqa: F401 - named by templates
 from .registry import defrule
 from .tangents import deftangent
 
-__all__ = ["prod_jvp", "prod_jvp_vjp_x", "prod_jvp_vjp_p"]
+__all__ = ["prod_jvp", "prod_jvp_vjp_x"]
 
 
 # ---------------------------------------------------------------------------
@@ -301,16 +302,6 @@ def prod_jvp_vjp_x(g, v, p, x, axis=None, keepdims=False, *, initial=None, where
     return like_arg(_move_back(xp, eps, xa.shape, perm), x)
 
 
-def prod_jvp_vjp_p(p):
-    """Cotangent of ``p`` in ``prod_jvp``: zero, of ``p``'s form (the value does not
-    depend on ``p``, see the module docstring; the derivative through the product
-    is the one through ``x``)."""
-    if not hasattr(p, "shape"):
-        return 0.0
-    xp = namespace(p)
-    return xp.zeros_like(p)
-
-
 def _like_products(fn, args, kws, call) -> Kind:
     """prod_jvp's result has the kind of ``p``, the primal's product."""
     p = args[1] if len(args) > 1 else kws.get("p")
@@ -394,13 +385,6 @@ def _prod_jvp_vjp_x_numba(g, v, p, x, axis=None, keepdims=False, initial=None, w
     return impl
 
 
-@numba_twin(prod_jvp_vjp_p)
-def _prod_jvp_vjp_p_numba(p):
-    if twins.is_number(p):
-        return lambda p: 0.0
-    return lambda p: np.zeros_like(p)
-
-
 # ---------------------------------------------------------------------------
 # Registration
 
@@ -408,14 +392,14 @@ deftangent(np.prod, shaped=True, a="prod_jvp(t, ans, a, axis, keepdims, initial=
 
 defrule(prod_jvp, "v, p, x, axis=None, keepdims=False, *, initial=None, where=True",
         v="prod_vjp(g, p, x, axis, keepdims, initial=initial, where=where)",
-        p="prod_jvp_vjp_p(p)",
+        p="zero_cotangent(p)",      # the value does not depend on p (module docstring)
         x="prod_jvp_vjp_x(g, v, p, x, axis, keepdims, initial=initial, where=where)",
         result=_like_products)
 # Forward over forward: linear in v; in x the weights of the rule above for a
 # cotangent of ones (exact with zeros), summed along the slice; p is no input.
 deftangent(prod_jvp, shaped=True,
            v="prod_jvp(t, p, x, axis, keepdims, initial=initial, where=where)",
-           p="prod_jvp_vjp_p(ans)",
+           p="zero_cotangent(ans)",
            x="np.sum(t * prod_jvp_vjp_x(np.ones_like(ans), v, p, x, axis, True, initial=initial, "
              "where=where), axis=axis, keepdims=keepdims)")
 
