@@ -19,6 +19,7 @@ from ..core import runtime
 from ..rules import forms, linalg, registry
 from ..rules.twins import (
     is_array,
+    is_float_array,
     is_none,
     is_number,
     is_tuple,
@@ -99,8 +100,7 @@ def _is_list_of_arrays(t) -> bool:
 
 @forms.numba_twin(runtime.zeros_like)
 def _zeros_like(value):
-    from numba import types
-    if is_number(value) or isinstance(value, types.NoneType):
+    if is_number(value) or is_none(value):
         # None (scan's ys when f returns (carry, None)): 0.0, as runtime.zeros_like.
         return lambda value: 0.0
     if is_array(value):
@@ -116,10 +116,9 @@ def _zeros_like(value):
 @forms.numba_twin(runtime.cotangent_or_zero)
 def _cotangent_or_zero(cotangent, arg):
     """Numba types a None a njit VJP returns as none: a zero of ``arg`` then."""
-    from numba import types
     if not is_none(cotangent):
         return lambda cotangent, arg: cotangent
-    if is_array(arg) and arg.dtype in (types.float32, types.float64):
+    if is_float_array(arg):
         return lambda cotangent, arg: np.zeros(arg.shape, arg.dtype)    # float32 kept
     return lambda cotangent, arg: runtime.zeros_like(arg)
 
