@@ -35,6 +35,7 @@ from ..core.errors import UnsupportedSyntaxError, located
 from ..core.kinds import Kind, kind_of_atom
 from ..core.names import HelperNames, Helpers, Names
 from ..rules import registry
+from ..rules.einsum import parse_einsum
 
 
 @dataclass(frozen=True)
@@ -86,8 +87,8 @@ class _Lowering:
     def _assign(self, s: ir.Assign) -> list:
         operands = matmul_operands(s, self.kind)
         if operands is not None:
-            s.expr, s.callee, s.method = ast.BinOp(*operands[:1], ast.MatMult(), operands[1]), \
-                None, None
+            a, b = operands
+            s.expr, s.callee, s.method = ast.BinOp(a, ast.MatMult(), b), None, None
         e = s.expr
         if isinstance(e, ast.Subscript):
             self._check_index(s, e.slice)
@@ -186,14 +187,12 @@ def matmul_operands(s: ir.Assign, kind) -> tuple | None:
 
 
 def _einsum_is_matmul(subscripts: str, ranks) -> bool:
-    spec = subscripts.replace(" ", "")
-    inputs, arrow, out = spec.partition("->")
-    terms = inputs.split(",")
-    if len(terms) != 2 or not all(t.isalpha() for t in terms) or not (out.isalpha() or out == ""):
+    if "." in subscripts:
         return False
-    a, b = terms
+    try:
+        (a, b), out = parse_einsum(subscripts, ranks)
+    except ValueError:
+        return False
     if [len(a), len(b)] != list(ranks) or len(set(a + b)) != len(a) + len(b) - 1:
         return False        # (each index once, but the one contracted)
-    if not arrow:
-        out = "".join(sorted(set(a) ^ set(b)))      # implicit: the others, alphabetical
     return a[-1] == b[0] and out == a[:-1] + b[1:]

@@ -17,11 +17,13 @@ the operand number (``einsum_vjp(g, k, ...)``).
 """
 from __future__ import annotations
 
+import ast
 from collections import Counter
 
 import array_api_compat
 import numpy as np
 
+from ..core.kinds import Kind
 from . import results, twins
 from .elementwise import as_array, like_arg, namespace, unbroadcast
 from .forms import numba_twin
@@ -78,6 +80,23 @@ def parse_einsum(subscripts: str, ndims):
         counts = Counter("".join(ins))
         out = ell + "".join(sorted(c for c in counts if counts[c] == 1 and c not in ell))
     return ins, out
+
+
+def einsum_result(fn, args, kws, call) -> Kind:
+    """The result kind of ``einsum`` with constant subscripts: one axis per output
+    index (:func:`parse_einsum`'s); of unknown rank with an ellipsis, or subscripts
+    not written in the call."""
+    first, operands = (call.args[0] if call.args else None), args[1:]
+    dtype = results.operands_dtype(operands)
+    if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+        return results.unknown(fn, args, kws, call)
+    if "." in first.value:
+        return Kind(-1, dtype)          # an ellipsis: its rank comes from the operands
+    try:
+        _, out = parse_einsum(first.value, [None] * len(operands))
+    except ValueError:                  # not one term per operand: NumPy will say so
+        return Kind(-1, dtype)
+    return Kind(len(out), dtype)
 
 
 # NumPy numbers sublist labels 0..51 as the letters A..Z, a..z.
@@ -354,6 +373,6 @@ numba_twin(einsum_vjp)(_einsum_vjp_numba)
 # ---------------------------------------------------------------------------
 # Registrations
 
-defrule(np.einsum, "*operands, out=None, optimize=False", result=results.einsum_result,
+defrule(np.einsum, "*operands, out=None, optimize=False", result=einsum_result,
         operands="einsum_vjp(g, k, *operands)")
 deftangent(np.einsum, multilinear="operands")

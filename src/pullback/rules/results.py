@@ -175,7 +175,7 @@ def inner_product(fn, args, kws, call) -> Kind:
     return Kind(a + b if 0 in (a, b) else a + b - 2, dtype)
 
 
-def _operands_dtype(operands) -> str:
+def operands_dtype(operands) -> str:
     """The dtype a product of ``operands`` has: their common one, float when one
     is not known."""
     if not operands or any(a.dtype not in DTYPE_ORDER for a in operands):
@@ -185,24 +185,7 @@ def _operands_dtype(operands) -> str:
 
 def outer_product(fn, args, kws, call) -> Kind:
     """``outer``: a matrix, whatever the ranks (it flattens its arguments)."""
-    return Kind(2, _operands_dtype(args[:2]))
-
-
-def einsum_result(fn, args, kws, call) -> Kind:
-    """``einsum`` with constant subscripts: one axis per output index (explicit after
-    ``->``, else the indices used once); of unknown rank otherwise."""
-    first = call.args[0] if call.args else None
-    if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
-        return unknown(fn, args, kws, call)
-    spec = first.value.replace(" ", "")
-    inputs, arrow, out = spec.partition("->")
-    dtype = _operands_dtype(args[1:])
-    if "." in spec:
-        return Kind(-1, dtype)          # an ellipsis: its rank comes from the operands
-    if not arrow:
-        letters = inputs.replace(",", "")
-        out = [c for c in set(letters) if letters.count(c) == 1]
-    return Kind(len(out), dtype)
+    return Kind(2, operands_dtype(args[:2]))
 
 
 def retyped(fn, args, kws, call) -> Kind:
