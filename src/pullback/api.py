@@ -183,23 +183,26 @@ class GradientFunction:
             out = self._call_tree(args)
             if out is not None:
                 return out
-        if self.has_aux:
-            return self._call_aux(args)
         try:
             if entry is None or entry[0].stale or (entry[0].dependencies
                                                    and not still_valid(entry[0])):
                 c, nums, single = self.compiled(*args)
                 # (index in the gradients, index in args, converter) per gradient
                 plan = tuple([(k, i, _converter(args[i])) for k, i in enumerate(nums)])
-                entry = self._fast[key] = (c, plan, single)
-            c, plan, single = entry
+                # has_aux: the loss's cotangent, zeros for the aux's items
+                seed = aux_seed(1, output_leaves(c, _name(self.f), self._api), 1.0) \
+                    if self.has_aux else 1.0
+                entry = self._fast[key] = (c, plan, single, seed)
+            c, plan, single, seed = entry
             fn = c.fn
-            value, grads = fn(*args, 1.0)
+            value, grads = fn(*args, seed)
             if type(fn) is not types.FunctionType and getattr(fn, "ok", False):
                 c.fn = fn.dispatcher
         except PullbackError as exc:
             raise for_user(exc) from None
-        if type(value) is not float and type(value) is not np.float64:
+        if self.has_aux:
+            _, value = self._value(c, value)        # (loss, aux), the loss checked
+        elif type(value) is not float and type(value) is not np.float64:
             _check_scalar(output_value(c, value), self.f, self._api)
         if single:
             _, i, convert = plan[0]
@@ -209,20 +212,9 @@ class GradientFunction:
             for k, i, convert in plan:
                 out.append(convert(grads[k], args[i]))
             out = tuple(out)
+        if self.has_aux and not self.with_value:
+            return out, value[1]
         return (value, out) if self.with_value else out
-
-    def _call_aux(self, args):
-        """A call with has_aux=True and no pytree argument."""
-        try:
-            c, nums, single = self.compiled(*args)
-            value, grads = c.fn(*args, aux_seed(1, output_leaves(c, _name(self.f), self._api),
-                                                1.0))
-        except PullbackError as exc:
-            raise for_user(exc) from None
-        loss, value = self._value(c, value)
-        out = tuple(_to_user(grads[k], args[i]) for k, i in enumerate(nums))
-        out = out[0] if single else out
-        return (value, out) if self.with_value else (out, value[1])
 
     @property
     def source(self) -> str:
