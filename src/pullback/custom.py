@@ -40,6 +40,7 @@ import numpy as np
 
 from . import api
 from .core.runtime import cotangent_or_zero
+from .frontend.parse import unwrap
 from .rules import forms, registry
 from .rules.nondiff import stop_gradient
 from .rules.tangents import Tangent
@@ -112,10 +113,6 @@ def _source_params(params):
     return names, defaults
 
 
-def _is_njit(fn) -> bool:
-    return type(fn).__module__.startswith("numba") and hasattr(fn, "py_func")
-
-
 # ---------------------------------------------------------------------------
 # custom_vjp
 
@@ -150,7 +147,7 @@ def _define_vjp(primitive, params, fwd, bwd):
          "bwd_name, fname)"],
         {"fwd": fwd, "bwd": bwd, "residuals": _residuals, "cotangents": _cotangents,
          "fwd_name": _name(fwd), "bwd_name": _name(bwd), "fname": fname}, defaults)
-    if _is_njit(fwd) and _is_njit(bwd):
+    if unwrap(fwd)[1] and unwrap(bwd)[1]:     # both numba.njit functions
         _numba_forms(primitive, vjp, names, defaults, fwd, bwd)
     else:
         vjp.numba_refusal = (
