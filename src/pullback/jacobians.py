@@ -37,7 +37,15 @@ from .frontend.parse import unwrap
 from .jacobian_trees import hessian_tree, jacfwd_tree
 from .pipeline import choose_backend, derivative, still_valid
 from .rules import registry
-from .trees import flatten_args, is_container, may_hold_tree, tree_flatten, tree_map, tree_unflatten
+from .trees import (
+    flatten_args,
+    is_container,
+    may_hold_tree,
+    split_aux,
+    tree_flatten,
+    tree_map,
+    tree_unflatten,
+)
 
 
 def _tangent_of(primal, tangent, i, fname):
@@ -73,8 +81,9 @@ def jvp(f, primals, tangents, jit=None, has_aux=False):
     (6.0, 2.0)
     """
     if has_aux:
-        (value, aux), (tangent, _) = _pair(jvp(f, primals, tangents, jit), f, "jvp")
-        return value, tangent, aux
+        value, tangent = jvp(f, primals, tangents, jit)
+        out, aux = split_aux(value, _name(f), "jvp")
+        return out, tangent[0], aux
     if isinstance(f, GradientFunction) and not f.with_value and not f._bound:
         return _jvp_of_grad(f, primals, tangents, jit)
     flat = _flat_trees(f, primals, tangents, "jvp")
@@ -115,15 +124,6 @@ def _jvp_plain(f, primals, tangents, jit):
     except PullbackError as exc:
         raise for_user(exc) from None
     return _jvp_result(program, value, tangent)
-
-
-def _pair(out, f, api):
-    """``jvp``'s ``(value, tangent)`` of an ``f`` that must return ``(value, aux)``."""
-    value, tangent = out
-    if not (isinstance(value, tuple) and len(value) == 2):
-        raise TypeError(f"{api}(..., has_aux=True) requires {_name(f)} to return a pair "
-                        f"(value, aux), but it returned {type(value).__name__}")
-    return value, tangent
 
 
 def _inner_argnum(gf, api):
