@@ -11,7 +11,6 @@ reverse transform differentiates again; ``hessian`` is one ``hvp`` per entry.
 """
 from __future__ import annotations
 
-import inspect
 import numbers
 import types
 import weakref
@@ -33,10 +32,9 @@ from .api import (
 )
 from .core.errors import PullbackError
 from .core.kinds import kind_of_value
-from .frontend.parse import unwrap
 from .jacobian_trees import hessian_tree, jacfwd_tree
+from .nesting import HigherGradient, grad_of
 from .pipeline import choose_backend, derivative, still_valid
-from .rules import registry
 from .trees import (
     flatten_args,
     is_container,
@@ -84,6 +82,8 @@ def jvp(f, primals, tangents, jit=None, has_aux=False):
         value, tangent = jvp(f, primals, tangents, jit)
         out, aux = split_aux(value, _name(f), "jvp")
         return out, tangent[0], aux
+    if isinstance(f, HigherGradient) and not f.with_value:
+        f = f.gradient_function(_full_args(f.f, tuple(primals), {}))
     if isinstance(f, GradientFunction) and not f.with_value and not f._bound:
         return _jvp_of_grad(f, primals, tangents, jit)
     flat = _flat_trees(f, primals, tangents, "jvp")
@@ -141,47 +141,26 @@ def _jvp_of_grad(gf, primals, tangents, jit):
 
 
 def grad(f, argnums=0, jit=None, has_aux=False):
-    """:func:`pullback.api.grad`, and the second derivative when ``f`` is itself
+    """:func:`pullback.api.grad`, and a higher derivative when ``f`` is itself
     ``grad(g)`` of a ``g`` whose gradient is a number (``grad(grad(g))``: reverse
-    mode over forward mode, see :func:`hessian`).
+    mode over forward mode, nesting to any order, see :mod:`pullback.nesting`).
 
     >>> import pullback
     >>> pullback.grad(pullback.grad(lambda x: x ** 3))(2.0)
     12.0
     """
-    if isinstance(f, GradientFunction) and not f.with_value and not has_aux:
-        return grad_of_grad(f, argnums, jit, with_value=False)
+    if isinstance(f, (GradientFunction, HigherGradient)) and not has_aux:
+        return grad_of(f, argnums, jit, with_value=False)
     return api.grad(f, argnums, jit, has_aux)
 
 
 def value_and_grad(f, argnums=0, jit=None, has_aux=False):
     """:func:`pullback.api.value_and_grad`, nesting as :func:`grad` does."""
-    if isinstance(f, GradientFunction) and not f.with_value and not has_aux:
-        return grad_of_grad(f, argnums, jit, with_value=True)
+    if isinstance(f, (GradientFunction, HigherGradient)) and not has_aux:
+        return grad_of(f, argnums, jit, with_value=True)
     return api.value_and_grad(f, argnums, jit, has_aux)
 
 
-def grad_of_grad(gf, argnums, jit, with_value):
-    """``grad(grad(f, i), argnums)``: the derivatives of ``df/dx_i``, a number, by one
-    hvp of ``f`` along the unit tangent of ``x_i`` (the Hessian is symmetric)."""
-    if gf._bound:
-        raise TypeError("grad of grad of a bound method: differentiate a plain function")
-
-    def second(*args):
-        fname = _name(gf.f)
-        i = _inner_argnum(gf, "grad") % max(len(args), 1)
-        if np.ndim(args[i]) != 0:
-            raise TypeError(f"grad of {gf.__name__} needs its value to be a number, but it "
-                            f"is a gradient of shape {np.shape(args[i])}; use "
-                            f"pullback.hessian({fname}) or jvp({gf.__name__}, ...)")
-        nums, single = _check_argnums(argnums, len(args), f"grad({fname})")
-        _check_differentiable(args, nums, fname)
-        tangents = tuple(1.0 if k == i else None for k in range(len(args)))
-        column = hvp(gf.f, tuple(args), tangents, jit)
-        out = column[nums[0]] if single else tuple(column[k] for k in nums)
-        return (gf(*args), out) if with_value else out
-    second.__name__ = f"grad({gf.__name__})"
-    return second
 
 
 def _tangent_program(f, args, nums, jit, structures=()):
@@ -449,29 +428,13 @@ def _shaped(out, single):
     return out[0] if single else tuple(out)
 
 
-def _gradient_rule(gf):
-    """A call of ``grad(f, i)`` inside differentiated code is a primitive (when it gives
-    one gradient): the cotangent ``g`` of ``df/dx_i`` flows back as ``H g``, one
-    :func:`hvp` of ``f`` along ``g`` in argument ``i``.  The rule's VJP takes ``f``'s
-    positional parameters, so a call is bound as ``f`` would be."""
-    if gf.with_value or gf._bound or not isinstance(gf.argnums, int) \
-            or isinstance(gf.argnums, bool):
-        return None
-    try:
-        names = [p.name for p in inspect.signature(unwrap(gf.f)[0]).parameters.values()
-                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        return None
-
-    def gradient_vjp(g, ans, *args):
-        i = gf.argnums % len(args)
-        out = hvp(gf.f, args, tuple(g if k == i else None for k in range(len(args))), gf.jit)
-        return out if len(out) > 1 else out[0]
-    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    gradient_vjp.__signature__ = inspect.Signature(
-        [inspect.Parameter(n, positional) for n in ["g", "ans", *names]])
-    gradient_vjp.__name__ = f"{gf.__name__}_vjp"
-    return registry.vjp_rule(gf, gradient_vjp, name=gf.__name__)
-
-
-registry.provide(GradientFunction, _gradient_rule)
+# Written in differentiated code, grad(f) of a known f is built when transforming,
+# a primitive with its own rule (frontend.resolve.built_transform, nesting.rule).
+grad.builds_primitive = api.grad.builds_primitive = True
+_NOT_NESTED = ("pullback differentiates calls of grad(f) made inside the function, not yet "
+               "of the other transforms: take the derivative from outside (grad(grad(f)), "
+               "hessian(f), jvp(grad(f), ...)), or write <grad f(x), v> for the jvp of a "
+               "scalar f")
+for _transform in (api.value_and_grad, value_and_grad, api.vjp, jvp, hvp, hessian, jacfwd,
+                   jacrev):
+    _transform.refused_in_code = _NOT_NESTED

@@ -147,8 +147,10 @@ def test_grad_of_a_function_that_calls_grad():
     x = RNG.uniform(-1, 1, 5)
     expected = 2 * optimize.rosen_hess(x) @ optimize.rosen_der(x)
     np.testing.assert_allclose(pullback.grad(gradient_norm)(x), expected, rtol=1e-12)
-    with pytest.raises(pullback.MissingRuleError, match=r"tangent rule for grad\(rosen\)"):
-        pullback.jvp(gradient_norm, (x,), (x,))
+    # Forward mode too: the tangent of H g along v is the derivative of 2 g.(H v).
+    v = RNG.normal(size=5)
+    value, tangent = pullback.jvp(gradient_norm, (x,), (v,))
+    assert tangent == pytest.approx(expected @ v, rel=1e-12)
     with pytest.raises(pullback.NumbaCompileError, match=r"g = GRAD_ROSEN\(x\)"):
         pullback.grad(gradient_norm, jit=True)(x)
 

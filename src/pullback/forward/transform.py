@@ -180,6 +180,9 @@ class _Writer:
             if not form.covers(p):
                 raise self.refuse(s, f"a differentiated argument {p!r} of {rule.name} in "
                                   "forward mode", "pass a constant there", MissingRuleError)
+        active = {p: a for p, a in active.items() if p.split("[", 1)[0] not in form.constant}
+        if not active:
+            return None
         if form.reduction:
             return _reduced(self, rule, form, bound, active)
         if form.templates:

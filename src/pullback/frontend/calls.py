@@ -57,6 +57,10 @@ class Calls:
                 return self.lower_method_call(e, scope)
             raise self.error(f"a call to {ast.unparse(e.func)}, which is not a known function",
                              e, scope)
+        refused = getattr(fn, "refused_in_code", None)
+        if refused is not None:         # a pullback transform that is no primitive
+            raise self.error(f"a call to pullback.{fn.__name__} inside the function "
+                             "differentiated", e, scope, refused)
         built = self.tree_call(e, fn, scope)    # len() of a pytree, a NamedTuple built...
         if built is not None:
             return built

@@ -58,7 +58,8 @@ class Resolver:
             root = root.value
         if not isinstance(root, ast.Name):
             # An attribute of a call's known result: array_namespace(x).sum.
-            return self.bind_value(obj, e.attr if isinstance(e, ast.Attribute) else "_value")
+            return self.bind_value(obj, e.attr if isinstance(e, ast.Attribute) else
+                                   _identifier(getattr(obj, "__name__", "value")))
         known = scope.lookup_constant(root.id)
         if known is not UNRESOLVED:
             # A local array namespace: its attribute, bound by value.
@@ -119,7 +120,8 @@ class Resolver:
                 return known
             return self._resolve_root(e, scope)
         if isinstance(e, ast.Call):
-            return self.picked_namespace(e, scope)
+            built = self.built_transform(e, scope)
+            return built if built is not UNRESOLVED else self.picked_namespace(e, scope)
         if isinstance(e, ast.Attribute):
             base = self.resolve(e.value, scope)
             if base is UNRESOLVED:
@@ -145,6 +147,39 @@ class Resolver:
         rule = registry.lookup(self.resolve(e.func, scope))
         return registry.NUMPY_NAMESPACE if rule is not None and rule.namespace else UNRESOLVED
 
+    def built_transform(self, e, scope):
+        """``grad(f)`` of a known function, written in the code (``grad(f)(x)``, or
+        ``df = grad(f)`` then ``df(x)``): the transform applied when transforming, a
+        primitive with its own rule, as the primal builds it at each call.  Only the
+        transforms that say so (``builds_primitive``), on arguments known here (the
+        function, constant argnums), are built; the names it read are dependencies."""
+        if not isinstance(e, ast.Call) or not isinstance(e.func, (ast.Name, ast.Attribute)):
+            return UNRESOLVED
+        make = self.resolve(e.func, scope)
+        if not getattr(make, "builds_primitive", False):
+            return UNRESOLVED
+        values, roots = [], []
+        for a in [*e.args, *(k.value for k in e.keywords)]:
+            if isinstance(a, ast.Constant):
+                values.append(a.value)
+                continue
+            root = root_name(a)
+            if root is None or scope.lookup_local(root)[0] is not None:
+                return UNRESOLVED
+            value = self.resolve(a, scope)
+            if value is UNRESOLVED:
+                return UNRESOLVED
+            values.append(value)
+            roots.append(root)
+        n = len(e.args)
+        try:
+            built = make(*values[:n], **{k.arg: v for k, v in zip(e.keywords, values[n:])})
+        except TypeError as exc:
+            raise scope.unsupported(f"`{ast.unparse(e)}`, which fails: {exc}", e) from None
+        for root in roots:
+            self.depend_on(scope, root)
+        return built
+
     def assign_constant(self, name, value, scope) -> bool:
         """``xp = array_namespace(x)``: ``xp`` is NumPy when transforming, a constant
         of this scope (no statement).  Only when every assignment to ``xp`` in the
@@ -152,7 +187,7 @@ class Resolver:
         None: otherwise its value would not be known."""
         namespace = self.picked_namespace(value, scope)
         if namespace is UNRESOLVED:
-            return False
+            return self._assign_transform(name, value, scope)
         node = scope.parsed.node
         params = {a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
         if not self.only_namespace_stores(name, scope) or (
@@ -162,6 +197,18 @@ class Resolver:
                                     "another value", value,
                                     "give the array namespace a name of its own")
         scope.constants[name] = namespace
+        return True
+
+    def _assign_transform(self, name, value, scope) -> bool:
+        """``df = grad(f)`` (:meth:`built_transform`): ``df`` is a constant of this
+        scope, when it is the only assignment to ``df`` in the function."""
+        built = self.built_transform(value, scope)
+        if built is UNRESOLVED:
+            return False
+        if _stores(name, scope.parsed.node) != 1 or name in _params(scope.parsed.node):
+            raise scope.unsupported(f"{name!r}, assigned {ast.unparse(value)} and another value",
+                                    value, f"give {ast.unparse(value)} a name of its own")
+        scope.constants[name] = built
         return True
 
     def only_namespace_stores(self, name, scope) -> bool:
@@ -176,6 +223,23 @@ class Resolver:
                         and self.picked_namespace(n.value, scope) is not UNRESOLVED:
                     picks += 1
         return stores == picks
+
+
+def _identifier(text: str) -> str:
+    """``text`` as a name: ``grad(f)`` gives ``grad_f``."""
+    return "".join(c if c.isalnum() else "_" for c in text).strip("_") or "value"
+
+
+def _stores(name, node) -> int:
+    """How many times the function ``node`` assigns ``name`` (not in nested scopes)."""
+    return sum(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == name
+               for st in node.body for n in walk_same_scope(st))
+
+
+def _params(node) -> set:
+    """The parameter names of a function node."""
+    a = node.args
+    return {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs}
 
 
 def _rooted_at(e, root: ast.Name) -> ast.expr:

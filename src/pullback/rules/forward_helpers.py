@@ -10,5 +10,5 @@ from .tangents import deftangent
 # Fitting a tangent to its result's shape is a broadcast: its cotangent is summed back.
 # ``like`` gives only its shape (its cotangent is zero, of its shape: ``g``'s).
 defrule(fit, "tangent, like", tangent="unbroadcast(g, tangent)", like="0.0 * g")
-deftangent(fit, linear="tangent")
+deftangent(fit, linear="tangent", constant="like")
 defnondiff(zeros_tangent)

@@ -18,8 +18,12 @@ from .tangents import deftangent
 
 
 def pow_dx(g, x, y):
-    """d(x**y)/dx * g, exact at y == 0, 1, 2 and at x == 0."""
-    if y == 0:
+    """d(x**y)/dx * g, exact at y == 0, 1, 2 and at x == 0.  A zero ``g`` gives
+    zero: the derivative rule of pow_dx passes ``g * y`` and ``y - 1`` on, so a
+    higher derivative of an integer power reaches ``pow_dx(0, x, -1)``, a term
+    that is identically zero (a derivative of a constant), not 0 * inf at x == 0
+    nor an overflow of ``x ** -2`` near it."""
+    if y == 0 or g == 0:
         return 0.0 * g
     if y == 1:
         return g * 1.0

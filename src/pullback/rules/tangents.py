@@ -53,17 +53,18 @@ class Tangent:
     uses_g: bool = False            # templates say ``g`` for the tangent (derived ones)
     reduction: str = ""             # a reduction's differentiated parameter (see tangent_of)
     shaped: bool = False            # the templates give the result's shape (no broadcast)
+    constant: tuple = ()            # parameters read for their shape only: no tangent flows
 
     def covers(self, param: str) -> bool:
         """Whether the rule gives a tangent for ``param`` (``operands[k]`` counts as
         ``operands``); an argument of any other parameter must be held fixed."""
         base = param.split("[", 1)[0]
-        return base in self.linear or base in self.multilinear or base in self.templates \
+        return base in self.constant or base in self.linear or base in self.multilinear or base in self.templates \
             or base == self.reduction
 
 
 def deftangent(fn, *, linear: str = "", multilinear: str = "", elementwise: bool = False,
-               shaped: bool = False, **templates: str) -> Tangent:
+               shaped: bool = False, constant: str = "", **templates: str) -> Tangent:
     """Register ``fn``'s tangent rule beside its derivative rule.
 
     ``linear`` / ``multilinear``: comma lists of the parameter names of its
@@ -72,13 +73,15 @@ def deftangent(fn, *, linear: str = "", multilinear: str = "", elementwise: bool
     Templates name the derivative rule's parameters, ``ans`` and ``t``.
     ``shaped=True``: the templates' sum has the result's shape and a floating dtype
     whatever the arguments (a reduction's helper), so forward mode need not fit it
-    to the result (a broadcast, which reverse mode could not differentiate again)."""
+    to the result (a broadcast, which reverse mode could not differentiate again).
+    ``constant``: parameters read for their shape or dtype only, whose tangent
+    contributes nothing (forward mode of forward mode's own ``fit``)."""
     rule = registry.lookup(fn)
     if rule is None:
         raise ValueError(f"register {registry.describe(fn)}'s derivative before its tangent")
     names = {p.name for p in rule.params}
-    lin, multi = _names(linear), _names(multilinear)
-    unknown = (set(lin) | set(multi)) - names
+    lin, multi, fixed = _names(linear), _names(multilinear), _names(constant)
+    unknown = (set(lin) | set(multi) | set(fixed)) - names
     if unknown:
         raise ValueError(f"tangent of {rule.name}: no parameter {sorted(unknown)}")
     if elementwise:
@@ -88,7 +91,7 @@ def deftangent(fn, *, linear: str = "", multilinear: str = "", elementwise: bool
         _, trees, helpers = read_templates(f"{sig}, {TANGENT}=None", templates,
                                            sys._getframe(1).f_globals, rule.name) \
             if templates else ((), {}, {})
-        form = Tangent(lin, multi, trees, helpers, shaped=shaped)
+        form = Tangent(lin, multi, trees, helpers, shaped=shaped, constant=fixed)
     registry.amend(fn, tangent=form)
     return form
 

@@ -1,0 +1,253 @@
+"""Transforms of transforms: ``grad`` of ``grad`` to any order, and ``grad(f)``
+called inside code that is differentiated again.
+
+The partial derivative ``df/dx_k`` along a scalar argument is the tangent output
+of f's forward program along ``e_k`` (:func:`partial`): generated Python, which
+every transform reads as it reads user code.  So ``grad(grad(f, k), j)`` is
+``grad`` of that function (reverse mode over forward mode), and each further
+``grad`` adds one forward sweep under the reverse one (:class:`HigherGradient`).
+The functions are generated per argument kinds, when a call first has them.
+
+A call of ``grad(f, i)`` inside differentiated code is a primitive (:func:`rule`):
+
+* its cotangent is ``H g``, one :func:`~pullback.jacobians.hvp` of f along ``g``
+  in argument ``i`` (the Hessian is symmetric);
+* its tangent along argument ``k``'s tangent ``t`` is ``grad(phi, i)`` of
+  ``phi = <df/dx_k, t>`` (:func:`partial` with the tangent a parameter), a
+  primitive too (:class:`GradientTangent`), whose cotangents are one hvp of ``phi``.
+
+So ``hessian``, ``jvp`` and ``grad`` of a function that calls ``grad(f)`` work,
+each rule running the public transforms again at run time, as plain Python:
+under ``jit=True`` such a call is refused by line (``numba_refusal``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+
+import numpy as np
+
+from .api import GradientFunction, _name, for_user
+from .arguments import _full_args
+from .backends.python import PYTHON
+from .core.errors import PullbackError
+from .core.kinds import kind_of_value
+from .frontend.parse import unwrap
+from .pipeline import derivative
+from .rules import registry
+from .rules.tangents import Tangent
+from .rules.templates import read_templates
+from .rules.twins import function_from_source
+
+#: The module the generated partial derivatives name (never ``pullback.*``, whose
+#: functions the compile cache keys by name alone).
+GENERATED = "pullback_nesting_generated"
+
+_REFUSAL = ("{name} called inside the function differentiated, under the Numba backend "
+            "(jit=True): its derivative runs pullback's transforms again at run time, as "
+            "plain Python", "Use jit=False for the outer transform (the inner grad may "
+            "keep jit=True), or take the higher derivative directly: grad(grad(f)), "
+            "hessian(f), jvp(grad(f), ...).")
+
+
+def _one_int(argnums) -> bool:
+    return isinstance(argnums, int) and not isinstance(argnums, bool)
+
+
+def _names(f):
+    """f's parameters, all positional (a function with ``*args`` or keyword-only
+    parameters has none: None)."""
+    try:
+        params = inspect.signature(unwrap(f)[0]).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if any(p.kind not in kinds for p in params):
+        return None
+    return [p.name for p in params]
+
+
+# (id of the forward program, with a tangent parameter) -> (program, the function)
+_PARTIALS: dict = {}
+
+
+def partial(f, k, args, with_tangent=False):
+    """``D(*params) = df/dx_k`` at ``args``' kinds (``x_k`` a number), or with
+    ``with_tangent``, ``D(*params, tangent) = <df/dx_k, tangent>``: the tangent
+    output of f's forward program along argument ``k``, as a generated function.
+
+    Invariant: ``D`` is a plain Python function whose source pullback reads (it
+    calls the forward program, itself generated source), so every transform
+    differentiates it as user code; it is made once per forward program (per f,
+    ``k`` and argument kinds) and dropped with it."""
+    names = _names(f)
+    if names is None or len(names) != len(args):
+        raise TypeError(f"a derivative of {_name(f)} inside another: {_name(f)} must take "
+                        "positional parameters only (no *args or keyword-only ones)")
+    kinds = tuple(kind_of_value(a) for a in args)
+    try:
+        program = derivative(f, (k,), kinds, PYTHON, mode="forward")
+    except PullbackError as exc:
+        raise for_user(exc) from None
+    key = (id(program), with_tangent)
+    hit = _PARTIALS.get(key)
+    if hit is not None and hit[0] is program:
+        return hit[1]
+    params = [f"{n}_" if n.startswith("_tangent") else n for n in names]
+    seed = "_tangent" if with_tangent else "1.0"
+    body = [f"_value_out, _tangent_out = _forward({', '.join(params)}, {seed})",
+            "return _tangent_out"]
+    name = f"d{_name(f)}_d{names[k]}".replace(".", "_").replace("<", "").replace(">", "")
+    fn = function_from_source(name, params + (["_tangent"] if with_tangent else []), body,
+                              {"__name__": GENERATED, "_forward": program.fn})
+    _PARTIALS[key] = (program, fn)
+    return fn
+
+
+class HigherGradient:
+    """``grad(g, argnums)`` (or ``value_and_grad``) of ``g = grad(... grad(f, i1) ...,
+    im)``: the gradient of the partial derivative ``d^m f / dx_im ... dx_i1``, by
+    reverse mode over m forward sweeps of f (each ``x_i`` a number, as ``grad``
+    needs).  Call it like f; ``grad`` of it nests once more."""
+
+    def __init__(self, f, inner: tuple, argnums, jit, with_value):
+        self.f, self.inner, self.argnums = f, inner, argnums
+        self.jit, self.with_value = jit, with_value
+        self._bound, self.has_aux = (), False
+        self.__name__ = ("value_and_grad(" if with_value else "grad(") * (len(inner) + 1) \
+            + _name(f) + ")" * (len(inner) + 1)
+        self._gradients: dict = {}      # the partial derivative -> its GradientFunction
+
+    def partial(self, args):
+        """The function whose gradient this is, for ``args`` (every parameter)."""
+        fn, name = self.f, _name(self.f)
+        for depth, i in enumerate(self.inner):
+            i %= max(len(args), 1)
+            if np.ndim(args[i]) != 0:
+                raise TypeError(
+                    f"grad of {'grad(' * (depth + 1)}{name}{')' * (depth + 1)} needs its "
+                    f"value to be a number, but it is a gradient of shape "
+                    f"{np.shape(args[i])}; use pullback.hessian({name}) or "
+                    f"jvp(grad({name}), ...)")
+            fn = partial(fn, i, args)
+        return fn
+
+    def gradient_function(self, args) -> GradientFunction:
+        """The :class:`GradientFunction` that computes this at ``args``' kinds."""
+        fn = self.partial(args)
+        gf = self._gradients.get(fn)
+        if gf is None:
+            gf = self._gradients[fn] = GradientFunction(fn, self.argnums, self.jit,
+                                                        self.with_value)
+        return gf
+
+    def __call__(self, *args, **kwargs):
+        args = _full_args(self.f, args, kwargs)
+        return self.gradient_function(args)(*args)
+
+    def __repr__(self):
+        return f"<pullback {self.__name__}>"
+
+
+def grad_of(g, argnums, jit, with_value):
+    """``grad(g, argnums)`` of ``g``, itself ``grad(f, i)`` or a :class:`HigherGradient`."""
+    if g.with_value or g.has_aux or g._bound:
+        what = ("value_and_grad" if g.with_value else "grad(..., has_aux=True)"
+                if g.has_aux else "grad of a bound method")
+        raise TypeError(f"grad of {g.__name__}: {what} returns more than a gradient; "
+                        f"differentiate grad({_name(g.f)}) of a plain function instead")
+    if not _one_int(g.argnums):
+        raise TypeError(f"grad of {g.__name__} needs its argnums to be one int, so that it "
+                        f"returns one gradient; got argnums={g.argnums!r}")
+    inner = g.inner if isinstance(g, HigherGradient) else ()
+    if jit is None:
+        jit = g.jit if g.jit is not None else (unwrap(g.f)[1] or None)
+    return HigherGradient(g.f, inner + (g.argnums,), argnums, jit, with_value)
+
+
+def _target(G, args):
+    """``(fn, i)``: the call ``G(*args)`` is the gradient of ``fn`` in argument ``i``."""
+    i = G.argnums % len(args)
+    return (G.partial(args), i) if isinstance(G, HigherGradient) else (G.f, i)
+
+
+def _hvp(fn, args, i, g, jit):
+    from .jacobians import hvp      # jacobians imports this module
+    return hvp(fn, tuple(args), tuple(g if k == i else None for k in range(len(args))), jit)
+
+
+def _signature(names, leading):
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    taken = set(leading)
+    return inspect.Signature([inspect.Parameter(n, positional) for n in leading] + [
+        inspect.Parameter(n + "_" if n in taken else n, positional) for n in names])
+
+
+def rule(G):
+    """The rule of a call of ``G`` (``grad(f, i)`` or a :class:`HigherGradient`)
+    inside differentiated code, when ``G`` gives one gradient, else None."""
+    if G.with_value or G.has_aux or G._bound or not _one_int(G.argnums):
+        return None
+    names = _names(G.f)
+    if names is None:
+        return None
+
+    def gradient_vjp(g, ans, *args):
+        fn, i = _target(G, args)
+        out = _hvp(fn, args, i, g, G.jit)
+        return out if len(out) > 1 else out[0]
+    gradient_vjp.__signature__ = _signature(names, ["g", "ans"])
+    gradient_vjp.__name__ = f"{G.__name__}_vjp"
+    gradient_vjp.numba_refusal = (_REFUSAL[0].format(name=G.__name__), _REFUSAL[1])
+    made = registry.vjp_rule(G, gradient_vjp, name=G.__name__)
+    if {"t", "g", "ans"} & set(names):
+        return made         # its templates could not name them: no forward mode (refused)
+    tangent = GradientTangent(G, names)
+    templates = {p: f"gradient_tangent({k}, t, {', '.join(names)})"
+                 for k, p in enumerate(names)}
+    _, trees, helpers = read_templates(", ".join(names) + ", t=None", templates,
+                                       {"gradient_tangent": tangent}, G.__name__)
+    return dataclasses.replace(made, tangent=Tangent(templates=trees, helpers=helpers,
+                                                     shaped=True))
+
+
+class GradientTangent:
+    """``(k, t, *args)``: the tangent of ``G(*args)`` along argument ``k``'s tangent
+    ``t``, which is ``grad(phi, i)(*args, t)`` for ``phi = <df/dx_k, t>``.  A
+    primitive (:func:`tangent_rule`), so that reverse mode differentiates forward
+    mode's code again (a Hessian of a function that calls ``grad``)."""
+
+    def __init__(self, G, names):
+        self.G, self.names = G, names
+        self.__name__ = f"{G.__name__}_tangent"
+        self.numba_refusal = (_REFUSAL[0].format(name=G.__name__), _REFUSAL[1])
+        self._gradients: dict = {}
+
+    def phi(self, k, args):
+        fn, i = _target(self.G, args)
+        return partial(fn, k, args, with_tangent=True), i
+
+    def __call__(self, k, t, *args):
+        phi, i = self.phi(k, args)
+        gf = self._gradients.get((phi, i))
+        if gf is None:
+            gf = self._gradients[phi, i] = GradientFunction(phi, i, self.G.jit)
+        return gf(*args, t)
+
+
+def tangent_rule(T):
+    """The rule of :class:`GradientTangent` ``T``: its cotangents (of the tangent and
+    of the arguments) are one hvp of ``phi``, along ``g`` in argument ``i``."""
+    def tangent_vjp(g, ans, k, t, *args):
+        phi, i = T.phi(k, args)
+        out = _hvp(phi, (*args, t), i, g, T.G.jit)
+        return (None, out[-1], *out[:-1])
+    tangent_vjp.__signature__ = _signature(T.names, ["g", "ans", "k", "t"])
+    tangent_vjp.__name__ = f"{T.__name__}_vjp"
+    tangent_vjp.numba_refusal = T.numba_refusal
+    return registry.vjp_rule(T, tangent_vjp, name=T.__name__)
+
+
+registry.provide(GradientFunction, rule)
+registry.provide(HigherGradient, rule)
+registry.provide(GradientTangent, tangent_rule)

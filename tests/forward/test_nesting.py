@@ -1,0 +1,225 @@
+"""Transforms of transforms (:mod:`pullback.nesting`): ``grad`` of ``grad`` to any
+order, and ``grad(f)`` called inside a function that is differentiated again by
+``grad``, ``jvp`` and ``hessian``, against analytic derivatives, central
+differences of analytic lower derivatives, and PyTorch's double backward."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pullback
+from helpers import fd_grad
+
+RNG = np.random.default_rng(2026)
+
+
+def power_sum(x, c):
+    """sum_k c[k] x^(k+1), by a loop that stops at the first zero coefficient."""
+    s = 0.0
+    for k in range(len(c)):
+        if c[k] == 0.0:
+            break
+        s = s + c[k] * x ** (k + 1)
+    return s
+
+
+def power_sum_derivative(x, c, n):
+    """The n-th derivative of power_sum in x, from the formula."""
+    total = 0.0
+    for k in range(len(c)):
+        if c[k] == 0.0:
+            break
+        p = k + 1
+        if p >= n:
+            total += c[k] * math.perm(p, n) * x ** (p - n)
+    return total
+
+
+def nested(f, n, **kw):
+    for _ in range(n):
+        f = pullback.grad(f, **kw)
+    return f
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+def test_the_nth_derivative_of_a_loop_with_an_early_exit(n):
+    c = np.array([0.5, -1.2, 0.8, 0.3, -0.7, 0.2, 0.0, 9.0])
+    for x in (0.8, -1.3):
+        assert nested(power_sum, n)(x, c) == pytest.approx(power_sum_derivative(x, c, n),
+                                                         rel=1e-12, abs=1e-12)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.floats(-2, 2), min_size=1, max_size=6), st.floats(-1.5, 1.5),
+       st.integers(2, 4))
+def test_nth_derivatives_of_random_polynomials(coefficients, x, n):
+    c = np.array([v if v != 0.0 else 0.5 for v in coefficients])
+    scale = 1.0 + sum(abs(v) * math.perm(k + 1, min(n, k + 1)) for k, v in enumerate(c))
+    assert nested(power_sum, n)(x, c) == pytest.approx(power_sum_derivative(x, c, n),
+                                                     abs=1e-12 * scale)
+
+
+def wave(x, y):
+    return math.sin(x * y) + x ** 3 * y ** 2
+
+
+def test_mixed_partials_in_any_order():
+    x, y = 0.7, -1.1
+    # d/dy of d2/dx2 = -y^2 sin(xy) + 6 x y^2.
+    dxxy = -2 * y * math.sin(x * y) - x * y * y * math.cos(x * y) + 12 * x * y
+    dxx = lambda x, y: -y * y * math.sin(x * y) + 6 * x * y ** 2    # noqa: E731
+    expected = fd_grad(lambda y: dxx(x, y), (y,), eps=1e-5)
+    got = pullback.grad(pullback.grad(pullback.grad(wave, 0), 0), 1)(x, y)
+    assert got == pytest.approx(expected, rel=1e-8)
+    assert got == pytest.approx(dxxy, rel=1e-12)
+    # The same partial taken in another order (the derivatives commute).
+    other = pullback.grad(pullback.grad(pullback.grad(wave, 1), 0), 0)(x, y)
+    assert other == pytest.approx(got, rel=1e-12)
+    value, both = pullback.value_and_grad(pullback.grad(pullback.grad(wave)), (0, 1))(x, y)
+    assert value == pytest.approx(dxx(x, y), rel=1e-13)
+    assert both[1] == pytest.approx(got, rel=1e-12)
+
+
+def test_jvp_of_a_third_derivative_is_the_fourth():
+    c = np.array([0.5, -1.2, 0.8, 0.3, -0.7])
+    third = nested(power_sum, 3)
+    value, tangent = pullback.jvp(third, (0.6, c), (2.0, None))
+    assert value == pytest.approx(power_sum_derivative(0.6, c, 3), rel=1e-12)
+    assert tangent == pytest.approx(2.0 * power_sum_derivative(0.6, c, 4), rel=1e-12)
+
+
+def test_higher_derivatives_under_numba():
+    c = np.array([0.5, -1.2, 0.8, 0.3])
+    got = nested(power_sum, 3, jit=True)(0.9, c)
+    assert got == pytest.approx(power_sum_derivative(0.9, c, 3), rel=1e-12)
+
+
+def test_a_gradient_of_an_array_cannot_be_differentiated_as_a_number():
+    with pytest.raises(TypeError, match="needs its value to be a number"):
+        nested(lambda x: np.sum(x ** 3), 3)(np.ones(3))
+    with pytest.raises(TypeError, match="value_and_grad"):
+        pullback.grad(pullback.value_and_grad(wave))(0.5, 0.5)
+
+
+# ---------------------------------------------------------------------------
+# grad(f) called inside differentiated code
+
+def tanh_loss(w, X, y):
+    r = np.tanh(X @ w) - y
+    return np.sum(r * r)
+
+
+def tanh_loss_gradient(w, X, y):
+    """The formula, sharing nothing with pullback."""
+    t = np.tanh(X @ w)
+    return 2.0 * X.T @ ((t - y) * (1.0 - t * t))
+
+
+LOSS_GRAD = pullback.grad(tanh_loss)
+
+
+def gradient_penalty(w, X, y):
+    """A loss plus the squared norm of its gradient (as in gradient-penalised fits)."""
+    g = LOSS_GRAD(w, X, y)
+    return tanh_loss(w, X, y) + 0.1 * np.sum(g * g)
+
+
+def gradient_penalty_written_inline(w, X, y):
+    g = pullback.grad(tanh_loss)(w, X, y)
+    return tanh_loss(w, X, y) + 0.1 * np.sum(g * g)
+
+
+def gradient_penalty_named_inside(w, X, y):
+    loss_grad = pullback.grad(tanh_loss)
+    g = loss_grad(w, X, y)
+    return tanh_loss(w, X, y) + 0.1 * np.sum(g * g)
+
+
+def penalty_by_formula(w, X, y):
+    g = tanh_loss_gradient(w, X, y)
+    return tanh_loss(w, X, y) + 0.1 * np.sum(g * g)
+
+
+DATA = (RNG.normal(size=(7, 3)), RNG.normal(size=7))
+
+
+@pytest.mark.parametrize("penalty", [gradient_penalty, gradient_penalty_written_inline,
+                                     gradient_penalty_named_inside])
+def test_the_gradient_of_a_gradient_penalty(penalty):
+    w = RNG.normal(size=3)
+    assert penalty(w, *DATA) == pytest.approx(penalty_by_formula(w, *DATA), rel=1e-13)
+    expected = fd_grad(lambda w: penalty_by_formula(w, *DATA), (w,), eps=1e-6)
+    got = pullback.grad(penalty)(w, *DATA)
+    np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-8)
+    # Forward mode agrees with reverse mode to rounding: <grad, v> = jvp along v.
+    v = RNG.normal(size=3)
+    _, tangent = pullback.jvp(penalty, (w, *DATA), (v, None, None))
+    assert tangent == pytest.approx(got @ v, rel=1e-12)
+
+
+def test_the_hessian_of_a_gradient_penalty():
+    w = RNG.normal(size=3)
+    H = pullback.hessian(gradient_penalty)(w, *DATA)
+    grad_formula = pullback.grad(penalty_by_formula)      # first order: checked above
+    expected = np.array([fd_grad(lambda w: grad_formula(w, *DATA)[k], (w,), eps=1e-6)
+                         for k in range(3)])
+    np.testing.assert_allclose(H, expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(H, H.T, rtol=1e-12, atol=1e-12)
+
+
+def test_the_gradient_penalty_against_torch_double_backward():
+    torch = pytest.importorskip("torch")
+    w = RNG.normal(size=3)
+    X, y = (torch.from_numpy(a) for a in DATA)
+    wt = torch.tensor(w, requires_grad=True)
+    loss = torch.sum((torch.tanh(X @ wt) - y) ** 2)
+    g, = torch.autograd.grad(loss, wt, create_graph=True)
+    (loss + 0.1 * torch.sum(g * g)).backward()
+    np.testing.assert_allclose(pullback.grad(gradient_penalty)(w, *DATA), wt.grad.numpy(),
+                               rtol=1e-12)
+
+
+def scaled_derivative(x):
+    return pullback.grad(power_sum)(x, np.array([1.0, 2.0, 3.0])) * x
+
+
+def test_derivatives_of_a_function_calling_grad_of_a_loop():
+    # x * p'(x) with p = x + 2x^2 + 3x^3: its derivatives by the formula.
+    x = 0.7
+    first = (1 + 4 * x + 9 * x * x) + x * (4 + 18 * x)
+    second = 2 * (4 + 18 * x) + 18 * x
+    assert pullback.grad(scaled_derivative)(x) == pytest.approx(first, rel=1e-13)
+    assert pullback.hessian(scaled_derivative)(x) == pytest.approx(second, rel=1e-13)
+    assert pullback.grad(pullback.grad(scaled_derivative))(x) == pytest.approx(second,
+                                                                               rel=1e-13)
+
+
+def calls_jvp(x):
+    value, tangent = pullback.jvp(power_sum, (x, np.ones(2)), (1.0, None))
+    return tangent
+
+
+def test_other_transforms_inside_are_refused_by_line():
+    with pytest.raises(pullback.UnsupportedSyntaxError,
+                       match=r"(?s)pullback\.jvp inside.*value, tangent = pullback\.jvp"):
+        pullback.grad(calls_jvp)(0.5)
+
+
+def test_a_grad_call_inside_is_refused_by_line_under_numba():
+    with pytest.raises(pullback.NumbaCompileError, match=r"g = LOSS_GRAD\(w, X, y\)"):
+        pullback.grad(gradient_penalty, jit=True)(np.ones(3), *DATA)
+
+
+@pytest.mark.parametrize("power,x", [(1, 0.0), (2, 0.0), (3, 0.0), (1, 3e-193), (2, 1e-200)])
+def test_derivatives_past_an_integer_powers_degree_vanish(power, x):
+    # Each derivative rule of x ** p passes p - 1 on; past the degree the term is
+    # identically zero, not 0 * inf at x = 0 nor an overflow of x ** -2 near it.
+    def f(x):
+        return 0.5 * x ** power
+    for n in range(1, 5):
+        expected = 0.5 * math.perm(power, n) * x ** (power - n) if n <= power else 0.0
+        assert nested(f, n)(x) == pytest.approx(expected, abs=1e-300)
