@@ -270,24 +270,40 @@ def _checked(f, primals, tangents, api):
 
 
 def _hvp_call(f, args, nums, dots, jit, structures=()):
-    """The reverse transform applied to the tangent program, seeded with the cotangent
-    ``(0, 1)`` of its result ``(value, tangent)``: the gradient of ``<grad f, v>``."""
+    """The Hessian of f at ``args`` times ``dots``, one entry per argument (None for
+    one that is not a float)."""
+    value, grads = _second_order(f, args, nums, dots, jit, structures)(dots)
+    out = [None] * len(args)
+    for i, g in grads.items():
+        out[i] = _like_value(g, args[i])
+    return tuple(out)
+
+
+def _second_order(f, args, nums, dots, jit, structures=()):
+    """``run(dots) -> (value, {float argument: its entry of H dots})`` for the kinds of
+    ``args`` and ``dots``: the reverse transform applied to the tangent program,
+    seeded with the cotangent ``(0, 1)`` of its result ``(value, tangent)``, the
+    gradient of ``<grad f, v>``.  Made once, so a Hessian's columns each cost one
+    call of the compiled function."""
     floats = tuple(i for i, a in enumerate(args) if kind_of_value(a).dtype == "f")
     try:
         program = _tangent_program(f, args, nums, jit, structures)
-        kinds = tuple(kind_of_value(a) for a in args + dots)
-        backend = choose_backend(f, jit)
-        second = derivative(program.fn, floats, kinds, backend, call_vjp)
-        (value, _), grads = _run(second, *args, *dots, (0.0, 1.0))
+        kinds = tuple(kind_of_value(a) for a in args + tuple(dots))
+        second = derivative(program.fn, floats, kinds, choose_backend(f, jit), call_vjp)
     except PullbackError as exc:
         raise for_user(exc) from None
-    if np.ndim(value) != 0 or isinstance(value, tuple):
-        raise TypeError(f"hvp and hessian need {_name(f)} to return a scalar, but it returned "
-                        f"shape {np.shape(value)}; use jacfwd(jacrev(f)) per output")
-    out = [None] * len(args)
-    for i, g in zip(floats, grads):
-        out[i] = _like_value(g, args[i])
-    return tuple(out)
+
+    def run(dots):
+        try:
+            (value, _), grads = _run(second, *args, *dots, (0.0, 1.0))
+        except PullbackError as exc:
+            raise for_user(exc) from None
+        if np.ndim(value) != 0 or isinstance(value, tuple):
+            raise TypeError(f"hvp and hessian need {_name(f)} to return a scalar, but it "
+                            f"returned shape {np.shape(value)}; use jacfwd(jacrev(f)) per "
+                            "output")
+        return value, dict(zip(floats, grads))
+    return run
 
 
 def hessian(f, argnums=0, jit=None):
@@ -295,26 +311,37 @@ def hessian(f, argnums=0, jit=None):
     arguments.  For an int ``argnums`` an array of shape ``arg.shape + arg.shape``; for
     a tuple, the blocks ``H[i][j]`` of shape ``args[i].shape + args[j].shape``, as
     JAX's ``hessian`` gives them; a pytree argument's blocks are pytrees of pytrees
-    (:mod:`pullback.jacobian_trees`)."""
+    (:mod:`pullback.jacobian_trees`).  The second-order program is looked up once
+    per call; each column is one call of it."""
     def hess(*args):
         fname = _name(f)
         nums, single = _check_argnums(argnums, len(args), fname)
         if any(is_container(args[i]) for i in nums):
             return hessian_tree(hvp, f, args, nums, single, jit)
         _check_differentiable(args, nums, fname)
-        zeros = {i: (np.zeros_like(args[i], dtype=float) if np.ndim(args[i]) else 0.0)
-                 for i in nums}
+        dots = {i: (np.zeros_like(args[i], dtype=float) if np.ndim(args[i]) else 0.0)
+                for i in nums}
+        run = _second_order(f, args, nums, tuple(dots.values()), jit)
         blocks = {}
         for j in nums:
-            columns = []
-            for k in range(max(np.size(args[j]), 1)):
-                dots = dict(zeros)
-                dots[j] = _unit(args[j], k)
-                columns.append(_hvp_call(f, args, nums, tuple(dots[i] for i in nums), jit))
+            n = max(np.size(args[j]), 1)
+            columns = {i: np.empty((max(np.size(args[i]), 1), n)) for i in nums}
+            for k in range(n):
+                # The unit tangent, set and cleared in place: the tangent program
+                # copies what it writes, and each column is copied out at once.
+                if np.ndim(args[j]):
+                    dots[j].flat[k] = 1.0
+                else:
+                    dots[j] = 1.0
+                _, grads = run(tuple(dots.values()))
+                for i in nums:
+                    columns[i][:, k] = np.ravel(grads[i])
+                if np.ndim(args[j]):
+                    dots[j].flat[k] = 0.0
+                else:
+                    dots[j] = 0.0
             for i in nums:
-                stacked = np.array([np.asarray(c[i], dtype=float) for c in columns])
-                blocks[i, j] = np.moveaxis(stacked, 0, -1).reshape(
-                    np.shape(args[i]) + np.shape(args[j]))
+                blocks[i, j] = columns[i].reshape(np.shape(args[i]) + np.shape(args[j]))
         out = [[_scalar(blocks[i, j]) for j in nums] for i in nums]
         return out[0][0] if single else tuple(tuple(row) for row in out)
     hess.__name__ = f"hessian({_name(f)})"
@@ -351,17 +378,30 @@ def jacfwd(f, argnums=0, jit=None, has_aux=False):
             out = _shaped([p[0] for p in parts], single)
             return (out, parts[-1][1]) if has_aux else out
         _check_differentiable(args, nums, fname)
-        wrt = tuple(i for i in range(len(args)) if kind_of_value(args[i]).dtype == "f")
-        zeros = {i: (np.zeros_like(args[i], dtype=float) if np.ndim(args[i]) else 0.0)
-                 for i in wrt}
+        dots = {i: (np.zeros_like(args[i], dtype=float) if np.ndim(args[i]) else 0.0)
+                for i in nums}
+        try:    # one tangent program for every column (the other arguments held fixed)
+            program = _tangent_program(f, args, nums, jit)
+        except PullbackError as exc:
+            raise for_user(exc) from None
         out = []
         for i in nums:
             columns, value = [], None
             for k in range(max(np.size(args[i]), 1)):
-                dots = dict(zeros)
-                dots[i] = _unit(args[i], k)
-                value, column = _jvp_call(f, args, wrt, tuple(dots[j] for j in wrt), jit)
-                columns.append(np.asarray(column, dtype=float))
+                if np.ndim(args[i]):        # the unit tangent, set and cleared in place
+                    dots[i].flat[k] = 1.0
+                else:
+                    dots[i] = 1.0
+                try:
+                    value, column = _jvp_result(program, *_run(program, *args,
+                                                               *dots.values()))
+                except PullbackError as exc:
+                    raise for_user(exc) from None
+                columns.append(np.array(column, dtype=float))     # a copy
+                if np.ndim(args[i]):
+                    dots[i].flat[k] = 0.0
+                else:
+                    dots[i] = 0.0
             shape = np.shape(value) + np.shape(args[i])
             out.append(np.moveaxis(np.array(columns), 0, -1).reshape(shape) if columns[0].ndim
                        else np.array(columns).reshape(shape))

@@ -172,7 +172,7 @@ def _target(G, args):
 
 
 def _hvp(fn, args, i, g, jit):
-    from .jacobians import hvp      # jacobians imports this module
+    from .jacobians import hvp  # jacobians imports this module
     return hvp(fn, tuple(args), tuple(g if k == i else None for k in range(len(args))), jit)
 
 

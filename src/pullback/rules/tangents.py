@@ -59,8 +59,8 @@ class Tangent:
         """Whether the rule gives a tangent for ``param`` (``operands[k]`` counts as
         ``operands``); an argument of any other parameter must be held fixed."""
         base = param.split("[", 1)[0]
-        return base in self.constant or base in self.linear or base in self.multilinear or base in self.templates \
-            or base == self.reduction
+        return base in self.constant or base in self.linear or base in self.multilinear \
+            or base in self.templates or base == self.reduction
 
 
 def deftangent(fn, *, linear: str = "", multilinear: str = "", elementwise: bool = False,
