@@ -57,19 +57,13 @@ class Calls:
                 return self.lower_method_call(e, scope)
             raise self.error(f"a call to {ast.unparse(e.func)}, which is not a known function",
                              e, scope)
-        refused = getattr(fn, "refused_in_code", None)
-        if refused is not None:         # a pullback transform that is no primitive
-            raise self.error(f"a call to pullback.{fn.__name__} inside the function "
-                             "differentiated", e, scope, refused)
         built = self.tree_call(e, fn, scope)    # len() of a pytree, a NamedTuple built...
         if built is not None:
             return built
         folded = self.fold_builtin(e, fn, scope)
         if folded is not None:
             return folded
-        if fn in _ITER_BUILTINS:
-            raise self.error(f"{fn.__name__}() outside a for statement", e, scope,
-                             f"use {fn.__name__}() directly in `for ... in {fn.__name__}(...)`")
+        self.refuse_misplaced(e, fn, scope)
         if fn in (sum, math.fsum) and len(e.args) == 1 and not e.keywords \
                 and isinstance(e.args[0], (ast.GeneratorExp, ast.ListComp)):
             return self.lower_sum(e, fn, scope)
@@ -92,6 +86,17 @@ class Calls:
         args = [self.lower_expr(a, scope) for a in e.args]
         kws = [ast.keyword(k.arg, self.lower_expr(k.value, scope)) for k in e.keywords]
         return Primitive(ast.Call(func, args, kws), callee=fn)
+
+    def refuse_misplaced(self, e: ast.Call, fn, scope):
+        """A call that is meaningful elsewhere only: ``range()`` outside a ``for``, and
+        a pullback transform that is no primitive (``jvp``) inside differentiated code."""
+        if fn in _ITER_BUILTINS:
+            raise self.error(f"{fn.__name__}() outside a for statement", e, scope,
+                             f"use {fn.__name__}() directly in `for ... in {fn.__name__}(...)`")
+        refused = getattr(fn, "refused_in_code", None)
+        if refused is not None:
+            raise self.error(f"a call to pullback.{fn.__name__} inside the function "
+                             "differentiated", e, scope, refused)
 
     def fold_builtin(self, e: ast.Call, fn, scope):
         """A builtin call written as the two-argument operations it performs, or None:
