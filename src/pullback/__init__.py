@@ -7,6 +7,7 @@ from .core.diskcache import cache_dir, set_cache_dir
 from .core.errors import (
                           MissingRuleError,
                           NumbaCompileError,
+                          PerformanceWarning,
                           PullbackError,
                           SourceUnavailableError,
                           UnsupportedSyntaxError,
@@ -20,5 +21,5 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian
            "hessian", "show", "rule", "tree_flatten", "tree_unflatten", "tree_map",
            "unregister", "custom_vjp", "custom_jvp", "stop_gradient", "check_grad", "GradCheck",
            "PullbackError", "UnsupportedSyntaxError", "MissingRuleError", "SourceUnavailableError",
-           "NumbaCompileError", "cache_dir", "set_cache_dir",
+           "NumbaCompileError", "PerformanceWarning", "cache_dir", "set_cache_dir",
            "scan", "foldl", "foldr", "accumulate"]

@@ -17,8 +17,10 @@ A call of ``grad(f, i)`` inside differentiated code is a primitive (:func:`rule`
   primitive too (:class:`GradientTangent`), whose cotangents are one hvp of ``phi``.
 
 So ``hessian``, ``jvp`` and ``grad`` of a function that calls ``grad(f)`` work,
-each rule running the public transforms again at run time, as plain Python:
-under ``jit=True`` such a call is refused by line (``numba_refusal``).
+each rule running the public transforms again at run time, as Python: under
+``jit=True`` the compiled derivative makes these calls through Numba's object
+mode (:mod:`pullback.backends.object_mode`; each says what its result is like,
+``object_mode``).
 """
 from __future__ import annotations
 
@@ -42,13 +44,6 @@ from .rules.twins import function_from_source
 #: The module the generated partial derivatives name (never ``pullback.*``, whose
 #: functions the compile cache keys by name alone).
 GENERATED = "pullback_nesting_generated"
-
-_REFUSAL = ("{name} called inside the function differentiated, under the Numba backend "
-            "(jit=True): its derivative runs pullback's transforms again at run time, as "
-            "plain Python", "Use jit=False for the outer transform (the inner grad may "
-            "keep jit=True), or take the higher derivative directly: grad(grad(f)), "
-            "hessian(f), jvp(grad(f), ...).")
-
 
 def _one_int(argnums) -> bool:
     return isinstance(argnums, int) and not isinstance(argnums, bool)
@@ -148,6 +143,19 @@ class HigherGradient:
     def __repr__(self):
         return f"<pullback {self.__name__}>"
 
+    def object_mode(self, n):
+        """Called inside compiled code, the result is like argument ``argnums``
+        (:mod:`pullback.backends.object_mode`)."""
+        return object_mode(self, n)
+
+
+def object_mode(G, n):
+    """A call of ``G`` with ``n`` arguments under Numba gives the gradient of one of
+    them, or None when ``G`` is no primitive (see :func:`rule`)."""
+    if G.with_value or G.has_aux or G._bound or not _one_int(G.argnums):
+        return None
+    return (G.argnums % n,), False
+
 
 def grad_of(g, argnums, jit, with_value):
     """``grad(g, argnums)`` of ``g``, itself ``grad(f, i)`` or a :class:`HigherGradient`."""
@@ -198,7 +206,7 @@ def rule(G):
         return out if len(out) > 1 else out[0]
     gradient_vjp.__signature__ = _signature(names, ["g", "ans"])
     gradient_vjp.__name__ = f"{G.__name__}_vjp"
-    gradient_vjp.numba_refusal = (_REFUSAL[0].format(name=G.__name__), _REFUSAL[1])
+    gradient_vjp.object_mode = lambda n: (tuple(range(2, n)), n > 3)    # like the args
     made = registry.vjp_rule(G, gradient_vjp, name=G.__name__)
     if {"t", "g", "ans"} & set(names):
         return made         # its templates could not name them: no forward mode (refused)
@@ -220,8 +228,11 @@ class GradientTangent:
     def __init__(self, G, names):
         self.G, self.names = G, names
         self.__name__ = f"{G.__name__}_tangent"
-        self.numba_refusal = (_REFUSAL[0].format(name=G.__name__), _REFUSAL[1])
         self._gradients: dict = {}
+
+    def object_mode(self, n):
+        """Called ``(k, t, *args)``, its result is like the argument ``G`` differentiates."""
+        return (2 + self.G.argnums % (n - 2),), False
 
     def phi(self, k, args):
         fn, i = _target(self.G, args)
@@ -244,10 +255,11 @@ def tangent_rule(T):
         return (None, out[-1], *out[:-1])
     tangent_vjp.__signature__ = _signature(T.names, ["g", "ans", "k", "t"])
     tangent_vjp.__name__ = f"{T.__name__}_vjp"
-    tangent_vjp.numba_refusal = T.numba_refusal
+    tangent_vjp.object_mode = lambda n: (tuple(range(2, n)), True)     # like k, t, *args
     return registry.vjp_rule(T, tangent_vjp, name=T.__name__)
 
 
+GradientFunction.object_mode = object_mode
 registry.provide(GradientFunction, rule)
 registry.provide(HigherGradient, rule)
 registry.provide(GradientTangent, tangent_rule)

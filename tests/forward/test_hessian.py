@@ -151,8 +151,10 @@ def test_grad_of_a_function_that_calls_grad():
     v = RNG.normal(size=5)
     value, tangent = pullback.jvp(gradient_norm, (x,), (v,))
     assert tangent == pytest.approx(expected @ v, rel=1e-12)
-    with pytest.raises(pullback.NumbaCompileError, match=r"g = GRAD_ROSEN\(x\)"):
-        pullback.grad(gradient_norm, jit=True)(x)
+    # Under Numba the call runs in an object-mode block (a PerformanceWarning says so).
+    with pytest.warns(pullback.PerformanceWarning):
+        np.testing.assert_allclose(pullback.grad(gradient_norm, jit=True)(x), expected,
+                                   rtol=1e-12)
 
 
 def test_mlp_loss_hessian_against_jax_and_differences_of_the_gradient():

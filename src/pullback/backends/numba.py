@@ -23,6 +23,7 @@ from ..core.runtime import reserve, snapshot, with_shape
 from ..reverse.ops import assign, attribute, augment, call, expr_stmt, plus, store, subscript
 from ..rules import forms, registry
 from . import in_place  # noqa: F401  (registers the in-place forms of rule helpers)
+from . import object_mode
 from .base import Backend, TapeNeeds
 from .python import PythonTape
 
@@ -51,6 +52,8 @@ class NumbaBackend(Backend):
 
     def primal_twin(self, callee, method, call, kind=None):
         fn = registry.method(method) if method is not None else callee
+        if object_mode.spec(fn, len(call.args)) is not None and not call.keywords:
+            return object_mode.stub(fn)     # Python through and through (grad(f))
         if _users_plain_function(fn):
             return fn       # bound as a helper: compiled with numba.njit, as its VJP is
         if len(call.args) + len(call.keywords) + (method is not None) <= 1 \
@@ -74,7 +77,7 @@ class NumbaBackend(Backend):
             # A helper that says why Numba cannot run it (pullback.custom_vjp's VJP when
             # its fwd and bwd are plain Python): refused here, at the user's call.
             refusal = getattr(obj, "numba_refusal", None)
-            if refusal is not None:
+            if refusal is not None and getattr(obj, "object_mode", None) is None:
                 raise tr.error(s, refusal[0], refusal[1], cls=NumbaCompileError)
         if rule.vjp_tuple is not None:
             return          # a user's VJP function: Numba compiles it as it is, or says why
@@ -306,6 +309,8 @@ def _jit_helper(v):
     a helper with a twin is passed as it is (Numba compiles the twin), a primitive
     with a twin as its stub."""
     from . import numba_twins
+    if getattr(v, "object_mode", None) is not None:
+        v = object_mode.stub(v)     # a rule's helper that runs Python (nesting's)
     twin = forms.twin(v)
     if twin is not None and twin is not forms.PLAIN and registry.lookup(v) is not None \
             and not numba_twins._own(v):

@@ -83,3 +83,8 @@ def located(what: str, loc: Location, hint: str = "", cls=UnsupportedSyntaxError
     if cls is UnsupportedSyntaxError:
         return UnsupportedSyntaxError(what, loc, hint)
     return cls(f"{what}\n  {loc}" + (f"\n{hint}" if hint else ""))
+
+
+class PerformanceWarning(UserWarning):
+    """Something runs, but slower than it could: a call that compiled code makes
+    through Numba's object mode (once per callable)."""
