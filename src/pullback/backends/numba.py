@@ -22,8 +22,10 @@ from ..core.errors import NumbaCompileError
 from ..core.runtime import reserve, snapshot, with_shape
 from ..reverse.ops import assign, attribute, augment, call, expr_stmt, plus, store, subscript
 from ..rules import forms, registry
-from . import in_place  # noqa: F401  (registers the in-place forms of rule helpers)
-from . import object_mode
+from . import (
+    in_place,  # noqa: F401  (registers the in-place forms of rule helpers)
+    object_mode,
+)
 from .base import Backend, TapeNeeds
 from .python import PythonTape
 
