@@ -16,6 +16,11 @@ A call of ``grad(f, i)`` inside differentiated code is a primitive (:func:`rule`
   ``phi = <df/dx_k, t>`` (:func:`partial` with the tangent a parameter), a
   primitive too (:class:`GradientTangent`), whose cotangents are one hvp of ``phi``.
 
+A call ``jvp(f, (x, ...), (v, ...))`` inside differentiated code is rewritten
+(:func:`rewrite_jvp`) as ``(f(x, ...), JvpTangent(f)(x, ..., v, ...))``: f is
+inlined as any call is, and its tangent is a primitive whose cotangents are one
+``vjp`` of the tangent output of f's forward program (:class:`JvpTangent`).
+
 So ``hessian``, ``jvp`` and ``grad`` of a function that calls ``grad(f)`` work,
 each rule running the public transforms again at run time, as Python: under
 ``jit=True`` the compiled derivative makes these calls through Numba's object
@@ -24,6 +29,8 @@ mode (:mod:`pullback.backends.object_mode`; each says what its result is like,
 """
 from __future__ import annotations
 
+import ast
+import copy
 import dataclasses
 import inspect
 
@@ -35,6 +42,7 @@ from .backends.python import PYTHON
 from .core.errors import PullbackError
 from .core.kinds import kind_of_value
 from .frontend.parse import unwrap
+from .frontend.scope import UNRESOLVED
 from .pipeline import derivative
 from .rules import registry
 from .rules.tangents import Tangent
@@ -207,6 +215,7 @@ def rule(G):
     gradient_vjp.__signature__ = _signature(names, ["g", "ans"])
     gradient_vjp.__name__ = f"{G.__name__}_vjp"
     gradient_vjp.object_mode = lambda n: (tuple(range(2, n)), n > 3)    # like the args
+    gradient_vjp.object_mode_name = G.__name__
     made = registry.vjp_rule(G, gradient_vjp, name=G.__name__)
     if {"t", "g", "ans"} & set(names):
         return made         # its templates could not name them: no forward mode (refused)
@@ -228,6 +237,7 @@ class GradientTangent:
     def __init__(self, G, names):
         self.G, self.names = G, names
         self.__name__ = f"{G.__name__}_tangent"
+        self.object_mode_name = G.__name__
         self._gradients: dict = {}
 
     def object_mode(self, n):
@@ -256,10 +266,96 @@ def tangent_rule(T):
     tangent_vjp.__signature__ = _signature(T.names, ["g", "ans", "k", "t"])
     tangent_vjp.__name__ = f"{T.__name__}_vjp"
     tangent_vjp.object_mode = lambda n: (tuple(range(2, n)), True)     # like k, t, *args
+    tangent_vjp.object_mode_name = T.G.__name__
     return registry.vjp_rule(T, tangent_vjp, name=T.__name__)
+
+
+class JvpTangent:
+    """``(*primals, *tangents) -> jvp(f, primals, tangents)[1]``: the tangent of a
+    ``jvp`` written in differentiated code, a primitive (:func:`jvp_rule`)."""
+
+    def __init__(self, f, n):
+        self.f, self.n = f, n
+        self.__name__ = f"jvp({_name(f)})"
+        self._functions: dict = {}
+
+    def __call__(self, *args):
+        from .jacobians import jvp  # jacobians imports this module
+        return jvp(self.f, args[:self.n], args[self.n:])[1]
+
+    def function(self, args):
+        """``T(*primals, *tangents)``, the tangent, for the kinds of ``args``: a
+        generated function calling f's forward program (a None tangent, or one of an
+        argument that is no float, holds that argument fixed)."""
+        n, names = self.n, _names(self.f)
+        if names is None or len(names) != n:
+            raise TypeError(f"jvp of {_name(self.f)} inside a differentiated function: "
+                            f"{_name(self.f)} must take its {n} arguments by position only")
+        kinds = tuple(kind_of_value(a) for a in args[:n])
+        nums = tuple(i for i in range(n) if args[n + i] is not None and kinds[i].dtype == "f")
+        try:
+            program = derivative(self.f, nums, kinds, PYTHON, mode="forward")
+        except PullbackError as exc:
+            raise for_user(exc) from None
+        hit = self._functions.get(id(program))
+        if hit is not None and hit[0] is program:
+            return hit[1]
+        dots = [f"{names[i]}_dot" for i in range(n)]
+        body = [f"_value_out, _tangent_out = _forward({', '.join(names + [dots[i] for i in nums])})",
+                "return _tangent_out"]
+        fn = function_from_source(f"{_identifier(_name(self.f))}_tangent", names + dots, body,
+                                  {"__name__": GENERATED, "_forward": program.fn})
+        self._functions[id(program)] = (program, fn)
+        return fn
+
+
+def jvp_rule(J):
+    """The rule of :class:`JvpTangent` ``J``: the cotangents of the primals and the
+    tangents are one reverse sweep of its generated function."""
+    names = _names(J.f) or [f"x{i}" for i in range(J.n)]
+
+    def jvp_tangent_vjp(g, ans, *args):
+        from .api import vjp
+        _, back = vjp(J.function(args), *args)
+        return back(g)
+    jvp_tangent_vjp.__signature__ = _signature(names + [f"{n}_dot" for n in names],
+                                               ["g", "ans"])
+    jvp_tangent_vjp.__name__ = f"{J.__name__}_vjp"
+    jvp_tangent_vjp.numba_refusal = (
+        f"{J.__name__} written inside the function differentiated, under the Numba backend "
+        "(jit=True): its derivative runs pullback's transforms at run time, as Python",
+        "Use jit=False for the outer transform.")
+    return registry.vjp_rule(J, jvp_tangent_vjp, name=J.__name__)
+
+
+def rewrite_jvp(e, resolve, constant):
+    """``jvp(f, (x, ...), (v, ...))`` written in differentiated code, as
+    ``(f(x, ...), JvpTangent(f)(x, ..., v, ...))`` (``constant(obj, hint)`` names
+    an object for the code); ValueError says why a call cannot be rewritten."""
+    if len(e.args) != 3 or any(k.arg != "jit" for k in e.keywords):
+        raise ValueError("write jvp(f, (x, ...), (v, ...)) there, without has_aux")
+    f_node, primals, tangents = e.args
+    if not (isinstance(primals, ast.Tuple) and isinstance(tangents, ast.Tuple)
+            and len(primals.elts) == len(tangents.elts)) \
+            or any(isinstance(a, ast.Starred) for a in primals.elts + tangents.elts):
+        raise ValueError("write its primals and tangents as two tuples of one item per "
+                         "argument, `(x, y), (v, None)`")
+    f = resolve(f_node)
+    if f is UNRESOLVED or not callable(f):
+        raise ValueError("its function must be one defined outside (a module-level def)")
+    tangent = constant(JvpTangent(f, len(primals.elts)), "jvp_tangent")
+    value = ast.Call(copy.deepcopy(f_node), [copy.deepcopy(a) for a in primals.elts], [])
+    return ast.Tuple([value, ast.Call(tangent, [copy.deepcopy(a) for a in primals.elts]
+                                      + [copy.deepcopy(a) for a in tangents.elts], [])],
+                     ast.Load())
+
+
+def _identifier(text) -> str:
+    return "".join(c if c.isalnum() else "_" for c in text).strip("_") or "f"
 
 
 GradientFunction.object_mode = object_mode
 registry.provide(GradientFunction, rule)
 registry.provide(HigherGradient, rule)
 registry.provide(GradientTangent, tangent_rule)
+registry.provide(JvpTangent, jvp_rule)

@@ -198,15 +198,85 @@ def test_derivatives_of_a_function_calling_grad_of_a_loop():
                                                                                rel=1e-13)
 
 
-def calls_jvp(x):
-    value, tangent = pullback.jvp(power_sum, (x, np.ones(2)), (1.0, None))
+def network(x, w):
+    """A one-hidden-layer network u(x) of a number x."""
+    return np.sum(w[2] * np.tanh(w[0] * x + w[1]))
+
+
+def ode_residual(w, xs):
+    """A physics-informed loss: sum over the points of (u'(x) + u(x))^2, u' by jvp."""
+    loss = 0.0
+    for k in range(len(xs)):
+        u, du = pullback.jvp(network, (xs[k], w), (1.0, None))
+        loss = loss + (du + u) ** 2
+    return loss
+
+
+def ode_residual_by_formula(w, xs):
+    total = 0.0
+    for x in xs:
+        t = np.tanh(w[0] * x + w[1])
+        u, du = np.sum(w[2] * t), np.sum(w[2] * (1 - t * t) * w[0])
+        total += (du + u) ** 2
+    return total
+
+
+def test_the_gradient_of_a_loss_that_calls_jvp():
+    w, xs = RNG.normal(size=(3, 4)), np.linspace(-1, 1, 5)
+    assert ode_residual(w, xs) == pytest.approx(ode_residual_by_formula(w, xs), rel=1e-13)
+    expected = fd_grad(lambda w: ode_residual_by_formula(w, xs), (w,), eps=1e-6)
+    np.testing.assert_allclose(pullback.grad(ode_residual)(w, xs), expected, rtol=1e-7,
+                               atol=1e-8)
+
+
+def stretched(w):
+    return np.sin(w) * w
+
+
+def tangent_norm(w, v):
+    _, t = pullback.jvp(stretched, (w,), (v,))
+    return np.sum(t * t)
+
+
+def test_an_array_tangent_and_its_cotangent():
+    w, v = RNG.normal(size=4), RNG.normal(size=4)
+    # t = (cos(w) w + sin(w)) v, so d|t|^2/dw = 2 t v (2 cos(w) - w sin(w)), d/dv = 2 t s.
+    s = np.cos(w) * w + np.sin(w)
+    t = s * v
+    gw, gv = pullback.grad(tangent_norm, argnums=(0, 1))(w, v)
+    np.testing.assert_allclose(gw, 2 * t * v * (2 * np.cos(w) - w * np.sin(w)), rtol=1e-12)
+    np.testing.assert_allclose(gv, 2 * t * s, rtol=1e-12)
+
+
+def calls_vjp(x):
+    value, back = pullback.vjp(power_sum, x, np.ones(2))
+    return back(1.0)[0]
+
+
+def calls_jvp_with_aux(x):
+    value, tangent, aux = pullback.jvp(power_sum, (x, np.ones(2)), (1.0, None), has_aux=True)
     return tangent
 
 
-def test_other_transforms_inside_are_refused_by_line():
-    with pytest.raises(pullback.UnsupportedSyntaxError,
-                       match=r"(?s)pullback\.jvp inside.*value, tangent = pullback\.jvp"):
-        pullback.grad(calls_jvp)(0.5)
+def calls_jvp_of_a_tuple(x):
+    primals = (x, np.ones(2))
+    value, tangent = pullback.jvp(power_sum, primals, (1.0, None))
+    return tangent
+
+
+@pytest.mark.parametrize("f,match", [
+    (calls_vjp, r"(?s)pullback\.vjp inside.*value, back = pullback\.vjp"),
+    (calls_jvp_with_aux, r"(?s)without has_aux.*has_aux=True"),
+    (calls_jvp_of_a_tuple, r"(?s)two tuples.*pullback\.jvp\(power_sum, primals"),
+])
+def test_transforms_inside_that_are_not_supported_are_refused_by_line(f, match):
+    with pytest.raises(pullback.UnsupportedSyntaxError, match=match):
+        pullback.grad(f)(0.5)
+
+
+def test_forward_mode_of_a_jvp_inside_is_refused_by_name():
+    with pytest.raises(pullback.MissingRuleError, match=r"tangent rule for jvp\(network\)"):
+        pullback.hessian(ode_residual)(RNG.normal(size=(3, 2)), np.ones(2))
 
 
 def test_a_grad_call_inside_runs_in_object_mode_under_numba():

@@ -49,7 +49,8 @@ def stub(fn):
     # A Hessian differentiates the tangent program that calls the stub: registry.lookup
     # follows py_func (as for a Numba dispatcher) to fn's rule.
     call.py_func = fn
-    forms.numba_twin(call)(_typer(fn, name))
+    # Warned of by the name the user wrote (a helper of grad(f)'s rule says grad(f)).
+    forms.numba_twin(call)(_typer(fn, getattr(fn, "object_mode_name", name)))
     _STUBS[id(fn)] = (fn, call)
     return call
 

@@ -60,6 +60,9 @@ class Calls:
         built = self.tree_call(e, fn, scope)    # len() of a pytree, a NamedTuple built...
         if built is not None:
             return built
+        rewritten = self.rewrite_transform(e, fn, scope)
+        if rewritten is not None:
+            return self.lower_expr(rewritten, scope)
         folded = self.fold_builtin(e, fn, scope)
         if folded is not None:
             return folded
@@ -86,6 +89,23 @@ class Calls:
         args = [self.lower_expr(a, scope) for a in e.args]
         kws = [ast.keyword(k.arg, self.lower_expr(k.value, scope)) for k in e.keywords]
         return Primitive(ast.Call(func, args, kws), callee=fn)
+
+    def rewrite_transform(self, e: ast.Call, fn, scope):
+        """A pullback transform that is ordinary code once rewritten (``jvp(f, (x,),
+        (v,))`` is ``(f(x), tangent(x, v))``, see :mod:`pullback.nesting`), or None.
+        The objects the rewriting calls are constants of this scope."""
+        rewrite = getattr(fn, "rewrite_in_code", None)
+        if rewrite is None:
+            return None
+
+        def constant(obj, hint):
+            name = self.names.fresh(hint)
+            scope.constants[name] = obj
+            return ast.Name(name, ast.Load())
+        try:
+            return rewrite(e, lambda node: self.resolver.resolve(node, scope), constant)
+        except ValueError as exc:
+            raise self.error(f"`{ast.unparse(e)}`", e, scope, str(exc)) from None
 
     def refuse_misplaced(self, e: ast.Call, fn, scope):
         """A call that is meaningful elsewhere only: ``range()`` outside a ``for``, and
