@@ -98,13 +98,21 @@ def partial(f, k, args, with_tangent=False):
         return hit[1]
     params = [f"{n}_" if n.startswith("_tangent") else n for n in names]
     seed = "_tangent" if with_tangent else "1.0"
-    body = [f"_value_out, _tangent_out = _forward({', '.join(params)}, {seed})",
+    body = [f"_value_out, _tangent_out = _forward({_passed(params, kinds)}, {seed})",
             "return _tangent_out"]
     name = f"d{_name(f)}_d{names[k]}".replace(".", "_").replace("<", "").replace(">", "")
     fn = function_from_source(name, params + (["_tangent"] if with_tangent else []), body,
                               {"__name__": GENERATED, "_forward": program.fn})
     _PARTIALS[key] = (program, fn)
     return fn
+
+
+def _passed(params, kinds) -> str:
+    """The arguments a generated function passes to a forward program: each array a
+    copy, which the program may write into (it copies what it writes, but inlined
+    into the generated function a write would change that function's argument)."""
+    return ", ".join(f"{p}.copy()" if k.ndim and k.items is None else p
+                     for p, k in zip(params, kinds))
 
 
 class HigherGradient:
@@ -301,8 +309,8 @@ class JvpTangent:
         if hit is not None and hit[0] is program:
             return hit[1]
         dots = [f"{names[i]}_dot" for i in range(n)]
-        body = [f"_value_out, _tangent_out = _forward({', '.join(names + [dots[i] for i in nums])})",
-                "return _tangent_out"]
+        passed = ", ".join([_passed(names, kinds)] + [dots[i] for i in nums])
+        body = [f"_value_out, _tangent_out = _forward({passed})", "return _tangent_out"]
         fn = function_from_source(f"{_identifier(_name(self.f))}_tangent", names + dots, body,
                                   {"__name__": GENERATED, "_forward": program.fn})
         self._functions[id(program)] = (program, fn)

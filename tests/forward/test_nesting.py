@@ -301,3 +301,19 @@ def test_derivatives_past_an_integer_powers_degree_vanish(power, x):
     for n in range(1, 5):
         expected = 0.5 * math.perm(power, n) * x ** (power - n) if n <= power else 0.0
         assert nested(f, n)(x) == pytest.approx(expected, abs=1e-300)
+
+
+def scaled_in_place(x, p):
+    p[0] = p[0] * x             # p is held fixed, but x is written into it
+    return np.sum(p * x)
+
+
+def test_a_parameter_held_fixed_that_a_differentiated_value_is_written_into():
+    # f = p0 x^2 + x (p1 + p2): f_x = 2 p0 x + p1 + p2, f_xx = 2 p0, f_xp = (2x, 1, 1).
+    p, x = np.array([1.0, 2.0, 3.0]), 1.5
+    value, tangent = pullback.jvp(scaled_in_place, (x, p.copy()), (1.0, None))
+    assert tangent == pytest.approx(2 * p[0] * x + p[1] + p[2], rel=1e-14)
+    f_xx, f_xp = pullback.grad(pullback.grad(scaled_in_place, 0), argnums=(0, 1))(x, p.copy())
+    assert f_xx == pytest.approx(2 * p[0], rel=1e-14)
+    np.testing.assert_allclose(f_xp, [2 * x, 1.0, 1.0], rtol=1e-14)
+    np.testing.assert_array_equal(p, [1.0, 2.0, 3.0])

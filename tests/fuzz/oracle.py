@@ -50,6 +50,7 @@ from reference import differs
 
 import pullback
 from pullback.core import optimise
+from pullback.core.errors import InternalError
 
 from .grammar import Program
 
@@ -304,6 +305,8 @@ def guarded(entry: str, body) -> Outcome:
             warnings.simplefilter("ignore")
             problem = body()
     except pullback.PullbackError as exc:
+        if isinstance(exc, InternalError):      # a bug in pullback, which says so
+            return Outcome("crash", entry, describe(exc))
         return Outcome("refused", entry, describe(exc))
     except Exception as exc:                     # noqa: BLE001 - any other error is a crash
         return Outcome("crash", entry, describe(exc))
@@ -419,14 +422,17 @@ def check_jvp(fn, program: Program, cases: list[Case], jit: bool) -> Outcome:
     def body():
         g = pullback.value_and_grad(fn, argnums=program.wrt, jit=jit)
         rng = np.random.default_rng(len(program.source))
+        # One differentiated argument held fixed (a None tangent) when there are
+        # several: a value written into it must still get its tangent.
+        held = int(rng.choice(program.wrt)) if len(program.wrt) > 1 else None
         for case in cases:
-            direction = [rng.normal(size=np.shape(a)) if i in program.wrt else None
-                         for i, a in enumerate(case.args)]
+            direction = [rng.normal(size=np.shape(a)) if i in program.wrt and i != held
+                         else None for i, a in enumerate(case.args)]
             direction = [float(d) if d is not None and np.ndim(d) == 0 else d for d in direction]
             value, tangent = pullback.jvp(fn, tuple(fresh(case.args)), tuple(direction), jit=jit)
             _, grads = g(*fresh(case.args))
             terms = [np.asarray(gr, dtype=float) * direction[i]
-                     for gr, i in zip(grads, program.wrt)]
+                     for gr, i in zip(grads, program.wrt) if i != held]
             expected = sum(float(np.sum(t)) for t in terms)
             scale = max((float(np.max(np.abs(t), initial=0.0)) * max(np.size(t), 1)
                          for t in terms), default=0.0)
@@ -439,6 +445,64 @@ def check_jvp(fn, program: Program, cases: list[Case], jit: bool) -> Outcome:
                 return labelled(problem, case)
         return None
     return guarded("jvp", body)
+
+
+#: Second order: <u, H v> against <v, H u>, and grad of grad against hvp, relative
+#: to the largest term (both sides are exact up to rounding, along different code).
+HESSIAN_RTOL = 1e-9
+
+
+def check_second_order(fn, program: Program, cases: list[Case], jit: bool) -> Outcome:
+    """Reverse mode over forward mode: the Hessian is symmetric (<u, H v> equals
+    <v, H u> for random u, v), and, for a number among the differentiated arguments,
+    ``grad(grad(f, i))`` (a generated forward program differentiated again) is the
+    Hessian's row i, which ``hvp`` along e_i gives.  The Python backend only for
+    grad of grad.  A refusal of second order is not counted: first order is judged
+    by the other checks."""
+    def body():
+        args, wrt = cases[0].args, program.wrt
+        rng = np.random.default_rng(len(program.source) + 1)
+
+        def direction():
+            return tuple((float(rng.normal()) if np.ndim(a) == 0 else rng.normal(size=np.shape(a)))
+                         if i in wrt else None for i, a in enumerate(args))
+
+        def hvp(tangents):
+            return pullback.hvp(fn, tuple(fresh(args)), tangents, jit=jit)
+
+        def inner(h, d):
+            terms = [np.asarray(h[i], dtype=float) * d[i] for i in wrt]
+            return sum(float(np.sum(t)) for t in terms), max(
+                (float(np.max(np.abs(t), initial=0.0)) * max(np.size(t), 1) for t in terms),
+                default=0.0)
+        try:
+            u, v = direction(), direction()
+            (a, scale_a), (b, scale_b) = inner(hvp(v), u), inner(hvp(u), v)
+            if np.isfinite(a) and np.isfinite(b) and \
+                    abs(a - b) > HESSIAN_RTOL * max(scale_a, scale_b) + 1e-300:
+                return "wrong", f"<u, H v> {a!r} against <v, H u> {b!r}"
+            scalars = [i for i in wrt if np.ndim(args[i]) == 0]
+            if jit or not scalars:
+                return None
+            i = scalars[0]
+            row = pullback.grad(pullback.grad(fn, i), argnums=wrt)(*fresh(args))
+            column = hvp(tuple((1.0 if k == i else np.zeros_like(a, dtype=float)
+                                if np.ndim(a) else 0.0) if k in wrt else None
+                               for k, a in enumerate(args)))
+            for r, k in zip(row, wrt):
+                want = np.asarray(column[k], dtype=float)
+                got = np.asarray(r, dtype=float)
+                finite = np.isfinite(want) & np.isfinite(got)
+                scale = float(np.max(np.abs(want[finite]), initial=0.0))
+                if np.any(np.abs(got - want)[finite] > HESSIAN_RTOL * scale + 1e-300):
+                    return "wrong", (f"grad(grad(f, {i})) {got!r} against hvp along e_{i} "
+                                     f"{want!r} (argument {k})")
+        except pullback.PullbackError as exc:
+            if isinstance(exc, InternalError):
+                raise
+            return None
+        return None
+    return guarded("second order", body)
 
 
 def judged(fn, program: Program, args: tuple, directory: Path) -> Reference | None:
@@ -464,4 +528,5 @@ def check(program: Program, jit: bool, directory: Path) -> Outcome:
                   check_grad(fn, program, cases, jit),
                   check_vjp(fn, program, ref, jit),
                   check_reference(fn, program, cases, jit),
-                  check_jvp(fn, program, cases, jit)])
+                  check_jvp(fn, program, cases, jit),
+                  check_second_order(fn, program, cases, jit)])

@@ -68,7 +68,11 @@ class _Writer:
 
     def run(self, wrt) -> Tangents:
         tangent_params = {p: self.dot(p) for p in wrt}
-        body = self.block(self.fn.body)
+        # A parameter held fixed that a differentiated value is written into
+        # (``p[0] = x``) starts with a zero tangent.
+        held = [_assign(self.dot(p), self.zero(ast.Name(p))) for p in self.fn.params
+                if p in self.active and p not in tangent_params]
+        body = held + self.block(self.fn.body)
         ret = self.fn.body[-1].value
         copied = frozenset(self.fn.copied_params)
         return Tangents(self.fn.name, tuple(self.fn.params), tuple(wrt), tangent_params, body,
