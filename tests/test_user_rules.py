@@ -4,6 +4,7 @@ arguments the call site passed, positional and keyword, with no defaults filled 
 Every gradient is checked against central finite differences of the primal.
 """
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -175,6 +176,58 @@ def test_a_rule_on_a_plain_python_function_under_numba(registered):
                for i in range(3))       # W'(u) = W / (u (1 + W)), by the chain rule
     assert pullback.grad(f, jit=True)(z) == pytest.approx(want, rel=1e-12)
     assert pullback.grad(f, jit=False)(z) == pytest.approx(fd_grad(f, (z,)), rel=1e-7)
+
+
+def test_a_rule_on_a_function_numba_cannot_compile_runs_in_object_mode(registered):
+    """A rule on a plain Python function that calls SciPy (Numba compiles neither
+    it nor its VJP): under jit=True both are called through object mode, with a
+    PerformanceWarning, and the gradient is the Python backend's."""
+    pytest.importorskip("numba")
+    special = pytest.importorskip("scipy.special")
+
+    def lambert_w(z):
+        return float(np.real(special.lambertw(z)))
+
+    def lambert_w_vjp(g, ans, z):
+        w = float(np.real(special.lambertw(z)))       # SciPy again: no Numba either
+        return g * w / (z * (1.0 + w))
+
+    def scaled(v):
+        return np.asarray(special.expit(v)) * 2.0      # an array in, an array out
+
+    registered(lambert_w, lambert_w_vjp)
+    registered(scaled, lambda g, ans, v: g * ans * (1.0 - ans / 2.0))
+
+    def f(z, v):
+        s = np.sum(scaled(v * z))
+        for i in range(3):
+            s += lambert_w(z * (i + 1.0))
+        return s
+    z, v = 1.3, np.array([0.5, -1.0, 2.0])
+    want = sum((i + 1) * lambert_w(z * (i + 1)) / (z * (i + 1) * (1 + lambert_w(z * (i + 1))))
+               for i in range(3))
+    e = special.expit(v * z)
+    want_z, want_v = want + np.sum(2 * e * (1 - e) * v), 2 * e * (1 - e) * z
+    with pytest.warns(pullback.PerformanceWarning, match="lambert_w"):
+        gz, gv = pullback.grad(f, argnums=(0, 1), jit=True)(z, v)
+    assert gz == pytest.approx(want_z, rel=1e-12)
+    assert_close(gv, want_v, rtol=1e-12)
+    assert_close(pullback.grad(f, argnums=1)(z, v), want_v, rtol=1e-12)
+
+
+def test_a_rule_numba_compiles_gives_no_object_mode(registered):
+    pytest.importorskip("numba")
+
+    def cube(x):
+        return x * x * x
+
+    registered(cube, lambda g, ans, x: 3.0 * g * x * x)
+
+    def f(x):
+        return cube(x) + cube(2.0 * x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pullback.PerformanceWarning)
+        assert pullback.grad(f, jit=True)(0.7) == pytest.approx(27 * 0.49, rel=1e-14)
 
 
 def test_none_from_a_vjp_is_a_zero_cotangent(registered):

@@ -16,11 +16,12 @@ hands its residuals to ``bwd``: one extra ``fwd`` call per call in the reverse
 sweep.  The forward sweep calls the function itself: a user rule's forward part
 is the primal call, whose one result the transform follows, so residuals
 returned beside it would need a tuple-valued primitive of their own.  ``None``
-from ``bwd`` is a zero of the argument's shape.  Under Numba (``jit=True``) both
-``fwd`` and ``bwd`` must be ``numba.njit`` functions: the forward sweep takes the
+from ``bwd`` is a zero of the argument's shape.  Under Numba (``jit=True``), when
+``fwd`` and ``bwd`` are both ``numba.njit`` functions, the forward sweep takes the
 value as ``fwd(...)[0]`` (the primitive's Numba twin) and the VJP is compiled
-(its twin); plain Python ones are refused at the call's line
-(``numba_refusal``, read by the Numba backend's ``check_rule``).
+(its twin); plain Python ones are called through Numba's object mode
+(:mod:`.backends.object_mode`: the VJP says its cotangents are like the call's
+arguments, ``object_mode``).
 
 ``custom_jvp``: forward mode calls the user's jvp once per differentiated
 argument, with that argument's tangent and zeros for the others (the tangent
@@ -149,11 +150,9 @@ def _define_vjp(primitive, params, fwd, bwd):
          "fwd_name": _name(fwd), "bwd_name": _name(bwd), "fname": fname}, defaults)
     if unwrap(fwd)[1] and unwrap(bwd)[1]:     # both numba.njit functions
         _numba_forms(primitive, vjp, names, defaults, fwd, bwd)
-    else:
-        vjp.numba_refusal = (
-            f"{fname}, a pullback.custom_vjp function, under the Numba backend (jit=True): "
-            f"its fwd {_name(fwd)} and bwd {_name(bwd)} are not both numba.njit functions",
-            "Compile both with numba.njit, or use jit=False.")
+    else:   # under Numba, called from compiled code through object mode
+        vjp.object_mode = lambda n: (tuple(range(2, n)), len(names) > 1)
+        vjp.object_mode_name = fname
     registry.defvjp(primitive, vjp)     # replaces the last; the pipeline drops derivatives
 
 

@@ -55,10 +55,11 @@ class Backend:
         by the user's own global name), not another object bound for it."""
         return self.bind_helper(obj) is obj
 
-    def primal_twin(self, callee, method, call, kind=None):
+    def primal_twin(self, callee, method, call, kind=None, result=None):
         """A callable for the forward sweep to call instead of the primal ``callee``
         (or of the ndarray method ``method``, receiver first) in ``call``, or None:
-        call it as written.  ``kind(atom)`` is the kind of an argument."""
+        call it as written.  ``kind(atom)`` is the kind of an argument, ``result``
+        the call's."""
         return None
 
     def check_rule(self, tr, s, rule, bound) -> None:

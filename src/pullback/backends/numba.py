@@ -52,12 +52,21 @@ class NumbaBackend(Backend):
     def finish(self, fn, src, filename, origins):
         return _LazyNumba(fn, src, filename, origins)
 
-    def primal_twin(self, callee, method, call, kind=None):
+    def primal_twin(self, callee, method, call, kind=None, result=None):
         fn = registry.method(method) if method is not None else callee
         if object_mode.spec(fn, len(call.args)) is not None and not call.keywords:
             return object_mode.stub(fn)     # Python through and through (grad(f))
         if _users_plain_function(fn):
-            return fn       # bound as a helper: compiled with numba.njit, as its VJP is
+            # Bound as a helper: compiled with numba.njit, as its VJP is, where Numba
+            # compiles it for these kinds (or it has a twin: an object-mode stub); else
+            # called through object mode.
+            kinds = [kind(a) for a in call.args] if kind is not None else None
+            declared = object_mode.result_kind(result, kinds) \
+                if result is not None and kinds is not None else None
+            if forms.twin(fn) is not None or call.keywords or declared is None \
+                    or object_mode.compiles(_jit_helper(fn), kinds):
+                return fn
+            return object_mode.stub(fn, ((declared,), False))
         if len(call.args) + len(call.keywords) + (method is not None) <= 1 \
                 and not forms.twin_always(fn) and not _array_call(fn, call, kind):
             return None     # f(a): Numba compiles the NumPy function itself
@@ -82,6 +91,7 @@ class NumbaBackend(Backend):
             if refusal is not None and getattr(obj, "object_mode", None) is None:
                 raise tr.error(s, refusal[0], refusal[1], cls=NumbaCompileError)
         if rule.vjp_tuple is not None:
+            _user_vjp_or_object_mode(tr, s, rule)
             return          # a user's VJP function: Numba compiles it as it is, or says why
         for pname, template in rule.adjoints.items():
             if not tr.is_active(bound.get(pname)):
@@ -108,6 +118,22 @@ class NumbaBackend(Backend):
 
     def primal(self, f, py_func):
         return f
+
+
+def _user_vjp_or_object_mode(tr, s, rule) -> None:
+    """A user's VJP on a plain Python function that Numba does not compile for this
+    call's kinds (its cotangent and result of the result's kind) is called through
+    object mode, its cotangents like the call's arguments."""
+    vjp = rule.helpers.get("__vjp__")
+    e = getattr(s, "expr", None)
+    if not isinstance(vjp, types.FunctionType) or not isinstance(e, ast.Call) or e.keywords \
+            or getattr(s, "target", None) is None:
+        return
+    result = tr.kind(ast.Name(s.target))
+    kinds = [result, result] + [tr.kind(a) for a in e.args]
+    if not object_mode.compiles(_jit_helper(vjp), kinds):
+        n = min(max(rule.cotangents, 1), len(e.args))
+        object_mode.declare(vjp, tuple(range(2, 2 + n)), rule.cotangents > 1)
 
 
 def _users_plain_function(fn) -> bool:
@@ -311,8 +337,8 @@ def _jit_helper(v):
     a helper with a twin is passed as it is (Numba compiles the twin), a primitive
     with a twin as its stub."""
     from . import numba_twins
-    if getattr(v, "object_mode", None) is not None:
-        v = object_mode.stub(v)     # a rule's helper that runs Python (nesting's)
+    if object_mode.called_through(v):
+        v = object_mode.stub(v)     # a helper that runs Python (nesting's, a user's VJP)
     twin = forms.twin(v)
     if twin is not None and twin is not forms.PLAIN and registry.lookup(v) is not None \
             and not numba_twins._own(v):

@@ -14,6 +14,13 @@ tuple of them when ``many``) per position, each a cotangent of that argument: a
 float for a number, a C-contiguous float64 array of its dimension for an array,
 None for an argument that is not a float.  The block makes the value so
 (``None`` from the callable is a zero).
+
+A user's function that has a rule (``pullback.rule``) is compiled with Numba when
+Numba compiles it; when Numba cannot (it calls SciPy, say), the backend declares
+what its calls give (:func:`declare`): the primal's result of the kind the
+transform found for it, the rule's cotangents like the call's arguments.  An item
+of a declared result is a position (a cotangent like that argument) or a
+:class:`~pullback.core.kinds.Kind` (a float, int or bool number or array).
 """
 from __future__ import annotations
 
@@ -22,22 +29,79 @@ import warnings
 import numpy as np
 
 from ..core.errors import PerformanceWarning
+from ..core.kinds import Kind
 from ..core.runtime import cotangent_or_zero
 from ..rules import forms
 
 _STUBS: dict = {}       # id(callable) -> (callable, its stub)
+_DECLARED: dict = {}    # id(callable) -> (callable, (items, many)): what the backend found
 
 
 def spec(fn, nargs):
-    """``fn.object_mode(nargs)`` if ``fn`` may be called through object mode, else None."""
+    """``(items, many)``, what a call of ``fn`` with ``nargs`` arguments gives, if ``fn``
+    may be called through object mode, else None."""
     say = getattr(fn, "object_mode", None)
-    return say(nargs) if callable(say) else None
+    if callable(say):
+        return say(nargs)
+    hit = _DECLARED.get(id(fn))
+    return hit[1] if hit is not None and hit[0] is fn else None
 
 
-def stub(fn):
+def called_through(fn) -> bool:
+    """Whether calls of ``fn`` go through object mode (it says so, or was declared)."""
+    hit = _DECLARED.get(id(fn))
+    return callable(getattr(fn, "object_mode", None)) or (hit is not None and hit[0] is fn)
+
+
+def declare(fn, items: tuple, many: bool) -> None:
+    """Call ``fn`` through object mode from now on, its result ``items``, positions
+    of the arguments it is like (one, or a tuple of them when ``many``)."""
+    _DECLARED[id(fn)] = (fn, (tuple(items), many))
+
+
+def numba_type(kind):
+    """The Numba type of a value of ``kind`` (a float, int or bool number, or a C
+    array of them), or None for any other kind."""
+    from numba import types
+    scalar = {"f": types.float64, "i": types.int64, "b": types.boolean}.get(kind.dtype)
+    if scalar is None or kind.items is not None or kind.ndim is None or kind.ndim < 0:
+        return None
+    return scalar if kind.ndim == 0 else types.Array(scalar, kind.ndim, "C")
+
+
+def result_kind(result, arguments):
+    """The kind to declare for a call's result: ``result``, or for an array whose
+    dimensions the transform does not know (a user's function without a result
+    rule), that of its arguments' arrays of most dimensions, a float array (a
+    result of another shape fails by name when it comes back); None if not known."""
+    if result.ndim is not None and result.ndim >= 0 and result.items is None:
+        return result
+    if result.items is not None or result.ndim is None:
+        return None
+    ndims = [k.ndim for k in arguments if k.ndim is not None and k.ndim > 0]
+    return Kind(max(ndims), result.dtype if result.dtype in "fib" and result.dtype else "f") \
+        if ndims else None
+
+
+def compiles(dispatcher, kinds) -> bool:
+    """Whether Numba compiles ``dispatcher`` for arguments of these kinds (True when a
+    kind has no Numba type here: Numba will say, naming the line)."""
+    signature = tuple(numba_type(k) for k in kinds)
+    if None in signature:
+        return True
+    try:
+        dispatcher.compile(signature)
+    except Exception:       # noqa: BLE001 - any failure of Numba's means: not compiled
+        return False
+    return True
+
+
+def stub(fn, result=None):
     """The function compiled code calls for ``fn``: it calls ``fn`` from Python, and
-    its Numba twin is the object-mode block."""
-    hit = _STUBS.get(id(fn))
+    its Numba twin is the object-mode block.  ``result``: ``(items, many)`` for this
+    call site (a primal's kind), else what ``fn`` says or was declared to give."""
+    key = (id(fn), result)
+    hit = _STUBS.get(key)
     if hit is not None and hit[0] is fn:
         return hit[1]
 
@@ -50,16 +114,17 @@ def stub(fn):
     # follows py_func (as for a Numba dispatcher) to fn's rule.
     call.py_func = fn
     # Warned of by the name the user wrote (a helper of grad(f)'s rule says grad(f)).
-    forms.numba_twin(call)(_typer(fn, getattr(fn, "object_mode_name", name)))
-    _STUBS[id(fn)] = (fn, call)
+    forms.numba_twin(call)(_typer(fn, getattr(fn, "object_mode_name", name), result))
+    _STUBS[key] = (fn, call)
     return call
 
 
-def _typer(fn, name):
+def _typer(fn, name, result):
     def typer(*args):
         from numba import objmode, types
-        positions, many = spec(fn, len(args))
-        items = [_cotangent_type(args[p], types) for p in positions]
+        positions, many = result if result is not None else spec(fn, len(args))
+        items = [_cotangent_type(args[p], types) if isinstance(p, int) else numba_type(p)
+                 for p in positions]
         out_type = types.Tuple(items) if many else items[0]
         warnings.warn(f"{name} runs as Python inside the compiled derivative (a Numba "
                       "object-mode block, a few microseconds per call)", PerformanceWarning)
@@ -84,11 +149,20 @@ def _made(out, args, positions, many):
     """``out`` as the block declared it: each item a float, a C-contiguous float64
     array, or None (for an argument that is not a float)."""
     items = out if many else (out,)
-    return tuple(_item(v, args[p]) for v, p in zip(items, positions)) if many else \
-        _item(items[0], args[positions[0]])
+    made = [_item(v, p if isinstance(p, Kind) else args[p]) for v, p in zip(items, positions)]
+    return tuple(made) if many else made[0]
 
 
 def _item(value, arg):
+    if isinstance(arg, Kind):       # a declared kind: a number or a C array of its dtype
+        dtype = {"f": np.float64, "i": np.int64, "b": np.bool_}[arg.dtype]
+        if arg.ndim == 0:
+            return dtype(value).item()
+        out = np.ascontiguousarray(value, dtype=dtype)
+        if out.ndim != arg.ndim:
+            raise TypeError(f"a function called from compiled code returned an array of "
+                            f"{out.ndim} dimensions where {arg.ndim} were found")
+        return out
     if isinstance(arg, np.ndarray) and arg.dtype.kind == "f":
         return np.ascontiguousarray(cotangent_or_zero(value, arg), dtype=np.float64)
     if isinstance(arg, float):

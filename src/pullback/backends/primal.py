@@ -95,7 +95,8 @@ class _Lowering:
         arrays, s = self._numbers_as_arrays(s) if isinstance(e, ast.Call) else ([], s)
         if arrays:
             return arrays + self._assign(s)
-        twin = self.backend.primal_twin(s.callee, s.method, e, self.kind) \
+        twin = self.backend.primal_twin(s.callee, s.method, e, self.kind,
+                                        self.kind(ast.Name(s.target))) \
             if isinstance(e, ast.Call) else None
         if twin is not None:
             args = ([e.func.value] if s.method is not None else []) + e.args
