@@ -33,7 +33,7 @@ from .api import (
 from .core.errors import PullbackError
 from .core.kinds import kind_of_value
 from .jacobian_trees import hessian_tree, jacfwd_tree
-from .nesting import HigherGradient, grad_of, rewrite_jvp
+from .nesting import HigherGradient, grad_of, rewrite_jvp, rewrite_vjp
 from .pipeline import choose_backend, derivative, still_valid
 from .trees import (
     flatten_args,
@@ -471,10 +471,13 @@ def _shaped(out, single):
 # Written in differentiated code, grad(f) of a known f is built when transforming,
 # a primitive with its own rule (frontend.resolve.built_transform, nesting.rule).
 grad.builds_primitive = api.grad.builds_primitive = True
-_NOT_NESTED = ("pullback differentiates calls of grad(f) and jvp(f, ...) made inside the "
-               "function, not yet of the other transforms: take the derivative from outside "
-               "(grad(grad(f)), hessian(f), jvp(grad(f), ...)), or write it with grad or jvp")
-for _transform in (api.value_and_grad, value_and_grad, api.vjp, hvp, hessian, jacfwd, jacrev):
+_NOT_NESTED = ("pullback differentiates calls of grad(f), jvp(f, ...) and vjp(f, ...) made "
+               "inside the function, not yet of the other transforms: take the derivative "
+               "from outside (grad(grad(f)), hessian(f), jvp(grad(f), ...)), or write it with "
+               "grad, jvp or vjp")
+for _transform in (api.value_and_grad, value_and_grad, hvp, hessian, jacfwd, jacrev):
     _transform.refused_in_code = _NOT_NESTED
-# jvp(f, (x,), (v,)) written in differentiated code is (f(x), a primitive's call).
+# jvp(f, (x,), (v,)) written in differentiated code is (f(x), a primitive's call), and
+# vjp(f, x) is (f(x), a local function calling one).
 jvp.rewrite_in_code = rewrite_jvp
+api.vjp.rewrite_in_code = rewrite_vjp

@@ -20,6 +20,10 @@ A call ``jvp(f, (x, ...), (v, ...))`` inside differentiated code is rewritten
 (:func:`rewrite_jvp`) as ``(f(x, ...), JvpTangent(f)(x, ..., v, ...))``: f is
 inlined as any call is, and its tangent is a primitive whose cotangents are one
 ``vjp`` of the tangent output of f's forward program (:class:`JvpTangent`).
+``value, back = vjp(f, x, ...)`` is rewritten (:func:`rewrite_vjp`) as
+``f(x, ...)`` and a local function ``back``, whose call is a primitive
+(:class:`VjpApply`): ``J^T c``, linear in ``c``, its cotangents again one reverse
+sweep of f's tangent function.
 
 So ``hessian``, ``jvp`` and ``grad`` of a function that calls ``grad(f)`` work,
 each rule running the public transforms again at run time, as Python: under
@@ -40,7 +44,7 @@ from .api import GradientFunction, _name, for_user
 from .arguments import _full_args
 from .backends.python import PYTHON
 from .core.errors import PullbackError
-from .core.kinds import kind_of_value
+from .core.kinds import Kind, kind_of_value
 from .frontend.parse import unwrap
 from .frontend.scope import UNRESOLVED
 from .pipeline import derivative
@@ -336,7 +340,7 @@ def jvp_rule(J):
     return registry.vjp_rule(J, jvp_tangent_vjp, name=J.__name__)
 
 
-def rewrite_jvp(e, resolve, constant):
+def rewrite_jvp(e, resolve, constant, assigned_once=None):
     """``jvp(f, (x, ...), (v, ...))`` written in differentiated code, as
     ``(f(x, ...), JvpTangent(f)(x, ..., v, ...))`` (``constant(obj, hint)`` names
     an object for the code); ValueError says why a call cannot be rewritten."""
@@ -358,6 +362,77 @@ def rewrite_jvp(e, resolve, constant):
                      ast.Load())
 
 
+class VjpApply:
+    """``(*primals, cotangent) -> vjp(f, *primals)[1](cotangent)``: what ``back(ct)``
+    of a ``vjp`` written in differentiated code gives, a tuple of one cotangent per
+    primal (:func:`rewrite_vjp`); a primitive (:func:`vjp_apply_rule`)."""
+
+    def __init__(self, f, n):
+        self.f, self.n = f, n
+        self.__name__ = f"vjp({_name(f)})"
+        self.tangents = JvpTangent(f, n)
+
+    def __call__(self, *args):
+        from .api import vjp
+        return tuple(vjp(self.f, *args[:self.n])[1](args[self.n]))
+
+
+def _cotangent_kinds(fn, args, kws, call):
+    """The result of a :class:`VjpApply` call: a tuple of a float cotangent of each
+    primal's rank (the last argument is the cotangent given)."""
+    return Kind(None, "o", tuple(Kind(a.ndim, "f") if a.dtype in "fib" else Kind(0, "o")
+                                 for a in args[:-1]))
+
+
+def vjp_apply_rule(A):
+    """The rule of :class:`VjpApply` ``A``: ``J^T c`` is linear in ``c`` and its
+    cotangent ``u`` gives ``J u`` for ``c`` and the gradient of ``<c, J(x) u>`` for
+    the primals, both from one reverse sweep of f's tangent function at ``(x, u)``."""
+    names = _names(A.f) or [f"x{i}" for i in range(A.n)]
+
+    def vjp_apply_vjp(g, ans, *args):
+        from .api import vjp
+        primals, c = args[:A.n], args[A.n]
+        items = list(g) if isinstance(g, (list, tuple)) else [g] * A.n
+        u = tuple(None if kind_of_value(x).dtype != "f" else
+                  np.broadcast_to(np.asarray(t, dtype=float), np.shape(x)).copy()
+                  if np.ndim(x) else float(t) for t, x in zip(items, primals))
+        value, back = vjp(A.tangents.function(primals + u), *primals, *u)
+        return (*back(c)[:A.n], value)
+    vjp_apply_vjp.__signature__ = _signature(names + ["cotangent"], ["g", "ans"])
+    vjp_apply_vjp.__name__ = f"{A.__name__}_vjp"
+    vjp_apply_vjp.numba_refusal = (
+        f"{A.__name__} written inside the function differentiated, under the Numba backend "
+        "(jit=True): its derivative runs pullback's transforms at run time, as Python",
+        "Use jit=False for the outer transform.")
+    return dataclasses.replace(registry.vjp_rule(A, vjp_apply_vjp, name=A.__name__),
+                               result=_cotangent_kinds)
+
+
+def rewrite_vjp(e, resolve, constant, assigned_once):
+    """``vjp(f, x, ...)`` written in differentiated code, as ``(f(x, ...), lambda c:
+    VjpApply(f)(x, ..., c))``: unpacked into ``value, back``, ``back`` is a local
+    function, inlined where it is called.  Its primals must be names (or constants)
+    that keep their values: ``back`` reads them when it is called."""
+    if len(e.args) < 2 or any(k.arg != "jit" for k in e.keywords):
+        raise ValueError("write value, back = vjp(f, x, ...) there, without has_aux")
+    f_node, primals = e.args[0], e.args[1:]
+    if not all(isinstance(a, ast.Constant) or isinstance(a, ast.Name)
+               and assigned_once(a.id) for a in primals):
+        raise ValueError("pass vjp its arguments as names that are not assigned again (x, "
+                         "not x + 1): back reads them when it is called")
+    f = resolve(f_node)
+    if f is UNRESOLVED or not callable(f):
+        raise ValueError("its function must be one defined outside (a module-level def)")
+    apply = constant(VjpApply(f, len(primals)), "vjp_apply")
+    cotangent = "_vjp_cotangent"
+    back = ast.Lambda(ast.arguments([], [ast.arg(cotangent)], None, [], [], None, []),
+                      ast.Call(apply, [copy.deepcopy(a) for a in primals]
+                               + [ast.Name(cotangent, ast.Load())], []))
+    value = ast.Call(copy.deepcopy(f_node), [copy.deepcopy(a) for a in primals], [])
+    return ast.Tuple([value, back], ast.Load())
+
+
 def _identifier(text) -> str:
     return "".join(c if c.isalnum() else "_" for c in text).strip("_") or "f"
 
@@ -367,3 +442,4 @@ registry.provide(GradientFunction, rule)
 registry.provide(HigherGradient, rule)
 registry.provide(GradientTangent, tangent_rule)
 registry.provide(JvpTangent, jvp_rule)
+registry.provide(VjpApply, vjp_apply_rule)

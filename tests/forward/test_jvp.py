@@ -303,3 +303,18 @@ def test_the_fast_path_of_a_repeated_call_checks_what_the_first_call_checked():
         assert pullback.jvp(_scaled, (3.0, p), (1.0, v))[0] == 45.0
     finally:
         SCALE = 2.0
+
+
+def whole_array_reductions(p):
+    return np.max(p) * np.mean(p) + np.min(p ** 2)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_tangents_of_whole_array_reductions_on_both_backends(jit):
+    # Their tangent is sum(t * w) of the whole array (Numba's np.sum takes no
+    # axis= or keepdims= keyword: a random program found the refusal).
+    p, v = np.array([0.3, -1.2, 2.0, 0.7]), np.array([1.0, 0.5, -0.3, 2.0])
+    # max at 2.0 (index 2), mean 0.45, min of the squares at 0.3 (index 0).
+    expected = (v[2] * 0.45 + 2.0 * np.mean(v)) + 2 * 0.3 * v[0]
+    value, tangent = pullback.jvp(whole_array_reductions, (p,), (v,), jit=jit)
+    assert tangent == pytest.approx(expected, rel=1e-14)

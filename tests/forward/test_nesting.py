@@ -248,9 +248,57 @@ def test_an_array_tangent_and_its_cotangent():
     np.testing.assert_allclose(gv, 2 * t * s, rtol=1e-12)
 
 
-def calls_vjp(x):
-    value, back = pullback.vjp(power_sum, x, np.ones(2))
+def product_of_value_and_slope(x):
+    c = np.array([1.0, 1.0, 1.0])
+    v, back = pullback.vjp(power_sum, x, c)
+    return back(1.0)[0] * v
+
+
+def test_the_gradient_of_a_function_that_calls_vjp():
+    x = 1.5
+    # f = x + x^2 + x^3; the function is f'(x) f(x), its derivative f'' f + f'^2.
+    f, d1, d2 = x + x * x + x ** 3, 1 + 2 * x + 3 * x * x, 2 + 6 * x
+    assert product_of_value_and_slope(x) == pytest.approx(d1 * f, rel=1e-14)
+    assert pullback.grad(product_of_value_and_slope)(x) == pytest.approx(d2 * f + d1 * d1,
+                                                                         rel=1e-13)
+
+
+def layer(w, X):
+    return np.tanh(X @ w)
+
+
+def pulled_back_norm(w, X, c):
+    """|J_w^T c|^2 plus the layer's sum: the cotangents of a vjp, differentiated."""
+    out, back = pullback.vjp(layer, w, X)
+    gw, gX = back(c)
+    return np.sum(gw ** 2) + np.sum(out)
+
+
+def pulled_back_norm_by_formula(w, X, c):
+    t = np.tanh(X @ w)
+    gw = X.T @ (c * (1 - t * t))
+    return np.sum(gw ** 2) + np.sum(t)
+
+
+def test_the_cotangents_of_a_vjp_inside_against_differences():
+    w, X, c = RNG.normal(size=3), RNG.normal(size=(4, 3)), RNG.normal(size=4)
+    assert pulled_back_norm(w, X, c) == pytest.approx(pulled_back_norm_by_formula(w, X, c),
+                                                      rel=1e-13)
+    got = pullback.grad(pulled_back_norm, argnums=(0, 1, 2))(w, X, c)
+    for k in range(3):
+        expected = fd_grad(pulled_back_norm_by_formula, (w, X, c), k, eps=1e-6)
+        np.testing.assert_allclose(got[k], expected, rtol=1e-7, atol=1e-8)
+
+
+def calls_vjp_of_an_expression(x):
+    value, back = pullback.vjp(power_sum, x + 1.0, np.ones(2))
     return back(1.0)[0]
+
+
+def calls_vjp_then_reassigns(x):
+    value, back = pullback.vjp(power_sum, x, np.ones(2))
+    x = x * 2.0
+    return back(1.0)[0] + x
 
 
 def calls_jvp_with_aux(x):
@@ -265,7 +313,8 @@ def calls_jvp_of_a_tuple(x):
 
 
 @pytest.mark.parametrize("f,match", [
-    (calls_vjp, r"(?s)pullback\.vjp inside.*value, back = pullback\.vjp"),
+    (calls_vjp_of_an_expression, r"(?s)as names.*pullback\.vjp\(power_sum, x \+ 1\.0"),
+    (calls_vjp_then_reassigns, r"(?s)not assigned again.*value, back = pullback\.vjp"),
     (calls_jvp_with_aux, r"(?s)without has_aux.*has_aux=True"),
     (calls_jvp_of_a_tuple, r"(?s)two tuples.*pullback\.jvp\(power_sum, primals"),
 ])

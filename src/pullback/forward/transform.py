@@ -263,7 +263,10 @@ def _reduced(w, rule, form, bound, active):
             ast.Call(ast.Attribute(ast.Name(np_name), "ones_like", ast.Load()), [ans], [])
         weight = substitute(rule.adjoints[param], dict(bound, g=ones, ans=ans), names)
         product = ast.BinOp(ast.Name(w.dot(arg.id)), ast.Mult(), weight)
+        whole = _constant(bound["axis"], None) and _constant(bound["keepdims"], False)
+        # The whole array's sum is written without keywords: Numba's np.sum takes none.
         return ast.Call(ast.Attribute(ast.Name(np_name), "sum", ast.Load()), [product],
+                        [] if whole else
                         [ast.keyword("axis", copy.deepcopy(bound["axis"])),
                          ast.keyword("keepdims", copy.deepcopy(bound["keepdims"]))])
     return build
@@ -305,3 +308,8 @@ def _assign(name, value):
 _STATEMENTS = ir.table("forward mode", {
     ir.Assign: _Writer.assign, ir.SetItem: _Writer.setitem, ir.If: _Writer.if_,
     ir.For: _Writer.for_, ir.While: _Writer.while_, ir.Return: lambda w, s: []})
+
+
+def _constant(node, value) -> bool:
+    """Whether ``node`` is the constant ``value`` (None, False: compared by identity)."""
+    return isinstance(node, ast.Constant) and node.value is value

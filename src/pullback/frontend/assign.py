@@ -59,17 +59,22 @@ class Assignments:
 
     def _unpack(self, target, value, scope, stmt, lowered):
         low = self.lowering
+        if not lowered:
+            value = low.rewritten(value, scope) or value
         if not lowered and isinstance(value, (ast.Tuple, ast.List)) \
                 and len(value.elts) == len(target.elts):
             # a, b = b, a + b: evaluate every right-hand side before assigning.
             atoms = []
             for e in value.elts:
+                if isinstance(e, ast.Lambda):   # a, f = x, lambda v: ...: f is a local def
+                    atoms.append(e)
+                    continue
                 a = low.lower_tree(e, scope)
                 if isinstance(a, ast.Name):
                     a = low.out.temp(stmt, a, scope)
                 atoms.append(a)
             for t, a in zip(target.elts, atoms):
-                self.assign(t, a, scope, stmt, lowered=True)
+                self.assign(t, a, scope, stmt, lowered=not isinstance(a, ast.Lambda))
             return
         whole = value if lowered else low.lower_tree(value, scope)
         if isinstance(whole, Tree):

@@ -15,7 +15,7 @@ from .callees import refuse_in_place, refuse_in_place_method, rule_for_call
 from .expressions import Primitive
 from .folds import is_fold, lower_fold
 from .parse import unwrap
-from .resolve import copy_expr, is_library, root_name
+from .resolve import copy_expr, is_library, root_name, stores
 from .scope import UNRESOLVED
 
 # Builtins that the normalizer lowers itself, never inlines.
@@ -90,10 +90,20 @@ class Calls:
         kws = [ast.keyword(k.arg, self.lower_expr(k.value, scope)) for k in e.keywords]
         return Primitive(ast.Call(func, args, kws), callee=fn)
 
+    def rewritten(self, e, scope):
+        """``e`` rewritten when it is a call of a transform that rewrites
+        (:meth:`rewrite_transform`), else None: ``value, back = vjp(f, x)`` unpacks
+        the rewritten pair, whose ``back`` is a local function."""
+        if not isinstance(e, ast.Call) or not isinstance(e.func, (ast.Name, ast.Attribute)):
+            return None
+        fn = self.resolver.resolve(e.func, scope)
+        return None if fn is UNRESOLVED else self.rewrite_transform(e, fn, scope)
+
     def rewrite_transform(self, e: ast.Call, fn, scope):
         """A pullback transform that is ordinary code once rewritten (``jvp(f, (x,),
         (v,))`` is ``(f(x), tangent(x, v))``, see :mod:`pullback.nesting`), or None.
-        The objects the rewriting calls are constants of this scope."""
+        The objects the rewriting calls are constants of this scope; ``assigned_once``
+        says whether a name keeps the value it has (assigned at most once here)."""
         rewrite = getattr(fn, "rewrite_in_code", None)
         if rewrite is None:
             return None
@@ -102,8 +112,11 @@ class Calls:
             name = self.names.fresh(hint)
             scope.constants[name] = obj
             return ast.Name(name, ast.Load())
+        def assigned_once(name):
+            return stores(name, scope.parsed.node) <= 1
         try:
-            return rewrite(e, lambda node: self.resolver.resolve(node, scope), constant)
+            return rewrite(e, lambda node: self.resolver.resolve(node, scope), constant,
+                           assigned_once)
         except ValueError as exc:
             raise self.error(f"`{ast.unparse(e)}`", e, scope, str(exc)) from None
 

@@ -205,7 +205,7 @@ class Resolver:
         built = self.built_transform(value, scope)
         if built is UNRESOLVED:
             return False
-        if _stores(name, scope.parsed.node) != 1 or name in _params(scope.parsed.node):
+        if stores(name, scope.parsed.node) != 1 or name in _params(scope.parsed.node):
             raise scope.unsupported(f"{name!r}, assigned {ast.unparse(value)} and another value",
                                     value, f"give {ast.unparse(value)} a name of its own")
         scope.constants[name] = built
@@ -230,7 +230,7 @@ def _identifier(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text).strip("_") or "value"
 
 
-def _stores(name, node) -> int:
+def stores(name, node) -> int:
     """How many times the function ``node`` assigns ``name`` (not in nested scopes)."""
     return sum(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == name
                for st in node.body for n in walk_same_scope(st))
