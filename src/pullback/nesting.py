@@ -228,7 +228,8 @@ def rule(G):
     gradient_vjp.__name__ = f"{G.__name__}_vjp"
     gradient_vjp.object_mode = lambda n: (tuple(range(2, n)), n > 3)    # like the args
     gradient_vjp.object_mode_name = G.__name__
-    made = registry.vjp_rule(G, gradient_vjp, name=G.__name__)
+    made = dataclasses.replace(registry.vjp_rule(G, gradient_vjp, name=G.__name__),
+                               result=_gradient_kind(lambda n: G.argnums % n))
     if {"t", "g", "ans"} & set(names):
         return made         # its templates could not name them: no forward mode (refused)
     tangent = GradientTangent(G, names)
@@ -279,7 +280,18 @@ def tangent_rule(T):
     tangent_vjp.__name__ = f"{T.__name__}_vjp"
     tangent_vjp.object_mode = lambda n: (tuple(range(2, n)), True)     # like k, t, *args
     tangent_vjp.object_mode_name = T.G.__name__
-    return registry.vjp_rule(T, tangent_vjp, name=T.__name__)
+    return dataclasses.replace(registry.vjp_rule(T, tangent_vjp, name=T.__name__),
+                               result=_gradient_kind(lambda n: 2 + T.G.argnums % (n - 2)))
+
+
+def _gradient_kind(position):
+    """The result kind of a gradient of argument ``position(n)`` of a call with ``n``
+    arguments: a float of that argument's rank (a number for a number, so that
+    ``s += grad(f)(x)`` stays a number's update)."""
+    def gradient(fn, args, kws, call) -> Kind:
+        a = args[position(len(args))]
+        return Kind(a.ndim if a.ndim is not None else -1, "f")
+    return gradient
 
 
 class JvpTangent:

@@ -42,6 +42,9 @@ FEATURES: dict[str, str] = {
                    "w = x[i] * x[i]",
     "loop_helper": "a module-level helper with a for loop and a return inside it, "
                    "scan(a, s, lo), called in loops and in pair sums (inlined)",
+    "inner_grad": "pullback.grad(scan, 1)(a, e, lo), the derivative of the loop helper in "
+                  "its running value, called in loops and in pair sums (with loop_helper): "
+                  "a derivative differentiated again",
     "while_loop": "while with a bounded counter and-ed (or or-ed) with data",
     "break": "if ...: break inside a for loop",
     "while_exit": "if ...: break, or return, directly inside a while loop",

@@ -398,6 +398,8 @@ class Builder:
                 ("helper_tuple", lambda: self.helper_call(sc)),
                 ("loop_helper", lambda: self.emit(
                     sc, f"{self.choice(mine)} += {self.scan_call(sc)}"), 2 if sc.loop else 1),
+                ("inner_grad", lambda: self.emit(
+                    sc, f"{self.choice(mine)} += {self.scan_call(sc, derivative=True)}")),
                 ("tuple_index", lambda: self.new_tuple(sc))]
         if self.float_params:
             opts.append(("param_reassign", lambda: self.param_reassign(sc)))
@@ -778,7 +780,8 @@ class Builder:
                 (None, lambda: f"{at()} * {self.expr(sc, 1)}"),
                 ("pow", lambda: f"({at()} - {at()}) ** 2"),
                 ("division", lambda: f"{at()} / (1.0 + ({at()} - {at()}) ** 2)"),
-                ("loop_helper", lambda: self.scan_call(sc))]
+                ("loop_helper", lambda: self.scan_call(sc)),
+                ("inner_grad", lambda: self.scan_call(sc, derivative=True))]
         if carried:
             opts.append((None, lambda: f"{self.choice(carried)} * {at()}", 3))
         return self.pick(opts)
@@ -796,13 +799,18 @@ class Builder:
         self.emit(sc, f"if {cond}:")
         self.emit(sc.child(), what)
 
-    def scan_call(self, sc: Scope) -> str:
+    def scan_call(self, sc: Scope, derivative: bool = False) -> str:
         """``scan(a, e, lo)`` with ``lo`` in ``[0, len(a)]``: the helper's loop
-        runs over ``a[lo:]``."""
+        runs over ``a[lo:]``; with ``derivative``, ``pullback.grad(scan, 1)(...)``,
+        its derivative in ``s``, which the program's own derivative differentiates
+        again (needs loop_helper: the helper)."""
+        if derivative and not self.on("loop_helper"):
+            return self.expr(sc, 1)
         if self.scan is None:
             self.scan = self.make_scan()
         a = self.choice(sorted(sc.arrays))
-        return f"scan({a}, {self.expr(sc, 1)}, {self.index(sc, sc.arrays[a].plus(1))})"
+        call = "pullback.grad(scan, 1)" if derivative else "scan"
+        return f"{call}({a}, {self.expr(sc, 1)}, {self.index(sc, sc.arrays[a].plus(1))})"
 
     def make_scan(self) -> list[str]:
         """``def scan(a, s, lo)``: a for loop over ``a[lo:]`` that returns from
@@ -882,7 +890,10 @@ class Builder:
             # A docstring makes f's code object differ from every other program's.
             digest = hashlib.sha1(text.encode()).hexdigest()[:12]
             text = text.replace(signature + "\n", f'{signature}\n    """Program {digest}."""\n', 1)
-        source = "import math\n\nimport numpy as np\n\n\n" + text
+        imports = "import math\n\nimport numpy as np\n"
+        if "pullback.grad(" in text:
+            imports += "\nimport pullback\n"
+        source = imports + "\n\n" + text
         wrt = tuple(i for i, a in enumerate(args) if not isinstance(a, int))
         return Program(source, tuple(args), wrt, frozenset(self.used), other_args=tuple(other_args))
 
