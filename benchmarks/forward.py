@@ -8,7 +8,9 @@ interleaved (pullback.bench.timing), so machine load affects numerator and
 denominator alike.  Targets (the forward-mode issue): jvp / primal <= 2 on Numba
 and <= 3 on Python for Horner (N = 10^4) and RK4 (2,000 steps); hvp / grad <= 3.
 ``jvp`` is the public call (argument checks and the derivative's lookup each
-call); ``tangent program`` calls the compiled forward function directly.
+call); ``tangent program`` calls the compiled forward function directly.  ``hvp``
+gives an entry of H v for every float argument, so ``grad`` there is the
+gradient with respect to every float argument too.
 """
 from __future__ import annotations
 
@@ -52,7 +54,10 @@ def workload_rows(name, f, args, tangents, nums, budget):
         primal = numba.njit(f) if jit else f
         dots = tuple(tangents[i] for i in nums)
         program = _program(f, args, nums, jit, dots)
-        grad = pullback.grad(f, argnums=nums, jit=jit)
+        # hvp gives an entry of H v for every float argument (a None tangent is a zero
+        # one, as in JAX's jvp of grad): the gradient it is measured against, too.
+        floats = tuple(i for i, a in enumerate(args) if np.asarray(a).dtype.kind == "f")
+        grad = pullback.grad(f, argnums=floats, jit=jit)
         funcs = {
             "primal": lambda: primal(*args),
             "jvp": lambda: pullback.jvp(f, args, tangents, jit=jit),

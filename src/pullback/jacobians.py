@@ -279,13 +279,14 @@ def _hvp_call(f, args, nums, dots, jit, structures=()):
     return tuple(out)
 
 
-def _second_order(f, args, nums, dots, jit, structures=()):
-    """``run(dots) -> (value, {float argument: its entry of H dots})`` for the kinds of
-    ``args`` and ``dots``: the reverse transform applied to the tangent program,
-    seeded with the cotangent ``(0, 1)`` of its result ``(value, tangent)``, the
-    gradient of ``<grad f, v>``.  Made once, so a Hessian's columns each cost one
-    call of the compiled function."""
-    floats = tuple(i for i, a in enumerate(args) if kind_of_value(a).dtype == "f")
+def _second_order(f, args, nums, dots, jit, structures=(), wrt=None):
+    """``run(dots) -> (value, {argument: its entry of H dots})`` for the kinds of
+    ``args`` and ``dots``, for the arguments ``wrt`` (default: every float one): the
+    reverse transform applied to the tangent program, seeded with the cotangent
+    ``(0, 1)`` of its result ``(value, tangent)``, the gradient of ``<grad f, v>``.
+    Made once, so a Hessian's columns each cost one call of the compiled function."""
+    floats = tuple(i for i, a in enumerate(args) if kind_of_value(a).dtype == "f") \
+        if wrt is None else tuple(wrt)
     try:
         program = _tangent_program(f, args, nums, jit, structures)
         kinds = tuple(kind_of_value(a) for a in args + tuple(dots))
@@ -321,7 +322,8 @@ def hessian(f, argnums=0, jit=None):
         _check_differentiable(args, nums, fname)
         dots = {i: (np.zeros_like(args[i], dtype=float) if np.ndim(args[i]) else 0.0)
                 for i in nums}
-        run = _second_order(f, args, nums, tuple(dots.values()), jit)
+        # The blocks of the arguments asked for only: no entry of H v for the others.
+        run = _second_order(f, args, nums, tuple(dots.values()), jit, wrt=nums)
         blocks = {}
         for j in nums:
             n = max(np.size(args[j]), 1)
