@@ -103,13 +103,16 @@ def _zeros_like(value):
     if is_number(value) or is_none(value):
         # None (scan's ys when f returns (carry, None)): 0.0, as runtime.zeros_like.
         return lambda value: 0.0
+    if is_float_array(value):
+        return lambda value: np.zeros(value.shape, value.dtype)     # float32 kept
     if is_array(value):
         return lambda value: np.zeros(value.shape)
     if is_tuple(value):
         zeros = tuple_of(len(value), lambda k: lambda value: runtime.zeros_like(value[k]))
         return lambda value: zeros(value)
     if _is_list_of_arrays(value):
-        return lambda value: [np.zeros(v.shape) for v in value]
+        return lambda value: [np.zeros(v.shape, v.dtype) if v.dtype == np.float32 else
+                              np.zeros(v.shape) for v in value]
     return None
 
 
