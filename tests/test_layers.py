@@ -16,8 +16,8 @@ SRC = pathlib.Path(__file__).resolve().parents[1] / "src" / "pullback"
 LAYERS = ["core", "rules", "frontend", "analysis", "reverse", "forward", "backends", "emit",
           "pipeline", "api"]
 # Top-level modules that are not a layer of their own belong to the API layer.
-API_MODULES = {"api", "arguments", "trees", "jacobians", "jacobian_trees", "custom", "check", "__init__",
-               "__main__", "examples", "ensemble", "bench"}
+API_MODULES = {"api", "arguments", "trees", "jacobians", "jacobian_trees", "nesting", "custom",
+               "check", "__init__", "__main__", "examples", "ensemble", "bench"}
 # Modules that may be imported inside a function, and why (never to dodge a cycle).
 DEFERRED = {"backends.numba_twins": "imports numba (0.2 s): loaded when Numba first compiles"}
 

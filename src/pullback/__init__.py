@@ -14,7 +14,8 @@ from .core.errors import (
 )
 from .core.folds import accumulate, foldl, foldr, scan
 from .custom import custom_jvp, custom_vjp, stop_gradient
-from .jacobians import grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, value_and_grad
+from .jacobians import hessian, hvp, jacfwd, jacobian, jacrev, jvp
+from .nesting import grad, value_and_grad
 from .trees import tree_flatten, tree_map, tree_unflatten
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian", "hvp",

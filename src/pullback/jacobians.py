@@ -33,7 +33,6 @@ from .api import (
 from .core.errors import PullbackError
 from .core.kinds import kind_of_value
 from .jacobian_trees import hessian_tree, jacfwd_tree
-from .nesting import HigherGradient, grad_of, rewrite_jvp, rewrite_vjp
 from .pipeline import choose_backend, derivative, still_valid
 from .trees import (
     flatten_args,
@@ -82,7 +81,7 @@ def jvp(f, primals, tangents, jit=None, has_aux=False):
         value, tangent = jvp(f, primals, tangents, jit)
         out, aux = split_aux(value, _name(f), "jvp")
         return out, tangent[0], aux
-    if isinstance(f, HigherGradient) and not f.with_value:
+    if hasattr(f, "gradient_function") and not f.with_value:    # grad(grad(g)), nesting.py
         f = f.gradient_function(_full_args(f.f, tuple(primals), {}))
     if isinstance(f, GradientFunction) and not f.with_value and not f._bound:
         return _jvp_of_grad(f, primals, tangents, jit)
@@ -138,29 +137,6 @@ def _jvp_of_grad(gf, primals, tangents, jit):
     """``jvp(grad(f), ...)``: the gradient and the Hessian times the tangents."""
     i = _inner_argnum(gf, "jvp")
     return gf(*primals), hvp(gf.f, primals, tangents, jit)[i % len(primals)]
-
-
-def grad(f, argnums=0, jit=None, has_aux=False):
-    """:func:`pullback.api.grad`, and a higher derivative when ``f`` is itself
-    ``grad(g)`` of a ``g`` whose gradient is a number (``grad(grad(g))``: reverse
-    mode over forward mode, nesting to any order, see :mod:`pullback.nesting`).
-
-    >>> import pullback
-    >>> pullback.grad(pullback.grad(lambda x: x ** 3))(2.0)
-    12.0
-    """
-    if isinstance(f, (GradientFunction, HigherGradient)) and not has_aux:
-        return grad_of(f, argnums, jit, with_value=False)
-    return api.grad(f, argnums, jit, has_aux)
-
-
-def value_and_grad(f, argnums=0, jit=None, has_aux=False):
-    """:func:`pullback.api.value_and_grad`, nesting as :func:`grad` does."""
-    if isinstance(f, (GradientFunction, HigherGradient)) and not has_aux:
-        return grad_of(f, argnums, jit, with_value=True)
-    return api.value_and_grad(f, argnums, jit, has_aux)
-
-
 
 
 def _tangent_program(f, args, nums, jit, structures=()):
@@ -470,16 +446,11 @@ def _shaped(out, single):
     return out[0] if single else tuple(out)
 
 
-# Written in differentiated code, grad(f) of a known f is built when transforming,
-# a primitive with its own rule (frontend.resolve.built_transform, nesting.rule).
-grad.builds_primitive = api.grad.builds_primitive = True
+# These transforms called in differentiated code are refused by line; grad, jvp and
+# vjp there are primitives or rewritten (pullback.nesting).
 _NOT_NESTED = ("pullback differentiates calls of grad(f), jvp(f, ...) and vjp(f, ...) made "
                "inside the function, not yet of the other transforms: take the derivative "
                "from outside (grad(grad(f)), hessian(f), jvp(grad(f), ...)), or write it with "
                "grad, jvp or vjp")
-for _transform in (api.value_and_grad, value_and_grad, hvp, hessian, jacfwd, jacrev):
+for _transform in (api.value_and_grad, hvp, hessian, jacfwd, jacrev):
     _transform.refused_in_code = _NOT_NESTED
-# jvp(f, (x,), (v,)) written in differentiated code is (f(x), a primitive's call), and
-# vjp(f, x) is (f(x), a local function calling one).
-jvp.rewrite_in_code = rewrite_jvp
-api.vjp.rewrite_in_code = rewrite_vjp

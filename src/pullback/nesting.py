@@ -40,13 +40,15 @@ import inspect
 
 import numpy as np
 
-from .api import GradientFunction, _name, for_user
+from . import api
+from .api import GradientFunction, _name, for_user, vjp
 from .arguments import _full_args
 from .backends.python import PYTHON
 from .core.errors import PullbackError
 from .core.kinds import Kind, kind_of_value
 from .frontend.parse import unwrap
 from .frontend.scope import UNRESOLVED
+from .jacobians import _NOT_NESTED, hvp, jvp
 from .pipeline import derivative
 from .rules import registry
 from .rules.tangents import Tangent
@@ -177,6 +179,27 @@ def object_mode(G, n):
     return (G.argnums % n,), False
 
 
+def grad(f, argnums=0, jit=None, has_aux=False):
+    """:func:`pullback.api.grad`, and a higher derivative when ``f`` is itself
+    ``grad(g)`` of a ``g`` whose gradient is a number (``grad(grad(g))``: reverse
+    mode over forward mode, nesting to any order, see :mod:`pullback.nesting`).
+
+    >>> import pullback
+    >>> pullback.grad(pullback.grad(lambda x: x ** 3))(2.0)
+    12.0
+    """
+    if isinstance(f, (GradientFunction, HigherGradient)) and not has_aux:
+        return grad_of(f, argnums, jit, with_value=False)
+    return api.grad(f, argnums, jit, has_aux)
+
+
+def value_and_grad(f, argnums=0, jit=None, has_aux=False):
+    """:func:`pullback.api.value_and_grad`, nesting as :func:`grad` does."""
+    if isinstance(f, (GradientFunction, HigherGradient)) and not has_aux:
+        return grad_of(f, argnums, jit, with_value=True)
+    return api.value_and_grad(f, argnums, jit, has_aux)
+
+
 def grad_of(g, argnums, jit, with_value):
     """``grad(g, argnums)`` of ``g``, itself ``grad(f, i)`` or a :class:`HigherGradient`."""
     if g.with_value or g.has_aux or g._bound:
@@ -200,7 +223,6 @@ def _target(G, args):
 
 
 def _hvp(fn, args, i, g, jit):
-    from .jacobians import hvp  # jacobians imports this module
     return hvp(fn, tuple(args), tuple(g if k == i else None for k in range(len(args))), jit)
 
 
@@ -304,7 +326,6 @@ class JvpTangent:
         self._functions: dict = {}
 
     def __call__(self, *args):
-        from .jacobians import jvp  # jacobians imports this module
         return jvp(self.f, args[:self.n], args[self.n:])[1]
 
     def function(self, args):
@@ -339,7 +360,6 @@ def jvp_rule(J):
     names = _names(J.f) or [f"x{i}" for i in range(J.n)]
 
     def jvp_tangent_vjp(g, ans, *args):
-        from .api import vjp
         _, back = vjp(J.function(args), *args)
         return back(g)
     jvp_tangent_vjp.__signature__ = _signature(names + [f"{n}_dot" for n in names],
@@ -385,7 +405,6 @@ class VjpApply:
         self.tangents = JvpTangent(f, n)
 
     def __call__(self, *args):
-        from .api import vjp
         return tuple(vjp(self.f, *args[:self.n])[1](args[self.n]))
 
 
@@ -403,7 +422,6 @@ def vjp_apply_rule(A):
     names = _names(A.f) or [f"x{i}" for i in range(A.n)]
 
     def vjp_apply_vjp(g, ans, *args):
-        from .api import vjp
         primals, c = args[:A.n], args[A.n]
         items = list(g) if isinstance(g, (list, tuple)) else [g] * A.n
         u = tuple(None if kind_of_value(x).dtype != "f" else
@@ -455,3 +473,12 @@ registry.provide(HigherGradient, rule)
 registry.provide(GradientTangent, tangent_rule)
 registry.provide(JvpTangent, jvp_rule)
 registry.provide(VjpApply, vjp_apply_rule)
+
+# Written in differentiated code, grad(f) of a known f is built when transforming, a
+# primitive with its own rule (frontend.resolve.built_transform, rule above);
+# jvp(f, (x,), (v,)) is (f(x), a primitive's call), and vjp(f, x) is (f(x), a local
+# function calling one).
+grad.builds_primitive = api.grad.builds_primitive = True
+value_and_grad.refused_in_code = _NOT_NESTED
+jvp.rewrite_in_code = rewrite_jvp
+api.vjp.rewrite_in_code = rewrite_vjp

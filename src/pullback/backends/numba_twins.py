@@ -111,8 +111,9 @@ def _zeros_like(value):
         zeros = tuple_of(len(value), lambda k: lambda value: runtime.zeros_like(value[k]))
         return lambda value: zeros(value)
     if _is_list_of_arrays(value):
-        return lambda value: [np.zeros(v.shape, v.dtype) if v.dtype == np.float32 else
-                              np.zeros(v.shape) for v in value]
+        if is_float_array(value.dtype):     # the arrays' dtype, float32 kept
+            return lambda value: [np.zeros(v.shape, v.dtype) for v in value]
+        return lambda value: [np.zeros(v.shape) for v in value]
     return None
 
 
