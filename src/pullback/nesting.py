@@ -59,6 +59,7 @@ from .rules.twins import function_from_source
 #: functions the compile cache keys by name alone).
 GENERATED = "pullback_nesting_generated"
 
+
 def _one_int(argnums) -> bool:
     return isinstance(argnums, int) and not isinstance(argnums, bool)
 
@@ -88,7 +89,7 @@ def partial(f, k, args, with_tangent=False):
     Invariant: ``D`` is a plain Python function whose source pullback reads (it
     calls the forward program, itself generated source), so every transform
     differentiates it as user code; it is made once per forward program (per f,
-    ``k`` and argument kinds) and dropped with it."""
+    ``k`` and argument kinds) and kept beside it."""
     names = _names(f)
     if names is None or len(names) != len(args):
         raise TypeError(f"a derivative of {_name(f)} inside another: {_name(f)} must take "
