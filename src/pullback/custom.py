@@ -40,6 +40,7 @@ import inspect
 import numpy as np
 
 from . import api
+from .core.names import identifier
 from .core.runtime import cotangent_or_zero
 from .frontend.parse import unwrap
 from .rules import forms, registry
@@ -77,7 +78,7 @@ def _wrap(fun, decorator):
     names, defaults = _source_params(params)
     # What the user calls: a function of fun's parameters that calls the primitive,
     # from source, so that grad(f) itself reads it and meets the primitive's rule.
-    wrapper = _from_source(_identifier(_name(fun)), names,
+    wrapper = _from_source(identifier(_name(fun)), names,
                            [f"return primitive({', '.join(names)})"],
                            {"primitive": primitive}, defaults)
     functools.update_wrapper(wrapper, fun, updated=())
@@ -100,11 +101,6 @@ def _from_source(name, params, body, namespace, defaults=None):
 
 def _name(fun) -> str:
     return getattr(fun, "__name__", None) or type(fun).__name__
-
-
-def _identifier(text) -> str:
-    out = "".join(c if c.isalnum() or c == "_" else "_" for c in text)
-    return out if out[:1].isalpha() else f"f_{out}"
 
 
 def _source_params(params):
@@ -141,7 +137,7 @@ def _define_vjp(primitive, params, fwd, bwd):
             raise TypeError(f"{fname}.defvjp: {what} must be a function, got {fn!r}")
     names, defaults = _source_params(params)
     call = f"fwd({', '.join(names)})"
-    vjp_name = _identifier(f"{fname}_vjp")
+    vjp_name = identifier(f"{fname}_vjp")
     vjp = _from_source(
         vjp_name, ["g", "ans", *names],
         [f"return cotangents(bwd(residuals({call}, fwd_name), g), ({', '.join(names)},), "
@@ -245,15 +241,15 @@ def _define_jvp(primitive, params, jvp):
                           jit=False)
         return (None, *back(g))
 
-    vjp = _from_source(_identifier(f"{fname}_vjp"), ["g", "ans", *names],
+    vjp = _from_source(identifier(f"{fname}_vjp"), ["g", "ans", *names],
                        [f"return transpose(g, ({args}))"], {"transpose": transpose}, defaults)
     # The forward sweep's helper (one per differentiated argument), a primitive with a
     # rule of its own, so that reverse mode can differentiate forward mode's code.
-    tangent = _from_source(_identifier(f"{fname}_tangent"), ["k", "t", *names],
+    tangent = _from_source(identifier(f"{fname}_tangent"), ["k", "t", *names],
                            [f"return tangent_along(k, t, ({args}))"],
                            {"tangent_along": tangent_along})
     tangent_vjp = _from_source(
-        _identifier(f"{fname}_tangent_vjp"), ["g", "ans", "k", "t", *names],
+        identifier(f"{fname}_tangent_vjp"), ["g", "ans", "k", "t", *names],
         [f"return tangent_cotangents(g, k, t, ({args}))"],
         {"tangent_cotangents": tangent_cotangents})
     vjp.numba_refusal = tangent.numba_refusal = tangent_vjp.numba_refusal = refusal

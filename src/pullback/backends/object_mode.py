@@ -30,6 +30,7 @@ import numpy as np
 
 from ..core.errors import PerformanceWarning
 from ..core.kinds import Kind
+from ..core.names import identifier
 from ..core.runtime import cotangent_or_zero
 from ..rules import forms
 
@@ -108,8 +109,7 @@ def stub(fn, result=None):
     def call(*args):
         return fn(*args)
     name = getattr(fn, "__name__", type(fn).__name__)
-    call.__name__ = call.__qualname__ = "".join(c if c.isalnum() else "_" for c in name) \
-        + "_object_mode"
+    call.__name__ = call.__qualname__ = identifier(f"{name}_object_mode")
     # A Hessian differentiates the tangent program that calls the stub: registry.lookup
     # follows py_func (as for a Numba dispatcher) to fn's rule.
     call.py_func = fn

@@ -5,6 +5,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 
+def identifier(text: str) -> str:
+    """``text`` made a Python name for generated code: each character that cannot be
+    in a name an underscore, ``f_`` before one that does not start with a letter
+    (``grad(f)_vjp`` gives ``grad_f__vjp``)."""
+    out = "".join(c if c.isalnum() or c == "_" else "_" for c in text)
+    return out if out[:1].isalpha() else f"f_{out}"
+
+
 class Names:
     """Deterministic fresh names that avoid every name already in use."""
 

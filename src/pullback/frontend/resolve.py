@@ -19,6 +19,7 @@ import builtins
 import types
 
 from ..core.kinds import MISSING
+from ..core.names import identifier
 from ..rules import registry
 from .parse import ParsedFunction
 from .scope import UNRESOLVED, local_names, walk_same_scope
@@ -59,7 +60,7 @@ class Resolver:
         if not isinstance(root, ast.Name):
             # An attribute of a call's known result: array_namespace(x).sum.
             return self.bind_value(obj, e.attr if isinstance(e, ast.Attribute) else
-                                   _identifier(getattr(obj, "__name__", "value")))
+                                   identifier(getattr(obj, "__name__", "value")))
         known = scope.lookup_constant(root.id)
         if known is not UNRESOLVED:
             # A local array namespace: its attribute, bound by value.
@@ -223,11 +224,6 @@ class Resolver:
                         and self.picked_namespace(n.value, scope) is not UNRESOLVED:
                     picks += 1
         return stores == picks
-
-
-def _identifier(text: str) -> str:
-    """``text`` as a name: ``grad(f)`` gives ``grad_f``."""
-    return "".join(c if c.isalnum() else "_" for c in text).strip("_") or "value"
 
 
 def stores(name, node) -> int:
