@@ -46,6 +46,7 @@ from .arguments import _full_args
 from .backends.python import PYTHON
 from .core.errors import PullbackError
 from .core.kinds import Kind, kind_of_value
+from .core.names import identifier
 from .frontend.parse import unwrap
 from .frontend.scope import UNRESOLVED
 from .jacobians import _NOT_NESTED, hvp, jvp
@@ -64,6 +65,12 @@ def _one_int(argnums) -> bool:
     return isinstance(argnums, int) and not isinstance(argnums, bool)
 
 
+def _one_gradient(G) -> bool:
+    """Whether ``G`` (``grad(f, i)`` or a :class:`HigherGradient`) returns one gradient
+    and nothing else: only then is its call a primitive."""
+    return not (G.with_value or G.has_aux or G._bound) and _one_int(G.argnums)
+
+
 def _names(f):
     """f's parameters, all positional (a function with ``*args`` or keyword-only
     parameters has none: None)."""
@@ -77,41 +84,48 @@ def _names(f):
     return [p.name for p in params]
 
 
-# (id of the forward program, with a tangent parameter) -> (program, the function)
-_PARTIALS: dict = {}
+# (id of the forward program, parameters, tangents passed) -> (program, the function)
+_TANGENT_OUTPUTS: dict = {}
+
+
+def tangent_output(f, nums, kinds, params, tangents, name):
+    """A generated function of ``params`` returning the tangent output of f's forward
+    program along the arguments ``nums``, for arguments of ``kinds``: it passes its
+    first ``len(kinds)`` parameters as f's arguments and ``tangents`` (source text)
+    as their tangents.
+
+    Invariant: the function is plain Python whose source pullback reads (it calls
+    the forward program, itself generated source), so every transform
+    differentiates it as user code; it is made once per forward program (per f,
+    ``nums`` and argument kinds) and kept beside it."""
+    try:
+        program = derivative(f, tuple(nums), tuple(kinds), PYTHON, mode="forward")
+    except PullbackError as exc:
+        raise for_user(exc) from None
+    key = (id(program), tuple(params), tuple(tangents))
+    hit = _TANGENT_OUTPUTS.get(key)
+    if hit is not None and hit[0] is program:
+        return hit[1]
+    passed = ", ".join([_passed(params[:len(kinds)], kinds), *tangents])
+    body = [f"_value_out, _tangent_out = _forward({passed})", "return _tangent_out"]
+    fn = function_from_source(identifier(name), list(params), body,
+                              {"__name__": GENERATED, "_forward": program.fn})
+    _TANGENT_OUTPUTS[key] = (program, fn)
+    return fn
 
 
 def partial(f, k, args, with_tangent=False):
     """``D(*params) = df/dx_k`` at ``args``' kinds (``x_k`` a number), or with
     ``with_tangent``, ``D(*params, tangent) = <df/dx_k, tangent>``: the tangent
-    output of f's forward program along argument ``k``, as a generated function.
-
-    Invariant: ``D`` is a plain Python function whose source pullback reads (it
-    calls the forward program, itself generated source), so every transform
-    differentiates it as user code; it is made once per forward program (per f,
-    ``k`` and argument kinds) and kept beside it."""
+    output of f's forward program along argument ``k`` (:func:`tangent_output`)."""
     names = _names(f)
     if names is None or len(names) != len(args):
         raise TypeError(f"a derivative of {_name(f)} inside another: {_name(f)} must take "
                         "positional parameters only (no *args or keyword-only ones)")
-    kinds = tuple(kind_of_value(a) for a in args)
-    try:
-        program = derivative(f, (k,), kinds, PYTHON, mode="forward")
-    except PullbackError as exc:
-        raise for_user(exc) from None
-    key = (id(program), with_tangent)
-    hit = _PARTIALS.get(key)
-    if hit is not None and hit[0] is program:
-        return hit[1]
     params = [f"{n}_" if n.startswith("_tangent") else n for n in names]
-    seed = "_tangent" if with_tangent else "1.0"
-    body = [f"_value_out, _tangent_out = _forward({_passed(params, kinds)}, {seed})",
-            "return _tangent_out"]
-    name = f"d{_name(f)}_d{names[k]}".replace(".", "_").replace("<", "").replace(">", "")
-    fn = function_from_source(name, params + (["_tangent"] if with_tangent else []), body,
-                              {"__name__": GENERATED, "_forward": program.fn})
-    _PARTIALS[key] = (program, fn)
-    return fn
+    tangent = ["_tangent"] if with_tangent else []
+    return tangent_output(f, (k,), [kind_of_value(a) for a in args], params + tangent,
+                          tangent or ["1.0"], f"d{_name(f)}_d{names[k]}")
 
 
 def _passed(params, kinds) -> str:
@@ -175,9 +189,7 @@ class HigherGradient:
 def object_mode(G, n):
     """A call of ``G`` with ``n`` arguments under Numba gives the gradient of one of
     them, or None when ``G`` is no primitive (see :func:`rule`)."""
-    if G.with_value or G.has_aux or G._bound or not _one_int(G.argnums):
-        return None
-    return (G.argnums % n,), False
+    return ((G.argnums % n,), False) if _one_gradient(G) else None
 
 
 def grad(f, argnums=0, jit=None, has_aux=False):
@@ -237,9 +249,7 @@ def _signature(names, leading):
 def rule(G):
     """The rule of a call of ``G`` (``grad(f, i)`` or a :class:`HigherGradient`)
     inside differentiated code, when ``G`` gives one gradient, else None."""
-    if G.with_value or G.has_aux or G._bound or not _one_int(G.argnums):
-        return None
-    names = _names(G.f)
+    names = _names(G.f) if _one_gradient(G) else None
     if names is None:
         return None
 
@@ -324,7 +334,6 @@ class JvpTangent:
     def __init__(self, f, n):
         self.f, self.n = f, n
         self.__name__ = f"jvp({_name(f)})"
-        self._functions: dict = {}
 
     def __call__(self, *args):
         return jvp(self.f, args[:self.n], args[self.n:])[1]
@@ -337,22 +346,11 @@ class JvpTangent:
         if names is None or len(names) != n:
             raise TypeError(f"jvp of {_name(self.f)} inside a differentiated function: "
                             f"{_name(self.f)} must take its {n} arguments by position only")
-        kinds = tuple(kind_of_value(a) for a in args[:n])
-        nums = tuple(i for i in range(n) if args[n + i] is not None and kinds[i].dtype == "f")
-        try:
-            program = derivative(self.f, nums, kinds, PYTHON, mode="forward")
-        except PullbackError as exc:
-            raise for_user(exc) from None
-        hit = self._functions.get(id(program))
-        if hit is not None and hit[0] is program:
-            return hit[1]
+        kinds = [kind_of_value(a) for a in args[:n]]
+        nums = [i for i in range(n) if args[n + i] is not None and kinds[i].dtype == "f"]
         dots = [f"{names[i]}_dot" for i in range(n)]
-        passed = ", ".join([_passed(names, kinds)] + [dots[i] for i in nums])
-        body = [f"_value_out, _tangent_out = _forward({passed})", "return _tangent_out"]
-        fn = function_from_source(f"{_identifier(_name(self.f))}_tangent", names + dots, body,
-                                  {"__name__": GENERATED, "_forward": program.fn})
-        self._functions[id(program)] = (program, fn)
-        return fn
+        return tangent_output(self.f, nums, kinds, names + dots, [dots[i] for i in nums],
+                              f"{_name(self.f)}_tangent")
 
 
 def jvp_rule(J):
@@ -462,10 +460,6 @@ def rewrite_vjp(e, resolve, constant, assigned_once):
                                + [ast.Name(cotangent, ast.Load())], []))
     value = ast.Call(copy.deepcopy(f_node), [copy.deepcopy(a) for a in primals], [])
     return ast.Tuple([value, back], ast.Load())
-
-
-def _identifier(text) -> str:
-    return "".join(c if c.isalnum() else "_" for c in text).strip("_") or "f"
 
 
 GradientFunction.object_mode = object_mode
