@@ -296,8 +296,7 @@ def hessian(f, argnums=0, jit=None):
         if any(is_container(args[i]) for i in nums):
             return hessian_tree(hvp, f, args, nums, single, jit)
         _check_differentiable(args, nums, fname)
-        dots = {i: (np.zeros_like(args[i], dtype=float) if np.ndim(args[i]) else 0.0)
-                for i in nums}
+        dots = _zero_tangents(args, nums)
         # The blocks of the arguments asked for only: no entry of H v for the others.
         run = _second_order(f, args, nums, tuple(dots.values()), jit, wrt=nums)
         blocks = {}
@@ -305,25 +304,34 @@ def hessian(f, argnums=0, jit=None):
             n = max(np.size(args[j]), 1)
             columns = {i: np.empty((max(np.size(args[i]), 1), n)) for i in nums}
             for k in range(n):
-                # The unit tangent, set and cleared in place: the tangent program
-                # copies what it writes, and each column is copied out at once.
-                if np.ndim(args[j]):
-                    dots[j].flat[k] = 1.0
-                else:
-                    dots[j] = 1.0
+                _put(dots, j, k, 1.0)
                 _, grads = run(tuple(dots.values()))
                 for i in nums:
                     columns[i][:, k] = np.ravel(grads[i])
-                if np.ndim(args[j]):
-                    dots[j].flat[k] = 0.0
-                else:
-                    dots[j] = 0.0
+                _put(dots, j, k, 0.0)
             for i in nums:
                 blocks[i, j] = columns[i].reshape(np.shape(args[i]) + np.shape(args[j]))
         out = [[_scalar(blocks[i, j]) for j in nums] for i in nums]
         return out[0][0] if single else tuple(tuple(row) for row in out)
     hess.__name__ = f"hessian({_name(f)})"
     return hess
+
+
+def _zero_tangents(args, nums) -> dict:
+    """Argument -> a zero tangent of it (a float array, or 0.0 for a number), which
+    :func:`_put` makes a unit tangent in place, column by column."""
+    return {i: (np.zeros_like(args[i], dtype=float) if np.ndim(args[i]) else 0.0)
+            for i in nums}
+
+
+def _put(dots, i, k, value):
+    """Entry ``k`` of the tangent of argument ``i`` set to ``value`` in place (a
+    number's tangent replaced): the tangent program copies what it writes, and each
+    column is copied out before the next, so one array serves every column."""
+    if isinstance(dots[i], np.ndarray):
+        dots[i].flat[k] = value
+    else:
+        dots[i] = value
 
 
 def _scalar(a):
@@ -356,8 +364,7 @@ def jacfwd(f, argnums=0, jit=None, has_aux=False):
             out = _shaped([p[0] for p in parts], single)
             return (out, parts[-1][1]) if has_aux else out
         _check_differentiable(args, nums, fname)
-        dots = {i: (np.zeros_like(args[i], dtype=float) if np.ndim(args[i]) else 0.0)
-                for i in nums}
+        dots = _zero_tangents(args, nums)
         try:    # one tangent program for every column (the other arguments held fixed)
             program = _tangent_program(f, args, nums, jit)
         except PullbackError as exc:
@@ -366,20 +373,14 @@ def jacfwd(f, argnums=0, jit=None, has_aux=False):
         for i in nums:
             columns, value = [], None
             for k in range(max(np.size(args[i]), 1)):
-                if np.ndim(args[i]):        # the unit tangent, set and cleared in place
-                    dots[i].flat[k] = 1.0
-                else:
-                    dots[i] = 1.0
+                _put(dots, i, k, 1.0)
                 try:
                     value, column = _jvp_result(program, *_run(program, *args,
                                                                *dots.values()))
                 except PullbackError as exc:
                     raise for_user(exc) from None
                 columns.append(np.array(column, dtype=float))     # a copy
-                if np.ndim(args[i]):
-                    dots[i].flat[k] = 0.0
-                else:
-                    dots[i] = 0.0
+                _put(dots, i, k, 0.0)
             shape = np.shape(value) + np.shape(args[i])
             out.append(np.moveaxis(np.array(columns), 0, -1).reshape(shape) if columns[0].ndim
                        else np.array(columns).reshape(shape))
