@@ -240,12 +240,7 @@ def _templated(w, form, bound, active, fitted):
         terms = [substitute(form.templates[_base(p)], dict(bound, **{
             t_name: ast.Name(w.dot(a.id)), "ans": ans}), names)
             for p, a in active.items()]
-        out = terms[0]
-        for t in terms[1:]:
-            # a + -b is a - b, to the bit (IEEE subtraction adds the negation): one
-            # operation fewer here and in a Hessian's reverse sweep of it.
-            out = ast.BinOp(out, ast.Sub(), t.operand) if isinstance(t, ast.UnaryOp) \
-                and isinstance(t.op, ast.USub) else ast.BinOp(out, ast.Add(), t)
+        out = _sum(terms)
         if fitted:      # an operand may have been broadcast: the tangent takes ans's shape
             out = ast.Call(ast.Name(w.helpers.name(fit, "fit")), [out, ans], [])
         return out
@@ -272,6 +267,17 @@ def _reduced(w, rule, form, bound, active):
     return build
 
 
+def _sum(terms) -> ast.expr:
+    """The tangent's terms added up; ``a + -b`` written ``a - b``, to the bit (IEEE
+    subtraction adds the negation): one operation fewer here and in a Hessian's
+    reverse sweep of it."""
+    out = terms[0]
+    for t in terms[1:]:
+        out = ast.BinOp(out, ast.Sub(), t.operand) if isinstance(t, ast.UnaryOp) \
+            and isinstance(t.op, ast.USub) else ast.BinOp(out, ast.Add(), t)
+    return out
+
+
 def _replaced(w, form, bound, active, node):
     def build(ans):
         if form.linear:     # every linear argument by its tangent, a number's is 0
@@ -281,13 +287,7 @@ def _replaced(w, form, bound, active, node):
                     isinstance(a, ast.Name) or _number(a))})
         terms = [tangents.replace_args(node, {id(a): ast.Name(w.dot(a.id))})
                  for a in active.values()]
-        out = terms[0]
-        for t in terms[1:]:
-            # a + -b is a - b, to the bit (IEEE subtraction adds the negation): one
-            # operation fewer here and in a Hessian's reverse sweep of it.
-            out = ast.BinOp(out, ast.Sub(), t.operand) if isinstance(t, ast.UnaryOp) \
-                and isinstance(t.op, ast.USub) else ast.BinOp(out, ast.Add(), t)
-        return out
+        return _sum(terms)
     return build
 
 
