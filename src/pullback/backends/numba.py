@@ -19,6 +19,7 @@ import numpy as np
 
 from ..core import numbacache
 from ..core.errors import NumbaCompileError
+from ..core.kinds import NUMPY_DTYPES
 from ..core.runtime import reserve, snapshot, with_shape
 from ..reverse.ops import assign, attribute, augment, call, expr_stmt, plus, store, subscript
 from ..rules import forms, registry
@@ -153,7 +154,6 @@ def _array_call(fn, call, kind) -> bool:
     return kind is None or kind(call.args[0]).ndim != 0
 
 
-_NUMBA_DTYPES = {"f": np.float64, "i": np.int64, "b": np.bool_, "c": np.complex128}
 
 
 class NumbaTape(PythonTape):
@@ -185,10 +185,10 @@ class NumbaTape(PythonTape):
             return None
         kind = self.needs.kinds.get(key[:-2] if key.endswith("[]") else key)
         if key.endswith("[]"):
-            return _NUMBA_DTYPES.get(getattr(kind, "dtype", "f"), np.float64)
+            return NUMPY_DTYPES.get(getattr(kind, "dtype", "f"), np.float64)
         if kind is None or kind.ndim != 0:
             return None
-        return _NUMBA_DTYPES.get(kind.dtype)
+        return NUMPY_DTYPES.get(kind.dtype)
 
     def _shape_only(self, key):
         """The rank of an array whose value the reverse sweep never reads, only its

@@ -29,7 +29,7 @@ import warnings
 import numpy as np
 
 from ..core.errors import PerformanceWarning
-from ..core.kinds import Kind
+from ..core.kinds import NUMPY_DTYPES, Kind
 from ..core.names import identifier
 from ..core.runtime import cotangent_or_zero
 from ..rules import forms
@@ -42,16 +42,17 @@ def spec(fn, nargs):
     """``(items, many)``, what a call of ``fn`` with ``nargs`` arguments gives, if ``fn``
     may be called through object mode, else None."""
     say = getattr(fn, "object_mode", None)
-    if callable(say):
-        return say(nargs)
-    hit = _DECLARED.get(id(fn))
-    return hit[1] if hit is not None and hit[0] is fn else None
+    return say(nargs) if callable(say) else _declared(fn)
 
 
 def called_through(fn) -> bool:
     """Whether calls of ``fn`` go through object mode (it says so, or was declared)."""
+    return callable(getattr(fn, "object_mode", None)) or _declared(fn) is not None
+
+
+def _declared(fn):
     hit = _DECLARED.get(id(fn))
-    return callable(getattr(fn, "object_mode", None)) or (hit is not None and hit[0] is fn)
+    return hit[1] if hit is not None and hit[0] is fn else None
 
 
 def declare(fn, items: tuple, many: bool) -> None:
@@ -155,7 +156,7 @@ def _made(out, args, positions, many):
 
 def _item(value, arg):
     if isinstance(arg, Kind):       # a declared kind: a number or a C array of its dtype
-        dtype = {"f": np.float64, "i": np.int64, "b": np.bool_}[arg.dtype]
+        dtype = NUMPY_DTYPES[arg.dtype]
         if arg.ndim == 0:
             return dtype(value).item()
         out = np.ascontiguousarray(value, dtype=dtype)

@@ -45,6 +45,8 @@ FLOAT = Kind(0, "f")
 SHAPE = Kind(None, "t")
 OTHER = Kind(None, "o")
 DTYPE_ORDER = "bifc"
+#: The NumPy dtype a value of a kind's dtype takes in compiled code (64-bit).
+NUMPY_DTYPES = {"b": np.bool_, "i": np.int64, "f": np.float64, "c": np.complex128}
 
 
 def kind_of_value(v) -> Kind:
