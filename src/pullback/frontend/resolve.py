@@ -189,10 +189,8 @@ class Resolver:
         namespace = self.picked_namespace(value, scope)
         if namespace is UNRESOLVED:
             return self._assign_transform(name, value, scope)
-        node = scope.parsed.node
-        params = {a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
         if not self.only_namespace_stores(name, scope) or (
-                name in params and name not in scope.constants
+                name in _params(scope.parsed.node) and name not in scope.constants
                 and name not in scope.none_params):
             raise scope.unsupported(f"the array namespace {name!r}, which is also assigned "
                                     "another value", value,
