@@ -410,6 +410,15 @@ def check_reference(fn, program: Program, cases: list[Case], jit: bool) -> Outco
     return guarded("reference", body)
 
 
+def inner_product(vectors, directions) -> tuple[float, float]:
+    """``(sum of <vector, direction>, scale)``, the scale bounding the sum's rounding:
+    the largest term times the number of entries it stands for."""
+    terms = [np.asarray(v, dtype=float) * d for v, d in zip(vectors, directions)]
+    return sum(float(np.sum(t)) for t in terms), max(
+        (float(np.max(np.abs(t), initial=0.0)) * max(np.size(t), 1) for t in terms),
+        default=0.0)
+
+
 #: Forward against reverse mode: <J v> from jvp against <grad, v> from the gradient,
 #: relative to the largest term of the sum (both are exact up to rounding).
 JVP_RTOL = 1e-12
@@ -431,11 +440,9 @@ def check_jvp(fn, program: Program, cases: list[Case], jit: bool) -> Outcome:
             direction = [float(d) if d is not None and np.ndim(d) == 0 else d for d in direction]
             value, tangent = pullback.jvp(fn, tuple(fresh(case.args)), tuple(direction), jit=jit)
             _, grads = g(*fresh(case.args))
-            terms = [np.asarray(gr, dtype=float) * direction[i]
-                     for gr, i in zip(grads, program.wrt) if i != held]
-            expected = sum(float(np.sum(t)) for t in terms)
-            scale = max((float(np.max(np.abs(t), initial=0.0)) * max(np.size(t), 1)
-                         for t in terms), default=0.0)
+            expected, scale = inner_product([gr for gr, i in zip(grads, program.wrt)
+                                             if i != held],
+                                            [direction[i] for i in program.wrt if i != held])
             problem = first_problem(
                 ("wrong", value_error(value, case.ref)),
                 ("wrong", None if abs(tangent - expected) <= JVP_RTOL * scale + 1e-300
@@ -474,10 +481,7 @@ def check_second_order(fn, program: Program, cases: list[Case], jit: bool) -> Ou
             return pullback.hvp(fn, tuple(fresh(args)), tangents)
 
         def inner(h, d):
-            terms = [np.asarray(h[i], dtype=float) * d[i] for i in wrt]
-            return sum(float(np.sum(t)) for t in terms), max(
-                (float(np.max(np.abs(t), initial=0.0)) * max(np.size(t), 1) for t in terms),
-                default=0.0)
+            return inner_product([h[i] for i in wrt], [d[i] for i in wrt])
         try:
             u, v = direction(), direction()
             (a, scale_a), (b, scale_b) = inner(hvp(v), u), inner(hvp(u), v)
