@@ -40,6 +40,7 @@ import inspect
 import numpy as np
 
 from . import api
+from .backends.object_mode import cotangents_like_arguments
 from .core.names import identifier
 from .core.runtime import cotangent_or_zero
 from .frontend.parse import unwrap
@@ -147,7 +148,7 @@ def _define_vjp(primitive, params, fwd, bwd):
     if unwrap(fwd)[1] and unwrap(bwd)[1]:     # both numba.njit functions
         _numba_forms(primitive, vjp, names, defaults, fwd, bwd)
     else:   # under Numba, called from compiled code through object mode
-        vjp.object_mode = lambda n: (tuple(range(2, n)), len(names) > 1)
+        vjp.object_mode = cotangents_like_arguments(many=len(names) > 1)
         vjp.object_mode_name = fname
     registry.defvjp(primitive, vjp)     # replaces the last; the pipeline drops derivatives
 

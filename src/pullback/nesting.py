@@ -43,6 +43,7 @@ import numpy as np
 from . import api
 from .api import GradientFunction, _name, for_user, vjp
 from .arguments import _full_args
+from .backends.object_mode import cotangents_like_arguments
 from .backends.python import PYTHON
 from .core.errors import PullbackError
 from .core.kinds import Kind, kind_of_value
@@ -259,7 +260,7 @@ def rule(G):
         return out if len(out) > 1 else out[0]
     gradient_vjp.__signature__ = _signature(names, ["g", "ans"])
     gradient_vjp.__name__ = f"{G.__name__}_vjp"
-    gradient_vjp.object_mode = lambda n: (tuple(range(2, n)), n > 3)    # like the args
+    gradient_vjp.object_mode = cotangents_like_arguments()
     gradient_vjp.object_mode_name = G.__name__
     made = dataclasses.replace(registry.vjp_rule(G, gradient_vjp, name=G.__name__),
                                result=_gradient_kind(lambda n: G.argnums % n))
@@ -311,7 +312,7 @@ def tangent_rule(T):
         return (None, out[-1], *out[:-1])
     tangent_vjp.__signature__ = _signature(T.names, ["g", "ans", "k", "t"])
     tangent_vjp.__name__ = f"{T.__name__}_vjp"
-    tangent_vjp.object_mode = lambda n: (tuple(range(2, n)), True)     # like k, t, *args
+    tangent_vjp.object_mode = cotangents_like_arguments(many=True)     # k, t, *args
     tangent_vjp.object_mode_name = T.G.__name__
     return dataclasses.replace(registry.vjp_rule(T, tangent_vjp, name=T.__name__),
                                result=_gradient_kind(lambda n: 2 + T.G.argnums % (n - 2)))

@@ -45,6 +45,13 @@ def spec(fn, nargs):
     return say(nargs) if callable(say) else _declared(fn)
 
 
+def cotangents_like_arguments(many=None):
+    """The ``object_mode`` of a VJP called ``(g, ans, *args)``: one cotangent per
+    argument after ``g`` and ``ans``, like it; a tuple of them when ``many`` (None:
+    when there are several)."""
+    return lambda n: (tuple(range(2, n)), n > 3 if many is None else many)
+
+
 def called_through(fn) -> bool:
     """Whether calls of ``fn`` go through object mode (it says so, or was declared)."""
     return callable(getattr(fn, "object_mode", None)) or _declared(fn) is not None
