@@ -12,6 +12,7 @@ via foldr / gradient of the plain loop <= 1.2 on each backend.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import numpy as np
@@ -20,6 +21,9 @@ import pullback
 from pullback import foldr
 from pullback.bench.timing import interleaved, once
 from pullback.bench.workloads import HORNER_X
+
+# Timings of compiled code: Numba compiles in the first call, not in the background.
+os.environ.setdefault("PULLBACK_BACKGROUND_COMPILE", "0")
 
 
 def fold_zero(x, p):

@@ -15,6 +15,7 @@ gradient with respect to every float argument too.
 from __future__ import annotations
 
 import argparse
+import os
 
 import numba
 import numpy as np
@@ -25,6 +26,9 @@ from pullback.bench.workloads import WORKLOADS, mlp_loss
 from pullback.core.kinds import kind_of_value
 from pullback.examples import horner, lotka_volterra_misfit
 from pullback.pipeline import choose_backend, derivative
+
+# Timings of compiled code: Numba compiles in the first call, not in the background.
+os.environ.setdefault("PULLBACK_BACKGROUND_COMPILE", "0")
 
 
 def rosen(x):

@@ -11,6 +11,7 @@ peak memory linear in N.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -23,6 +24,9 @@ import pullback
 from pullback.bench.tools import TOOLS
 from pullback.bench.workloads import HORNER_X, WORKLOADS, Case
 from pullback.examples import horner, horner_foldr
+
+# Timings of compiled code: Numba compiles in the first call, not in the background.
+os.environ.setdefault("PULLBACK_BACKGROUND_COMPILE", "0")
 
 
 @numba.njit

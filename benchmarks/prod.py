@@ -22,6 +22,7 @@ Targets (DESIGN.md): rule / primal <= 3 without zeros, <= 6 with zeros (ZZ).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import timeit
@@ -33,6 +34,9 @@ from pullback.bench.workloads import WORKLOADS, Case
 from pullback.bench.workloads import prod_sum as f
 from pullback.examples import seed_matrices
 from pullback.rules.prod import prod_vjp
+
+# Timings of compiled code: Numba compiles in the first call, not in the background.
+os.environ.setdefault("PULLBACK_BACKGROUND_COMPILE", "0")
 
 
 def reference(A):

@@ -14,11 +14,15 @@ product (the summed form) ten times slower and the comparison meaningless.
 from __future__ import annotations
 
 import argparse
+import os
 
 import numpy as np
 
 import pullback
 from pullback.bench.timing import interleaved, once
+
+# Timings of compiled code: Numba compiles in the first call, not in the background.
+os.environ.setdefault("PULLBACK_BACKGROUND_COMPILE", "0")
 
 STEPS = 50
 

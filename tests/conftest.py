@@ -18,6 +18,9 @@ atexit.register(shutil.rmtree, _CACHE, True)
 # Generated Numba derivatives check their indices: a wrong tape index is an
 # IndexError in a test, never a write outside an array (or a crash).
 os.environ["PULLBACK_BOUNDSCHECK"] = "1"
+# Numba compiles in the call, so that a test sees the compiled code (and a compile
+# failure as the error it raises); tests/test_background_compile.py tests the default.
+os.environ["PULLBACK_BACKGROUND_COMPILE"] = "0"
 
 
 @pytest.fixture(params=[False, True], ids=["python", "numba"])

@@ -3,6 +3,7 @@ mode, forward mode, Hessians)."""
 from . import rules as _rules  # registers the derivative rules  # noqa: F401
 from .api import rule, show, unregister, vjp
 from .check import GradCheck, check_grad
+from .core.background import finish_compiling
 from .core.diskcache import cache_dir, set_cache_dir
 from .core.errors import (
                           MissingRuleError,
@@ -23,4 +24,5 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian
            "unregister", "custom_vjp", "custom_jvp", "stop_gradient", "check_grad", "GradCheck",
            "PullbackError", "UnsupportedSyntaxError", "MissingRuleError", "SourceUnavailableError",
            "NumbaCompileError", "PerformanceWarning", "cache_dir", "set_cache_dir",
+           "finish_compiling",
            "scan", "foldl", "foldr", "accumulate"]

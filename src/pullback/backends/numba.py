@@ -14,11 +14,12 @@ import copy
 import re
 import threading
 import types
+import warnings
 
 import numpy as np
 
-from ..core import numbacache
-from ..core.errors import NumbaCompileError
+from ..core import background, numbacache
+from ..core.errors import NumbaCompileError, PerformanceWarning
 from ..core.kinds import NUMPY_DTYPES
 from ..core.runtime import reserve, snapshot, with_shape
 from ..reverse.ops import assign, attribute, augment, call, expr_stmt, plus, store, subscript
@@ -358,8 +359,12 @@ class _LazyNumba:
     parameter ``_ws``) and returns them, grown, as its last result: each thread
     keeps its own between calls, so a long loop's tapes are allocated (and their
     pages touched) once, not on every call.  ``dispatcher`` is what callers may
-    call directly once the first call compiled (``ok``): the Numba dispatcher
-    itself, or :func:`_with_workspace` around it."""
+    call directly once a call ran compiled (``ok``): the Numba dispatcher itself,
+    or :func:`_with_workspace` around it.
+
+    By default the compile runs in the background (:mod:`pullback.core.background`):
+    until it is done, calls run the generated code as plain Python (``python``); a
+    compile that fails leaves them so, with a warning that says why."""
 
     def __init__(self, fn, src, filename="", origins=()):
         self.py_func = fn
@@ -374,6 +379,10 @@ class _LazyNumba:
         self.dispatcher = self.jitted if self.workspace is None else \
             _with_workspace(self.jitted, self.workspace, self.nargs)
         self.ok = False
+        self._jobs: dict = {}       # Numba signature -> background.Job compiling it
+        self._warned: set = set()   # signatures whose compile failed, warned of
+        self._lock = threading.Lock()
+        self._python = None
 
     def __call__(self, *args):
         # Compile first, apart from running: any failure here is a compile failure
@@ -383,17 +392,52 @@ class _LazyNumba:
             full = args if self.workspace is None else \
                 args + ((1.0,) if len(args) == self.nargs else ()) + (self.workspace,)
             sig = tuple(self.jitted.typeof_pyval(a) for a in full)
-            self.jitted.compile(sig)
+            if not background.enabled():
+                self.jitted.compile(sig)
         except Exception as exc:
-            raise NumbaCompileError(
-                "the generated derivative could not be compiled with Numba (jit=True)"
-                + self._origin(str(exc)) + ". Numba reported:\n"
-                + _first_lines(f"{type(exc).__name__}: {exc}", 25) +
-                "\nUse jit=False for the pure-Python backend, or change the construct "
-                "it names.") from None
+            raise NumbaCompileError(self._failure(exc)) from None
+        if background.enabled() and not self._compiled(sig):
+            return self.python(*args)
         out = self.dispatcher(*args)
         self.ok = True      # compiled: callers may use the dispatcher directly
         return out
+
+    def _compiled(self, sig) -> bool:
+        """Whether ``sig``'s machine code is ready; starts its compile if none has."""
+        job = self._jobs.get(sig)
+        if job is None:
+            with self._lock:
+                job = self._jobs.get(sig)
+                if job is None:
+                    job = self._jobs[sig] = background.Job(
+                        lambda: self.jitted.compile(sig), self.py_func.__name__)
+        if not job.done:
+            return False
+        if job.error is None:
+            return True
+        if sig not in self._warned:     # warned of once; the calls run as Python
+            self._warned.add(sig)
+            warnings.warn(self._failure(job.error, "It runs as plain Python instead (slower); "
+                                        "use jit=False to ask for that"),
+                          PerformanceWarning, stacklevel=4)
+        return False
+
+    @property
+    def python(self):
+        """The derivative run as plain Python: the same generated code, with the
+        helpers Numba would compile called as Python (their ``py_func``)."""
+        if self._python is None:
+            fn = _as_python(self.py_func)
+            self._python = fn if self.workspace is None else \
+                _with_workspace(fn, self.workspace, self.nargs)
+        return self._python
+
+    def _failure(self, exc, advice="Use jit=False for the pure-Python backend") -> str:
+        """What went wrong, located at the user's line where Numba names one."""
+        return ("the generated derivative could not be compiled with Numba (jit=True)"
+                + self._origin(str(exc)) + ". Numba reported:\n"
+                + _first_lines(f"{type(exc).__name__}: {exc}", 25)
+                + f"\n{advice}, or change the construct it names.")
 
     def _origin(self, message) -> str:
         """The user's source line behind the generated line Numba complains about."""
@@ -406,6 +450,23 @@ class _LazyNumba:
             if 0 <= k < len(self.origins) and self.origins[k] is not None:
                 return f" at the code generated for `{self.origins[k]}`"
         return ""
+
+
+def _as_python(fn):
+    """``fn`` with the Numba dispatchers it closes over (pullback's jitted helpers,
+    a rule's function compiled for the derivative) replaced by their Python
+    functions: called from Python, a dispatcher would compile first."""
+    cells = fn.__closure__ or ()
+    if not any(isinstance(c.cell_contents, _dispatcher_type()) for c in cells):
+        return fn
+    cells = tuple(types.CellType(c.cell_contents.py_func)
+                  if isinstance(c.cell_contents, _dispatcher_type()) else c for c in cells)
+    return types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, cells)
+
+
+def _dispatcher_type():
+    from numba.core.dispatcher import Dispatcher
+    return Dispatcher
 
 
 def _with_workspace(jitted, default, nargs):

@@ -103,6 +103,9 @@ def _plots(rows, workloads, out):
 def main(args) -> int:
     """Run the benchmark for parsed ``args``; print the table; write the files."""
     start = time.perf_counter()
+    # Timings of compiled code, and a first call's compile: under jit=True Numba
+    # compiles in the call, not in the background (pullback.core.background).
+    os.environ.setdefault("PULLBACK_BACKGROUND_COMPILE", "0")
     workloads = [WORKLOADS[n] for n in args.only] if args.only else list(WORKLOADS.values())
     tools, notes = [], []
     for key in args.tools:
