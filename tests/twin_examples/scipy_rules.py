@@ -59,6 +59,25 @@ def _softmax_vjp(fn):
     return make
 
 
+def _logsumexp(rng, dt):
+    shape = sizes(rng, 3)
+    return [call(arr(rng, dt, shape)), call(arr(rng, dt, shape), axis=1),
+            call(arr(rng, dt, shape[:2]), axis=-1, keepdims=True)]
+
+
+def _logsumexp_vjp(rng, dt):
+    from scipy.special import logsumexp
+    shape, out = sizes(rng, 3), []
+    for axis, keepdims in ((None, False), (1, False), (-1, True), (0, True)):
+        a = arr(rng, dt, shape)
+        ans = np.asarray(logsumexp(a, axis=axis, keepdims=keepdims), dtype=dt)
+        g = arr(rng, dt, ans.shape) if ans.ndim else num(rng, dt)
+        out.append(call(g, ans if ans.ndim else ans.item(), a, axis, None, keepdims, False))
+    return out
+
+
+EXAMPLES["scipy.special._logsumexp.logsumexp"] = _logsumexp
+EXAMPLES["pullback.rules.scipy_special.logsumexp_vjp"] = _logsumexp_vjp
 EXAMPLES["scipy.special._logsumexp.softmax"] = EXAMPLES["scipy.special._logsumexp.log_softmax"] \
     = _softmax
 try:

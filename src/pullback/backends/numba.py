@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import ast
 import copy
-import re
-import threading
 import types
-import warnings
 
 import numpy as np
 
-from ..core import background, numbacache
-from ..core.errors import NumbaCompileError, PerformanceWarning
+from ..core import numbacache
+from ..core.errors import NumbaCompileError
 from ..core.kinds import NUMPY_DTYPES
 from ..core.runtime import reserve, snapshot, with_shape
 from ..reverse.ops import assign, attribute, augment, call, expr_stmt, plus, store, subscript
@@ -29,6 +26,7 @@ from . import (
     object_mode,
 )
 from .base import Backend, TapeNeeds
+from .lazy_numba import LazyNumba
 from .python import PythonTape
 
 
@@ -52,7 +50,7 @@ class NumbaBackend(Backend):
         return _jit_helper(obj)
 
     def finish(self, fn, src, filename, origins):
-        return _LazyNumba(fn, src, filename, origins)
+        return LazyNumba(fn, src, filename, origins)
 
     def primal_twin(self, callee, method, call, kind=None, result=None):
         fn = registry.method(method) if method is not None else callee
@@ -69,10 +67,18 @@ class NumbaBackend(Backend):
                     or object_mode.compiles(_jit_helper(fn), kinds):
                 return fn
             return object_mode.stub(fn, ((declared,), False))
+        twin = forms.twin(fn) if fn is not None else None
+        if twin is None and _library_python_function(fn) and not call.keywords \
+                and result is not None and kind is not None:
+            # No twin, and Numba does not compile a library's Python (SciPy's
+            # solve_triangular): called through object mode when the transform knows
+            # its result's kind (the rule's), never a guess.
+            declared = object_mode.result_kind(result, ())
+            if declared is not None:
+                return object_mode.stub(fn, ((declared,), False))
         if len(call.args) + len(call.keywords) + (method is not None) <= 1 \
                 and not forms.twin_always(fn) and not _array_call(fn, call, kind):
             return None     # f(a): Numba compiles the NumPy function itself
-        twin = forms.twin(fn) if fn is not None else None
         return None if twin is None or twin is forms.PLAIN else _primal_stub(fn, twin)
 
     def check_rule(self, tr, s, rule, bound):
@@ -92,6 +98,14 @@ class NumbaBackend(Backend):
             refusal = getattr(obj, "numba_refusal", None)
             if refusal is not None and getattr(obj, "object_mode", None) is None:
                 raise tr.error(s, refusal[0], refusal[1], cls=NumbaCompileError)
+        e = getattr(s, "expr", None)
+        if isinstance(e, ast.Call) and e.keywords and forms.twin(rule.fn) is None \
+                and _library_python_function(rule.fn):
+            raise tr.error(
+                s, f"{rule.name} with keyword arguments under the Numba backend (jit=True): it "
+                "has no compiled form, and the object-mode call that stands in for one takes "
+                "arguments by position only", "Pass the arguments by position where the "
+                "function allows it, or use jit=False.", cls=NumbaCompileError)
         if rule.vjp_tuple is not None:
             _user_vjp_or_object_mode(tr, s, rule)
             return          # a user's VJP function: Numba compiles it as it is, or says why
@@ -100,7 +114,8 @@ class NumbaBackend(Backend):
                 continue
             for node in ast.walk(template):
                 obj = rule.helpers.get(node.id) if isinstance(node, ast.Name) else None
-                if _needs_twin(obj) and forms.twin(obj) is None:
+                if _needs_twin(obj) and forms.twin(obj) is None \
+                        and not _cotangent_through_object_mode(obj, template, pname):
                     raise tr.error(
                         s, f"the derivative of {rule.name} (with respect to {pname!r}) under "
                         f"the Numba backend (jit=True): its helper {node.id} has no compiled "
@@ -120,6 +135,23 @@ class NumbaBackend(Backend):
 
     def primal(self, f, py_func):
         return f
+
+
+def _cotangent_through_object_mode(helper, template, pname) -> bool:
+    """A helper with no twin whose call is the whole cotangent of ``pname``
+    (``logsumexp_vjp(g, ans, a, ...)``) gives a cotangent like its argument ``pname``:
+    the compiled derivative calls it through object mode (declared so here), slower
+    but running.  A helper inside a larger expression has no known result kind."""
+    if object_mode.called_through(helper):
+        return True
+    if not (isinstance(template, ast.Call) and isinstance(template.func, ast.Name)
+            and not template.keywords):
+        return False
+    at = [k for k, a in enumerate(template.args) if isinstance(a, ast.Name) and a.id == pname]
+    if not at:
+        return False
+    object_mode.declare(helper, (at[0],), False)
+    return True
 
 
 def _user_vjp_or_object_mode(tr, s, rule) -> None:
@@ -145,6 +177,31 @@ def _users_plain_function(fn) -> bool:
         return False
     rule = registry.lookup(fn)
     return rule is not None and rule.call_signature is not None
+
+
+def _library_python_function(fn) -> bool:
+    """A library's function with a rule that Numba does not compile: one written in
+    Python (SciPy's), or a NumPy function Numba does not implement (``np.gradient``)."""
+    if isinstance(fn, np.ufunc) or registry.lookup(fn) is None:
+        return False
+    module = getattr(fn, "__module__", None) or ""
+    if module.startswith("numpy"):
+        return not _numba_implements(fn)
+    return isinstance(fn, types.FunctionType) and not module.startswith("pullback")
+
+
+_IMPLEMENTS: dict = {}      # id(a NumPy function) -> (it, whether Numba implements it)
+
+
+def _numba_implements(fn) -> bool:
+    """Whether Numba has an implementation of the NumPy function ``fn`` (its typing
+    registry, complete once the target context is initialised)."""
+    hit = _IMPLEMENTS.get(id(fn))
+    if hit is None or hit[0] is not fn:
+        from numba.core.registry import cpu_target
+        cpu_target.target_context.refresh()
+        hit = _IMPLEMENTS[id(fn)] = (fn, cpu_target.typing_context._lookup_global(fn) is not None)
+    return hit[1]
 
 
 def _array_call(fn, call, kind) -> bool:
@@ -205,7 +262,7 @@ class NumbaTape(PythonTape):
 
     def setup_code(self) -> list:
         """Each typed tape starts as this thread's workspace array of the previous call
-        (``_ws``, see :class:`_LazyNumba`), list tapes empty."""
+        (``_ws``, see :class:`.lazy_numba.LazyNumba`), list tapes empty."""
         out = []
         self._workspace = []
         for key, (tape, k) in self.tapes.items():
@@ -350,151 +407,6 @@ def _jit_helper(v):
             _JITTED[id(v)] = (v, numbacache.njit(v))
         return _JITTED[id(v)][1]
     return v
-
-
-class _LazyNumba:
-    """Compiles on first call so errors name the argument types.
-
-    A derivative whose tapes are typed arrays takes them as a workspace (its last
-    parameter ``_ws``) and returns them, grown, as its last result: each thread
-    keeps its own between calls, so a long loop's tapes are allocated (and their
-    pages touched) once, not on every call.  ``dispatcher`` is what callers may
-    call directly once a call ran compiled (``ok``): the Numba dispatcher itself,
-    or :func:`_with_workspace` around it.
-
-    By default the compile runs in the background (:mod:`pullback.core.background`):
-    until it is done, calls run the generated code as plain Python (``python``); a
-    compile that fails leaves them so, with a warning that says why."""
-
-    def __init__(self, fn, src, filename="", origins=()):
-        self.py_func = fn
-        self.source = src
-        self.filename = filename
-        self.origins = origins      # compiled line number -> the user's line it comes from
-        self.jitted = numbacache.jit_derivative(fn, src)
-        defaults = fn.__defaults__ or ()
-        # The default workspace (empty arrays of the tapes' dtypes, see emit.build).
-        self.workspace = defaults[1] if len(defaults) > 1 else None
-        self.nargs = fn.__code__.co_argcount - len(defaults)
-        self.dispatcher = self.jitted if self.workspace is None else \
-            _with_workspace(self.jitted, self.workspace, self.nargs)
-        self.ok = False
-        self._jobs: dict = {}       # Numba signature -> background.Job compiling it
-        self._warned: set = set()   # signatures whose compile failed, warned of
-        self._lock = threading.Lock()
-        self._python = None
-
-    def __call__(self, *args):
-        # Compile first, apart from running: any failure here is a compile failure
-        # (Numba sometimes fails with plain Python exceptions), while an error the
-        # user's code raises at run time must pass through unchanged.
-        try:
-            full = args if self.workspace is None else \
-                args + ((1.0,) if len(args) == self.nargs else ()) + (self.workspace,)
-            sig = tuple(self.jitted.typeof_pyval(a) for a in full)
-            if not background.enabled():
-                self.jitted.compile(sig)
-        except Exception as exc:
-            raise NumbaCompileError(self._failure(exc)) from None
-        if background.enabled() and not self._compiled(sig):
-            return self.python(*args)
-        out = self.dispatcher(*args)
-        self.ok = True      # compiled: callers may use the dispatcher directly
-        return out
-
-    def _compiled(self, sig) -> bool:
-        """Whether ``sig``'s machine code is ready; starts its compile if none has."""
-        job = self._jobs.get(sig)
-        if job is None:
-            with self._lock:
-                job = self._jobs.get(sig)
-                if job is None:
-                    job = self._jobs[sig] = background.Job(
-                        lambda: self.jitted.compile(sig), self.py_func.__name__)
-        if not job.done:
-            return False
-        if job.error is None:
-            return True
-        if sig not in self._warned:     # warned of once; the calls run as Python
-            self._warned.add(sig)
-            warnings.warn(self._failure(job.error, "It runs as plain Python instead (slower); "
-                                        "use jit=False to ask for that"),
-                          PerformanceWarning, stacklevel=4)
-        return False
-
-    @property
-    def python(self):
-        """The derivative run as plain Python: the same generated code, with the
-        helpers Numba would compile called as Python (their ``py_func``)."""
-        if self._python is None:
-            fn = _as_python(self.py_func)
-            self._python = fn if self.workspace is None else \
-                _with_workspace(fn, self.workspace, self.nargs)
-        return self._python
-
-    def _failure(self, exc, advice="Use jit=False for the pure-Python backend") -> str:
-        """What went wrong, located at the user's line where Numba names one."""
-        return ("the generated derivative could not be compiled with Numba (jit=True)"
-                + self._origin(str(exc)) + ". Numba reported:\n"
-                + _first_lines(f"{type(exc).__name__}: {exc}", 25)
-                + f"\n{advice}, or change the construct it names.")
-
-    def _origin(self, message) -> str:
-        """The user's source line behind the generated line Numba complains about."""
-        # Numba names the file relative to the working directory: match its name only
-        # (a hash of the source is in it).
-        hits = re.findall(re.escape(self.filename.replace("\\", "/").rpartition("/")[2])
-                          + r'", line (\d+)', message.replace("\\", "/"))
-        for line in reversed(hits):
-            k = int(line)
-            if 0 <= k < len(self.origins) and self.origins[k] is not None:
-                return f" at the code generated for `{self.origins[k]}`"
-        return ""
-
-
-def _as_python(fn):
-    """``fn`` with the Numba dispatchers it closes over (pullback's jitted helpers,
-    a rule's function compiled for the derivative) replaced by their Python
-    functions: called from Python, a dispatcher would compile first."""
-    cells = fn.__closure__ or ()
-    if not any(isinstance(c.cell_contents, _dispatcher_type()) for c in cells):
-        return fn
-    cells = tuple(types.CellType(c.cell_contents.py_func)
-                  if isinstance(c.cell_contents, _dispatcher_type()) else c for c in cells)
-    return types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, cells)
-
-
-def _dispatcher_type():
-    from numba.core.dispatcher import Dispatcher
-    return Dispatcher
-
-
-def _with_workspace(jitted, default, nargs):
-    """``jitted`` called with this thread's workspace (``default`` on its first call),
-    keeping the one it returns for the thread's next call; it returns the value and
-    the gradients, as a derivative without workspace does.  A call that raises keeps
-    the older workspace (its arrays are only ever written before they are read)."""
-    class Workspace(threading.local):
-        def __init__(self):         # runs once in each thread that uses it
-            self.ws = default
-
-    # Written out for this number of arguments: a call through ``*args`` and a
-    # length test cost as much as a small gradient's own loop (Horner, N = 1000).
-    params = "".join(f"a{k}, " for k in range(nargs))
-    source = (f"def call({params}seed=1.0):\n"
-              f"    value, grads, local.ws = jitted({params}seed, local.ws)\n"
-              f"    return value, grads\n")
-    namespace = {"jitted": jitted, "local": Workspace()}
-    exec(source, namespace)
-    call = namespace["call"]
-    call.dispatcher = jitted
-    return call
-
-
-def _first_lines(text, n):
-    """The first ``n`` lines of Numba's report, without its terminal colour codes."""
-    lines = re.sub(r"\x1b\[[0-9;]*m", "", text).splitlines()
-    return "\n".join(lines[:n]) + ("\n..." if len(lines) > n else "")
 
 
 NUMBA = NumbaBackend()

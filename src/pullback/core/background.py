@@ -5,7 +5,7 @@ for a scalar loop, ten or more for array code (Numba takes about 5 s to compile 
 hand-written MLP gradient, before any twin of pullback's).  So the first call with
 new argument types starts the compile in a thread and runs the same
 generated code as plain Python; the calls after it switch to the machine code once
-it is ready (:class:`pullback.backends.numba._LazyNumba`).  The numbers do not
+it is ready (:class:`pullback.backends.lazy_numba.LazyNumba`).  The numbers do not
 change at the switch, beyond rounding: both run one derivative, line for line.
 
 ``PULLBACK_BACKGROUND_COMPILE=0`` compiles in the call instead, as the tests do (a

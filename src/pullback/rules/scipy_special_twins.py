@@ -21,7 +21,8 @@ import numpy as np
 
 from . import twins
 from .forms import numba_twin
-from .scipy_special import log_softmax_vjp, softmax_vjp
+from .reductions import along_axis, spreader
+from .scipy_special import log_softmax_vjp, logsumexp_vjp, softmax_vjp
 
 try:
     from scipy import special
@@ -231,11 +232,78 @@ def _softmax_vjp_twin(log):
     return twin
 
 
+# logsumexp over the whole array or one axis, without weights b: the shift by
+# the slice's largest entry (0 where that is not finite), as SciPy's.  Its VJP
+# g exp(a - ans) gives an infinite result's g to the entries equal to it, shared
+# equally, as the Python rule does.
+
+_LSE_SIG = "a, axis=None, b=None, keepdims=False, return_sign=False"
+
+
+def _logsumexp_slice(x, p):
+    m = np.max(x)
+    m = m if np.isfinite(m) else 0.0
+    return m + np.log(np.sum(np.exp(x - m)))
+
+
+def _logsumexp_vjp3(g3, r3, a3):
+    out = np.empty(a3.shape, a3.dtype)
+    for i in range(a3.shape[0]):
+        for j in range(a3.shape[2]):
+            r = r3[i, 0, j]
+            ties = 0.0
+            if np.isinf(r):
+                for k in range(a3.shape[1]):
+                    ties += 1.0 if a3[i, k, j] == r else 0.0
+            for k in range(a3.shape[1]):
+                if np.isinf(r):
+                    out[i, k, j] = g3[i, 0, j] / ties if a3[i, k, j] == r else 0.0
+                else:
+                    out[i, k, j] = g3[i, 0, j] * np.exp(a3[i, k, j] - r)
+    return out
+
+
+def _unweighted(t) -> bool:
+    return twins.is_float_array(t["a"]) and twins.is_none(t["b"]) \
+        and twins.literal(t["return_sign"], False) is False
+
+
+def _logsumexp_decide(t):
+    if not _unweighted(t):
+        return None
+    body = along_axis(_logsumexp_slice, t["a"], t["axis"], t["keepdims"])
+    if body is None:
+        return None
+    run = twins.jitted(body)
+    return lambda a, axis, b, keepdims, return_sign: run(a, axis, keepdims, 0)
+
+
+def _logsumexp_vjp_decide(t):
+    if not (_unweighted(t) and (twins.is_number(t["g"]) or twins.is_float_array(t["g"]))):
+        return None
+    blocks, kernel = _blocks(t["axis"]), twins.jitted(_logsumexp_vjp3)
+    spread_g, spread_r = spreader(t["g"], t["a"], t["axis"]), spreader(t["ans"], t["a"], t["axis"])
+    # g and ans spread over a's shape are the same along the axis: its first entry
+    if twins.is_none(t["axis"]):
+        one = blocks
+    else:
+        one = twins.jitted(lambda x, axis: blocks(x, axis)[:, :1, :])
+
+    def body(g, ans, a, axis, b, keepdims, return_sign):
+        g3 = one(spread_g(g, a, axis), axis)
+        r3 = one(spread_r(ans, a, axis), axis)
+        return kernel(g3, r3, blocks(a, axis)).reshape(a.shape)
+    return body
+
+
 def register_softmax() -> None:
     numba_twin(special.softmax, always=True)(_softmax_twin(False))
     numba_twin(special.log_softmax, always=True)(_softmax_twin(True))
     numba_twin(softmax_vjp)(_softmax_vjp_twin(False))
     numba_twin(log_softmax_vjp)(_softmax_vjp_twin(True))
+    numba_twin(special.logsumexp, always=True)(twins.signature_twin(_LSE_SIG, _logsumexp_decide))
+    numba_twin(logsumexp_vjp)(twins.signature_twin(
+        "g, ans, " + _LSE_SIG, _logsumexp_vjp_decide))
 
 
 if special is not None:
