@@ -34,6 +34,10 @@ import sys
 import time
 import traceback
 
+# Each case's compiled code, and a compile failure as the error it raises: Numba
+# compiles in the first call, not in the background (inherited by the workers).
+os.environ.setdefault("PULLBACK_BACKGROUND_COMPILE", "0")
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, os.path.join(ROOT, "src"))

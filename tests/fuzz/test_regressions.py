@@ -325,10 +325,10 @@ def test_regression(name, backend, tmp_path):
     ref = Reference(case.value, list(case.grads))
     cases = [ArgumentSet(case.args, ref)]
     jit = backend == "numba"
-    outcome = worst([check_value_and_grad(case.fn, program, cases, jit),
+    outcome = worst([check_reference(case.fn, program, cases, jit),
+                     check_value_and_grad(case.fn, program, cases, jit),
                      check_grad(case.fn, program, cases, jit),
-                     check_vjp(case.fn, program, ref, jit),
-                     check_reference(case.fn, program, cases, jit)])
+                     check_vjp(case.fn, program, ref, jit)])
     allowed = {"correct", "refused"} if backend in case.refused else {"correct"}
     assert outcome.kind in allowed, str(outcome)
 

@@ -31,8 +31,8 @@ def _tuples(rng, dt):
     return (arr(rng, dt, (3,)), arr(rng, dt, (2, 2)), num(rng, dt))
 
 
-# (zeros_like of a tuple: the twin's own case, the Python helper takes arrays and numbers)
-EXAMPLES[RT + "zeros_like"] = lambda rng, dt: [call(arr(rng, dt, (3, 4))), call(num(rng, dt))]
+EXAMPLES[RT + "zeros_like"] = lambda rng, dt: [
+    call(arr(rng, dt, (3, 4))), call(num(rng, dt)), call((num(rng, dt), arr(rng, dt, (2,))))]
 EXAMPLES[RT + "zeros_tangent"] = lambda rng, dt: [
     call(arr(rng, dt, (3, 4))), call(num(rng, dt)), call(_tuples(rng, dt))]
 EXAMPLES[RT + "fit"] = lambda rng, dt: [

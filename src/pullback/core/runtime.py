@@ -67,7 +67,11 @@ def snapshot(value):
 
 
 def zeros_like(value):
-    """A float zero of value's shape (a Python float for a scalar)."""
+    """A float zero of value's shape (a Python float for a scalar or None); a tuple
+    or list of them for a tuple or list (as the Numba twin, whose derivatives also
+    run as Python while they compile)."""
+    if isinstance(value, (tuple, list)):
+        return type(value)(zeros_like(v) for v in value)
     if np.ndim(value) == 0:
         return 0.0
     return np.zeros(np.shape(value), dtype=np.result_type(value, 1.0))

@@ -158,6 +158,7 @@ def _revcumsum3(g3):
 
 
 @numba_twin(cumsum_vjp)
+@twins.keeps_dtype("a")
 def _cumsum_vjp_numba(g, a, axis=None):
     rev = twins.jitted(_revcumsum3)
     if twins.is_none(axis):
@@ -202,7 +203,7 @@ def cumulative_twin(kernel3):
     return twins.signature_twin("a, axis=None, dtype=None, out=None", decide)
 
 
-numba_twin(np.cumsum)(cumulative_twin(_cumsum3))
+numba_twin(np.cumsum)(twins.keeps_dtype("a")(cumulative_twin(_cumsum3)))
 
 
 def _cumprod_grad3(x3, g3):
@@ -224,6 +225,7 @@ def _cumprod_grad3(x3, g3):
 
 
 @numba_twin(cumprod_vjp)
+@twins.keeps_dtype("x")
 def _cumprod_vjp_numba(g, ans, x, axis=None, exact=None):
     if not twins.is_array(x):
         return None
@@ -248,4 +250,4 @@ def _cumprod3(a3):
                 out[i, k, j] = acc
     return out
 
-numba_twin(np.cumprod)(cumulative_twin(_cumprod3))
+numba_twin(np.cumprod)(twins.keeps_dtype("a")(cumulative_twin(_cumprod3)))

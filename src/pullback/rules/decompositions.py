@@ -296,6 +296,7 @@ def _cholesky_numba(a, upper=False):
 
 
 @numba_twin(cholesky_vjp)
+@twins.keeps_dtype("a")
 def _cholesky_vjp_numba(g, ans, a, upper=False):
     """cholesky_vjp of a matrix or a stack, ``upper`` a constant."""
     _matrix_or_stack(a, "the derivative of np.linalg.cholesky")
@@ -328,6 +329,7 @@ def _eigh_numba(a, UPLO="L"):
 
 
 @numba_twin(eigh_vjp)
+@twins.keeps_dtype("a")
 def _eigh_vjp_numba(g, ans, a, UPLO="L"):
     """eigh_vjp of a matrix or a stack, ``UPLO`` a constant."""
     _matrix_or_stack(a, "the derivative of np.linalg.eigh")
@@ -364,6 +366,7 @@ def _svd_numba(a, full_matrices=True, compute_uv=True, hermitian=False):
 
 
 @numba_twin(svd_vjp)
+@twins.keeps_dtype("a")
 def _svd_vjp_numba(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
     """svd_vjp of a matrix or a stack, the flags constants, hermitian=False."""
     _, uv = _svd_flags(a, full_matrices, compute_uv, hermitian,
@@ -422,6 +425,7 @@ def _pinv_numba(a, rcond=None, hermitian=False, rtol=_NO_RTOL):
 
 
 @numba_twin(pinv_vjp)
+@twins.keeps_dtype("a")
 def _pinv_vjp_numba(g, ans, a, hermitian=False):
     """pinv_vjp of a matrix or a stack; hermitian=False."""
     _matrix_or_stack(a, "the derivative of np.linalg.pinv")

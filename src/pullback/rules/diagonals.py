@@ -153,6 +153,7 @@ def _diagonal_numba(a, offset=0, axis1=0, axis2=1):
 
 
 @numba_twin(diagonal_vjp)
+@twins.keeps_dtype("a")
 def _diagonal_vjp_numba(g, a, offset=0, axis1=0, axis2=1):
     """diagonal_vjp, as np.diagonal's twin covers it."""
     perm = _diagonal_perm(a, axis1, axis2)
@@ -219,6 +220,7 @@ def _put_diagonal(g, v, k):
 
 
 @numba_twin(diag_vjp)
+@twins.keeps_dtype("v")
 def _diag_vjp_numba(g, v, k=0):
     if twins.is_array(v, 1):
         return lambda g, v, k=0: np.ascontiguousarray(np.diag(g, k))
@@ -275,6 +277,7 @@ def _trace_numba(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 
 
 @numba_twin(trace_vjp)
+@twins.keeps_dtype("a")
 def _trace_vjp_numba(g, a, offset=0, axis1=0, axis2=1):
     swapped = _trace_axes(a, axis1, axis2)
     un = twins.jitted(_untrace3)

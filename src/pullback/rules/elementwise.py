@@ -287,17 +287,6 @@ def _sum_onto(g, x):
     return out.reshape(x.shape)
 
 
-def _sum_rows(m):
-    """Numba: the sum of the rows of a C-contiguous matrix, in row order (as NumPy's
-    sum over axis 0); a loop, not Numba's ``np.sum(m, axis=0)``, whose bounds check
-    formats an error message that costs a second to compile."""
-    out = np.zeros(m.shape[1], m.dtype)
-    for i in range(m.shape[0]):
-        for j in range(m.shape[1]):
-            out[j] += m[i, j]
-    return out
-
-
 @numba_twin(unbroadcast)
 def _unbroadcast_numba(g, x):
     if twins.is_number(x):
@@ -312,7 +301,7 @@ def _unbroadcast_numba(g, x):
         return lambda g, x: np.zeros(x.shape) + g
     if g.ndim > x.ndim:
         off = g.ndim - x.ndim     # known when typing: a static tuple slice below
-        general, rows = twins.jitted(_sum_onto), twins.jitted(_sum_rows)
+        general, rows = twins.jitted(_sum_onto), twins.jitted(twins.sum_rows)
 
         def leading(g, x):
             if g.shape[off:] != x.shape:

@@ -81,6 +81,7 @@ deftangent(max_vjp, shaped=True, c="max_vjp(t, r, a, axis, keepdims, where)",
 # take no axis).
 
 @numba_twin(max_vjp)
+@twins.keeps_dtype("a")
 def _max_vjp_numba(g, ans, a, axis=None, keepdims=False, where=True):
     if twins.is_number(a):          # the one number is the extreme: all of g
         return lambda g, ans, a, axis=None, keepdims=False, where=True: g * 1.0

@@ -265,12 +265,14 @@ def _split_join(g, ary):
 
 
 @numba_twin(split_vjp)
+@twins.keeps_dtype("ary")
 def _split_vjp_numba(g, ans, ary, axis=0):
     join = _split_join(g, ary)
     return lambda g, ans, ary, axis=0: join(g, axis % ary.ndim)
 
 
 @numba_twin(hsplit_vjp)
+@twins.keeps_dtype("ary")
 def _hsplit_vjp_numba(g, ans, ary):
     join, ax = _split_join(g, ary), 0 if ary.ndim == 1 else 1
     return lambda g, ans, ary: join(g, ax)

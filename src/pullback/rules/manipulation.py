@@ -218,6 +218,7 @@ def _repeat_shape(a, repeats, axis):
 
 
 @numba_twin(repeat_vjp)
+@twins.keeps_dtype("a")
 def _repeat_vjp_numba(g, a, repeats, axis=None):
     flat = _repeat_shape(a, repeats, axis)
     un, split = twins.jitted(_unrepeat3), twins.split_shape()

@@ -224,6 +224,7 @@ def _vector_weight(p):
 
 
 @numba_twin(norm_vjp)
+@twins.keeps_dtype("x")
 def _norm_vjp_numba(g, ans, x, ord=None, axis=None, keepdims=False):
     if not twins.is_array(x):
         twins.unsupported("np.linalg.norm of a list or a number")

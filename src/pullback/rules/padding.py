@@ -215,6 +215,7 @@ numba_twin(np.pad)(twins.signature_twin(
 
 
 @numba_twin(pad_vjp_array)
+@twins.keeps_dtype("array")
 def _pad_vjp_array_numba(g, array, pad_width, mode="constant", reflect_type="even"):
     code, widths = _pad_setup(array, pad_width, mode, reflect_type)
     nd = array.ndim

@@ -117,6 +117,7 @@ def _choosing(k, n):
 
 
 @numba_twin(np.select)
+@twins.keeps_dtype("choicelist")
 def _select_numba(condlist, choicelist, default=0):
     # Numba's own np.select takes only a number for the default.  The shapes are checked
     # here, in the forward sweep, so that the cotangents' twins need not unbroadcast.
@@ -149,6 +150,7 @@ def _select_vjp_choices_numba(g, condlist, choicelist, default=0):
 
 
 @numba_twin(select_vjp_default)
+@twins.keeps_dtype("default")
 def _select_vjp_default_numba(g, condlist, choicelist, default=0):
     n = _select_sizes(condlist, choicelist, default)
     which = _first_holding_twin(condlist, n)
@@ -259,6 +261,6 @@ def _clip_above(lo, hi):
     return lambda a, a_min, a_max: a > a_max
 
 
-numba_twin(clip_vjp_a)(_clip_twin(_clip_inside))
-numba_twin(clip_vjp_min)(_clip_twin(_clip_below))
-numba_twin(clip_vjp_max)(_clip_twin(_clip_above))
+numba_twin(clip_vjp_a)(twins.keeps_dtype("a")(_clip_twin(_clip_inside)))
+numba_twin(clip_vjp_min)(twins.keeps_dtype("a_min")(_clip_twin(_clip_below)))
+numba_twin(clip_vjp_max)(twins.keeps_dtype("a_max")(_clip_twin(_clip_above)))

@@ -128,6 +128,7 @@ def _polyval_args(p, x):
 
 
 @numba_twin(np.polyval, always=True)
+@twins.keeps_dtype("p", "x")
 def _polyval_numba(p, x):
     coeffs = _polyval_args(p, x)
     if twins.is_number(x):
@@ -149,6 +150,7 @@ def _polyval_numba(p, x):
 
 
 @numba_twin(polyval_vjp_x)
+@twins.keeps_dtype("x")
 def _polyval_vjp_x_numba(g, p, x):
     coeffs = _polyval_args(p, x)
     if twins.is_number(x):
@@ -172,6 +174,7 @@ def _polyval_vjp_x_numba(g, p, x):
 
 
 @numba_twin(polyval_vjp_p)
+@twins.keeps_dtype("p")
 def _polyval_vjp_p_numba(g, p, x):
     coeffs = _polyval_args(p, x)
     if twins.is_number(x) and twins.is_number(g):

@@ -438,6 +438,7 @@ def _as2(g):
 
 
 @numba_twin(prod_vjp)
+@twins.keeps_dtype("x")
 def _prod_vjp_numba(g, ans, x, axis=None, keepdims=False, initial=None, where=True, exact=None):
     if twins.is_number(x) and twins.is_none(initial):     # the product of one number
         return lambda g, ans, x, axis=None, keepdims=False, initial=None, where=True, \

@@ -332,6 +332,7 @@ def _spread_v(x, v):
 
 
 @numba_twin(prod_jvp)
+@twins.keeps_dtype("v", "x")
 def _prod_jvp_numba(v, p, x, axis=None, keepdims=False, initial=None, where=True):
     if _twin_case(x, axis, initial, where, "the tangent of np.prod"):
         return lambda v, p, x, axis=None, keepdims=False, initial=None, where=True: v * 1.0
@@ -367,6 +368,7 @@ def _prod_jvp_numba(v, p, x, axis=None, keepdims=False, initial=None, where=True
 
 
 @numba_twin(prod_jvp_vjp_x)
+@twins.keeps_dtype("x")
 def _prod_jvp_vjp_x_numba(g, v, p, x, axis=None, keepdims=False, initial=None, where=True):
     if _twin_case(x, axis, initial, where, "the derivative of np.prod's tangent"):
         return lambda g, v, p, x, axis=None, keepdims=False, initial=None, where=True: \

@@ -280,6 +280,7 @@ def check_axis(axis, where=None, tuples=False):
 
 
 @numba_twin(sum_vjp)
+@twins.keeps_dtype("a")
 def _sum_vjp_numba(g, a, axis=None, keepdims=False, where=True):
     if twins.is_number(a):
         return lambda g, a, axis=None, keepdims=False, where=True: g
@@ -289,6 +290,7 @@ def _sum_vjp_numba(g, a, axis=None, keepdims=False, where=True):
 
 
 @numba_twin(mean_vjp)
+@twins.keeps_dtype("a")
 def _mean_vjp_numba(g, a, axis=None, keepdims=False, where=True):
     if twins.is_number(a):
         return lambda g, a, axis=None, keepdims=False, where=True: g
@@ -338,12 +340,12 @@ def _var_twin(with_sd):
     return decide
 
 
-numba_twin(var_vjp)(twins.signature_twin(
+numba_twin(var_vjp)(twins.keeps_dtype("a")(twins.signature_twin(
     "g, a, axis=None, ddof=0, keepdims=False, where=True, mean=None, correction=None",
-    _var_twin(False)))
-numba_twin(std_vjp)(twins.signature_twin(
+    _var_twin(False))))
+numba_twin(std_vjp)(twins.keeps_dtype("a")(twins.signature_twin(
     "g, ans, a, axis=None, ddof=0, keepdims=False, where=True, mean=None, correction=None",
-    _var_twin(True)))
+    _var_twin(True))))
 
 
 # Forward twins: each reduction over one axis (or all), with keepdims.

@@ -216,12 +216,14 @@ def _roll_choice(x, shift, axis, sign):
 
 
 @numba_twin(roll_vjp)
+@twins.keeps_dtype("a")
 def _roll_vjp_numba(g, a, shift, axis=None):
     body = _roll_choice(g, shift, axis, -1)
     return lambda g, a, shift, axis=None: body(g, shift, axis)
 
 
 @numba_twin(np.roll)
+@twins.keeps_dtype("a")
 def _roll_numba(a, shift, axis=None):
     # Numba's np.roll takes no axis.
     body = _roll_choice(a, shift, axis, 1)
@@ -242,6 +244,7 @@ def _unsort3(g3, a3):
 
 
 @numba_twin(sort_vjp)
+@twins.keeps_dtype("a")
 def _sort_vjp_numba(g, a, axis=-1):
     if not (twins.is_array(g) and twins.is_array(a)):
         return None
@@ -303,6 +306,7 @@ def _partition_numba(a, kth, axis=-1, kind="introselect", order=None):
 
 
 @numba_twin(partition_vjp)
+@twins.keeps_dtype("a")
 def _partition_vjp_numba(g, ans, a, kth, axis=-1):
     if not (twins.is_array(g) and twins.is_array(ans) and twins.is_array(a)):
         return None

@@ -327,6 +327,7 @@ def _inv_t(a):
 
 
 @numba_twin(det_vjp)
+@twins.keeps_dtype("a")
 def _det_vjp_numba(g, ans, a):
     if _square(a, "np.linalg.det"):
         adj = twins.jitted(_det_adjugate_t)

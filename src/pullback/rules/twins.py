@@ -123,6 +123,64 @@ def one_dtype(fn, *ts):
                                 {"_inner": njit(fn), "_cast": cast}, fn.__defaults__)
 
 
+def keeps_dtype(*params):
+    """Decorator for a twin whose implementation computes in float64: its result
+    takes float32 where every one of ``params`` (parameter names of the target) is
+    float32, a number or an array, as NumPy's result and the Python rule's do.
+    Anything else (a float64 or integer argument among them) keeps the result as
+    the implementation gives it."""
+    def wrap(typer):
+        signature = inspect.signature(typer)
+
+        def typed(*args, **kwargs):
+            impl = typer(*args, **kwargs)
+            bound = signature.bind(*args, **kwargs)
+            if impl is None or not all(_is_float32(bound.arguments.get(p)) for p in params):
+                return impl
+            names = impl.__code__.co_varnames[:impl.__code__.co_argcount]
+            return function_from_source(
+                "impl", names, [f"return _float32(_impl({', '.join(names)}))"],
+                {"_impl": jitted(impl), "_float32": _float32_of()}, impl.__defaults__)
+        typed.__signature__ = signature     # what Numba's overload reads
+        typed.__name__ = typer.__name__
+        return typed
+    return wrap
+
+
+def _is_float32(t) -> bool:
+    """A float32 number or array, or a tuple of them (``np.select``'s choices)."""
+    types = _types()
+    if isinstance(t, types.BaseTuple):
+        return len(t) > 0 and all(_is_float32(item) for item in t)
+    return t is not None and (t == types.float32 or (
+        isinstance(t, types.Array) and t.dtype == types.float32))
+
+
+_FLOAT32: list = []
+
+
+def _float32_of():
+    """A compiled ``f(v)``: ``v`` as float32, an array (copied) or a number; a tuple's
+    items each so."""
+    if not _FLOAT32:
+        from numba import njit
+        from numba.extending import overload
+
+        def float32_of(v):
+            return v
+
+        @overload(float32_of)
+        def _typer(v):
+            types = _types()
+            if isinstance(v, types.Array):
+                return lambda v: v.astype(np.float32)
+            if isinstance(v, (types.Float, types.Integer)):
+                return lambda v: np.float32(v)
+            return lambda v: v
+        _FLOAT32.append(njit(lambda v: float32_of(v)))
+    return _FLOAT32[0]
+
+
 _SOURCES = itertools.count()
 
 
@@ -172,6 +230,17 @@ def jitted(fn):
         from numba import njit
         _JITTED[fn] = njit(cache=False, inline="always")(fn)
     return _JITTED[fn]
+
+
+def sum_rows(m):
+    """The sum of the rows of a C-contiguous matrix, in row order (as NumPy's sum
+    over axis 0); a loop, not Numba's ``np.sum(m, axis=0)``, whose bounds check
+    formats an error message that costs a second to compile."""
+    out = np.zeros(m.shape[1], m.dtype)
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            out[j] += m[i, j]
+    return out
 
 
 def resized_shape(nd):

@@ -192,6 +192,7 @@ def _slice_totals(a, axis):
 
 
 @numba_twin(nansum_vjp)
+@twins.keeps_dtype("a")
 def _nansum_vjp_numba(g, a, axis=None, keepdims=False, where=True):
     if twins.is_number(a):
         return _nan_of_number
@@ -202,6 +203,7 @@ def _nansum_vjp_numba(g, a, axis=None, keepdims=False, where=True):
 
 
 @numba_twin(nanmean_vjp)
+@twins.keeps_dtype("a")
 def _nanmean_vjp_numba(g, a, axis=None, keepdims=False, where=True):
     if twins.is_number(a):
         return _nan_of_number
@@ -244,6 +246,7 @@ numba_twin(np.average)(twins.signature_twin(_AVERAGE_SIG, _average_forward))
 
 
 @numba_twin(average_vjp_a)
+@twins.keeps_dtype("a")
 def _average_vjp_a_numba(g, a, axis=None, weights=None, returned=False, keepdims=False):
     if twins.is_none(weights):
         return lambda g, a, axis=None, weights=None, returned=False, keepdims=False: \
@@ -256,6 +259,7 @@ def _average_vjp_a_numba(g, a, axis=None, weights=None, returned=False, keepdims
 
 
 @numba_twin(average_vjp_weights)
+@twins.keeps_dtype("weights")
 def _average_vjp_weights_numba(g, ans, a, axis=None, weights=None, returned=False,
                                keepdims=False):
     _same_shape_weights(a, weights)
