@@ -50,20 +50,24 @@ def test_the_python_tier_of_every_corpus_program_is_its_gradient(e):
     assert not lazy.ok      # nothing was compiled
 
 
-def horner_like(x, p):
-    ex = 0.0
-    for i in range(len(p)):
-        ex = x * ex + p[i] * np.sin(x)
-    return ex
+def horner_of(trig):
+    """A Horner loop weighted by ``trig(x)``: each test differentiates one of its own
+    (the derivatives of one function are shared within the process)."""
+    def horner_like(x, p):
+        ex = 0.0
+        for i in range(len(p)):
+            ex = x * ex + p[i] * trig(x)
+        return ex
+    return horner_like
 
 
 def test_first_calls_run_as_python_until_the_compiled_code_is_ready(background):
-    p = np.linspace(-1.0, 1.0, 50)
-    g = pullback.grad(horner_like, argnums=(0, 1), jit=True)
+    p, f = np.linspace(-1.0, 1.0, 50), horner_of(np.sin)
+    g = pullback.grad(f, argnums=(0, 1), jit=True)
     first = g(0.7, p)
     lazy = g._last.fn
     assert not lazy.ok
-    want = pullback.grad(horner_like, argnums=(0, 1), jit=False)(0.7, p)
+    want = pullback.grad(f, argnums=(0, 1), jit=False)(0.7, p)
     assert first[0] == pytest.approx(want[0], rel=1e-12)
     assert_close(first[1], want[1], rtol=1e-12)
     assert pullback.finish_compiling(timeout=600)
@@ -89,17 +93,10 @@ def test_a_compile_that_fails_warns_once_and_the_gradient_runs_as_python(backgro
         assert_close(g(*args)[0], want[0], rtol=1e-12)
 
 
-def horner_cos(x, p):     # not compiled by another test of this process
-    ex = 0.0
-    for i in range(len(p)):
-        ex = x * ex + p[i] * np.cos(x)
-    return ex
-
-
 def test_first_calls_from_many_threads_start_one_compile(background):
-    p = np.linspace(-1.0, 1.0, 50)
-    g = pullback.grad(horner_cos, argnums=(0, 1), jit=True)
-    want = pullback.grad(horner_cos, argnums=(0, 1), jit=False)(0.7, p)
+    p, f = np.linspace(-1.0, 1.0, 50), horner_of(np.cos)
+    g = pullback.grad(f, argnums=(0, 1), jit=True)
+    want = pullback.grad(f, argnums=(0, 1), jit=False)(0.7, p)
     lazy = _lazy(g, (0.7, p))
     out, errors = [], []
 
