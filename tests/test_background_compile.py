@@ -120,3 +120,32 @@ def test_first_calls_from_many_threads_start_one_compile(background):
 
 def test_finish_compiling_with_nothing_to_wait_for():
     assert pullback.finish_compiling(timeout=0)
+
+
+def pair(a, b):
+    return b - a, a * b
+
+
+def early_exit_before_a_pair(x, p):
+    s = x * p[0]
+    if p[1] > 0.0:
+        return s * 2.0
+    u, w = pair(s, x)
+    return u + w
+
+
+def test_a_call_python_cannot_run_waits_for_the_compiled_code(background):
+    # Numba's derivative makes the zero adjoint of pair's result before the
+    # reverse sweep, reading a variable the early return left unassigned: Numba
+    # reads an undefined value it never uses; Python stops, so this call waits.
+    p = np.array([0.5, 1.0])
+    g = pullback.grad(early_exit_before_a_pair, argnums=(0, 1), jit=True)
+    lazy = _lazy(g, (0.3, p))
+    with pytest.raises(UnboundLocalError):
+        lazy.python(0.3, p)
+    dx, dp = g(0.3, p)
+    assert dx == pytest.approx(2.0 * p[0], rel=1e-12)
+    assert_close(dp, np.array([0.6, 0.0]), rtol=1e-12)
+    q = np.array([0.5, -1.0])       # the other path runs as Python or compiled alike
+    dx, dp = g(0.3, q)
+    assert dx == pytest.approx(2.0 * 0.3 * q[0] - q[0] + 1.0, rel=1e-12)

@@ -402,7 +402,7 @@ def check_reference(fn, program: Program, cases: list[Case], jit: bool) -> Outco
         # Under jit=True the first calls run the Numba derivative's code as Python
         # while Numba compiles it (pullback.core.background): that tier too.
         # (Run before the other checks: a call that ran compiled leaves the dispatcher.)
-        tier = getattr(optimised.compiled(*fresh(cases[0].args))[0].fn, "python", None) \
+        tier = getattr(optimised.compiled(*fresh(cases[0].args))[0].fn, "as_python", None) \
             if jit else None
         with optimise.reference():
             plain = pullback.value_and_grad(fn, argnums=program.wrt, jit=False)

@@ -53,18 +53,37 @@ class LazyNumba:
         # (Numba sometimes fails with plain Python exceptions), while an error the
         # user's code raises at run time must pass through unchanged.
         try:
-            full = args if self.workspace is None else \
-                args + ((1.0,) if len(args) == self.nargs else ()) + (self.workspace,)
-            sig = tuple(self.jitted.typeof_pyval(a) for a in full)
+            sig = self._signature(args)
             if not background.enabled():
                 self.jitted.compile(sig)
         except Exception as exc:
             raise NumbaCompileError(self._failure(exc)) from None
         if background.enabled() and not self._compiled(sig):
-            return self.python(*args)
+            return self.as_python(*args)
         out = self.dispatcher(*args)
         self.ok = True      # compiled: callers may use the dispatcher directly
         return out
+
+    def _signature(self, args):
+        full = args if self.workspace is None else \
+            args + ((1.0,) if len(args) == self.nargs else ()) + (self.workspace,)
+        return tuple(self.jitted.typeof_pyval(a) for a in full)
+
+    def as_python(self, *args):
+        """The call run as Python (:attr:`python`), or where Python cannot run it, by
+        the compiled code (waiting for its compile).  Numba's code may read a variable
+        that no path of the call assigned (the zero adjoint of a tuple an early return
+        skipped, never used after): Numba reads an undefined value, Python stops."""
+        try:
+            return self.python(*args)
+        except UnboundLocalError:
+            sig = self._signature(args)
+            job = self._jobs.get(sig)
+            if job is None:
+                self.jitted.compile(sig)
+            elif not job.wait() or job.error is not None:
+                raise
+            return self.dispatcher(*args)
 
     def _compiled(self, sig) -> bool:
         """Whether ``sig``'s machine code is ready; starts its compile if none has."""
