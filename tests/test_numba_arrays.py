@@ -140,16 +140,16 @@ def test_workloads_compile_and_match(name):
     check(f, args, argnums, rtol=1e-5, atol=1e-7)
 
 
-def test_a_call_without_a_compiled_form_and_with_keywords_is_refused_before_numba_sees_it():
-    # Without keywords the call runs through object mode (tests/test_arrays.py); a
-    # keyword argument it cannot pass is refused, located, before Numba runs.
+def test_a_call_without_a_compiled_form_runs_through_object_mode_keywords_and_all():
+    # np.gradient: no twin, no Numba implementation; its keywords (axis= is
+    # keyword-only, spacing positional) reach it by name from the object-mode block.
     def f(K):
-        return np.sum(np.gradient(K, axis=0))
-    with pytest.raises(pullback.NumbaCompileError,
-                       match="(?s)numpy.gradient with keyword arguments.*test_numba_arrays.py"
-                             ".*line.*by position.*jit=False") as info:
-        pullback.grad(f, jit=True).compiled(np.eye(3))
-    assert "TypingError" not in str(info.value)
+        return np.sum(np.sin(np.gradient(K, 0.5, axis=1, edge_order=2)))
+    K = np.arange(12.0).reshape(3, 4) ** 1.5 / 7.0
+    with pytest.warns(pullback.PerformanceWarning, match="gradient runs as Python"):
+        got = pullback.grad(f, jit=True)(K)
+    np.testing.assert_allclose(got, pullback.grad(f)(K), rtol=1e-12)
+    assert_fd_close(got, fd_estimate(f, (K,)))
 
 
 # ------------------------------------------- shape-only tapes and view recomputation

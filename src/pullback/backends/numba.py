@@ -68,14 +68,16 @@ class NumbaBackend(Backend):
                 return fn
             return object_mode.stub(fn, ((declared,), False))
         twin = forms.twin(fn) if fn is not None else None
-        if twin is None and _library_python_function(fn) and not call.keywords \
-                and result is not None and kind is not None:
+        if twin is None and _library_python_function(fn) and result is not None \
+                and kind is not None and method is None:
             # No twin, and Numba does not compile a library's Python (SciPy's
             # solve_triangular): called through object mode when the transform knows
             # its result's kind (the rule's), never a guess.
             declared = object_mode.result_kind(result, ())
             if declared is not None:
-                return object_mode.stub(fn, ((declared,), False))
+                site = (len(call.args), tuple(k.arg for k in call.keywords)) \
+                    if call.keywords else None
+                return object_mode.stub(fn, ((declared,), False), site)
         if len(call.args) + len(call.keywords) + (method is not None) <= 1 \
                 and not forms.twin_always(fn) and not _array_call(fn, call, kind):
             return None     # f(a): Numba compiles the NumPy function itself
@@ -98,14 +100,6 @@ class NumbaBackend(Backend):
             refusal = getattr(obj, "numba_refusal", None)
             if refusal is not None and getattr(obj, "object_mode", None) is None:
                 raise tr.error(s, refusal[0], refusal[1], cls=NumbaCompileError)
-        e = getattr(s, "expr", None)
-        if isinstance(e, ast.Call) and e.keywords and forms.twin(rule.fn) is None \
-                and _library_python_function(rule.fn):
-            raise tr.error(
-                s, f"{rule.name} with keyword arguments under the Numba backend (jit=True): it "
-                "has no compiled form, and the object-mode call that stands in for one takes "
-                "arguments by position only", "Pass the arguments by position where the "
-                "function allows it, or use jit=False.", cls=NumbaCompileError)
         if rule.vjp_tuple is not None:
             _user_vjp_or_object_mode(tr, s, rule)
             return          # a user's VJP function: Numba compiles it as it is, or says why

@@ -33,6 +33,7 @@ from ..core.kinds import NUMPY_DTYPES, Kind
 from ..core.names import identifier
 from ..core.runtime import cotangent_or_zero
 from ..rules import forms
+from ..rules.twins import function_from_source
 
 _STUBS: dict = {}       # id(callable) -> (callable, its stub)
 _DECLARED: dict = {}    # id(callable) -> (callable, (items, many)): what the backend found
@@ -105,29 +106,48 @@ def compiles(dispatcher, kinds) -> bool:
     return True
 
 
-def stub(fn, result=None):
+def stub(fn, result=None, call_site=None):
     """The function compiled code calls for ``fn``: it calls ``fn`` from Python, and
     its Numba twin is the object-mode block.  ``result``: ``(items, many)`` for this
-    call site (a primal's kind), else what ``fn`` says or was declared to give."""
-    key = (id(fn), result)
+    call site (a primal's kind), else what ``fn`` says or was declared to give.
+    ``call_site``: ``(positional count, keyword names)`` of a call with keywords,
+    which the stub then takes by those names."""
+    key = (id(fn), result, call_site)
     hit = _STUBS.get(key)
     if hit is not None and hit[0] is fn:
         return hit[1]
-
-    def call(*args):
-        return fn(*args)
     name = getattr(fn, "__name__", type(fn).__name__)
+    if call_site is None:
+        def call(*args):
+            return fn(*args)
+    else:
+        call = _by_name("call", call_site, ["return _fn({call})"], {"_fn": fn})
     call.__name__ = call.__qualname__ = identifier(f"{name}_object_mode")
     # A Hessian differentiates the tangent program that calls the stub: registry.lookup
     # follows py_func (as for a Numba dispatcher) to fn's rule.
     call.py_func = fn
     # Warned of by the name the user wrote (a helper of grad(f)'s rule says grad(f)).
-    forms.numba_twin(call)(_typer(fn, getattr(fn, "object_mode_name", name), result))
+    forms.numba_twin(call)(_typer(fn, getattr(fn, "object_mode_name", name), result, call_site))
     _STUBS[key] = (fn, call)
     return call
 
 
-def _typer(fn, name, result):
+def _by_name(name, call_site, body, namespace):
+    """``def name(a0, ..., kw, ...)``: positional parameters, then the keywords (for
+    ``make``, the object-mode block's closure instead); each line of ``body``
+    formats ``{params}``, ``{call}`` as ``a0, ..., kw=kw, ...`` and ``{args}`` as the
+    tuple of them all."""
+    count, keywords = call_site
+    params = [f"a{k}" for k in range(count)] + list(keywords)
+    call = ", ".join([f"a{k}" for k in range(count)] + [f"{k}={k}" for k in keywords])
+    lines = [line.format(params=", ".join(params), call=call,
+                         args="(" + "".join(p + ", " for p in params) + ")") for line in body]
+    outer = ["objmode", "out_type", "_fn", "_made", "positions", "many"] \
+        if name == "make" else params
+    return function_from_source(name, outer, lines, {"__name__": __name__, **namespace})
+
+
+def _typer(fn, name, result, call_site):
     def typer(*args):
         from numba import objmode, types
         positions, many = result if result is not None else spec(fn, len(args))
@@ -136,13 +156,26 @@ def _typer(fn, name, result):
         out_type = types.Tuple(items) if many else items[0]
         warnings.warn(f"{name} runs as Python inside the compiled derivative (a Numba "
                       "object-mode block, a few microseconds per call)", PerformanceWarning)
+        if call_site is not None:   # fn called with the call site's keywords, by name
+            # (made by a function of its own: the object-mode block reads closure
+            # variables, not globals)
+            make = _by_name("make", call_site, [
+                "def impl({params}):",
+                "    with objmode(out=out_type):",
+                "        out = _made(_fn({call}), {args}, positions, many)",
+                "    return out",
+                "return impl"], {})
+            return make(objmode, out_type, fn, _made, positions, many)
 
         def impl(*args):
             with objmode(out=out_type):
                 out = _made(fn(*args), args, positions, many)
             return out
         return impl
-    return typer
+    if call_site is None:
+        return typer
+    # Numba passes a call's keywords by name: the typer takes the call site's names.
+    return _by_name("typer", call_site, ["return _typer(*{args})"], {"_typer": typer})
 
 
 def _cotangent_type(t, types):
