@@ -132,19 +132,17 @@ def stub(fn, result=None, call_site=None):
     return call
 
 
-def _by_name(name, call_site, body, namespace):
-    """``def name(a0, ..., kw, ...)``: positional parameters, then the keywords (for
-    ``make``, the object-mode block's closure instead); each line of ``body``
-    formats ``{params}``, ``{call}`` as ``a0, ..., kw=kw, ...`` and ``{args}`` as the
-    tuple of them all."""
+def _by_name(name, call_site, body, namespace, params=None):
+    """``def name(a0, ..., kw, ...)``, the call site's positional parameters then its
+    keywords (or ``params``); each line of ``body`` formats ``{params}`` as those
+    names, ``{call}`` as ``a0, ..., kw=kw, ...`` and ``{args}`` as their tuple."""
     count, keywords = call_site
-    params = [f"a{k}" for k in range(count)] + list(keywords)
+    names = [f"a{k}" for k in range(count)] + list(keywords)
     call = ", ".join([f"a{k}" for k in range(count)] + [f"{k}={k}" for k in keywords])
-    lines = [line.format(params=", ".join(params), call=call,
-                         args="(" + "".join(p + ", " for p in params) + ")") for line in body]
-    outer = ["objmode", "out_type", "_fn", "_made", "positions", "many"] \
-        if name == "make" else params
-    return function_from_source(name, outer, lines, {"__name__": __name__, **namespace})
+    lines = [line.format(params=", ".join(names), call=call,
+                         args="(" + "".join(p + ", " for p in names) + ")") for line in body]
+    return function_from_source(name, names if params is None else params, lines,
+                                {"__name__": __name__, **namespace})
 
 
 def _typer(fn, name, result, call_site):
@@ -159,13 +157,15 @@ def _typer(fn, name, result, call_site):
         if call_site is not None:   # fn called with the call site's keywords, by name
             # (made by a function of its own: the object-mode block reads closure
             # variables, not globals)
+            closure = {"objmode": objmode, "out_type": out_type, "_fn": fn, "_made": _made,
+                       "positions": positions, "many": many}
             make = _by_name("make", call_site, [
                 "def impl({params}):",
                 "    with objmode(out=out_type):",
                 "        out = _made(_fn({call}), {args}, positions, many)",
                 "    return out",
-                "return impl"], {})
-            return make(objmode, out_type, fn, _made, positions, many)
+                "return impl"], {}, params=list(closure))
+            return make(*closure.values())
 
         def impl(*args):
             with objmode(out=out_type):
