@@ -52,13 +52,14 @@ class LazyNumba:
         # Compile first, apart from running: any failure here is a compile failure
         # (Numba sometimes fails with plain Python exceptions), while an error the
         # user's code raises at run time must pass through unchanged.
+        tiered = background.enabled()
         try:
             sig = self._signature(args)
-            if not background.enabled():
+            if not tiered:
                 self.jitted.compile(sig)
         except Exception as exc:
             raise NumbaCompileError(self._failure(exc)) from None
-        if background.enabled() and not self._compiled(sig):
+        if tiered and not self._compiled(sig):
             return self.as_python(*args)
         out = self.dispatcher(*args)
         self.ok = True      # compiled: callers may use the dispatcher directly

@@ -133,17 +133,21 @@ class NumbaBackend(Backend):
 
 def _cotangent_through_object_mode(helper, template, pname) -> bool:
     """A helper with no twin whose call is the whole cotangent of ``pname``
-    (``logsumexp_vjp(g, ans, a, ...)``) gives a cotangent like its argument ``pname``:
-    the compiled derivative calls it through object mode (declared so here), slower
-    but running.  A helper inside a larger expression has no known result kind."""
-    if object_mode.called_through(helper):
-        return True
+    (``gradient_vjp(g, f, ...)``) gives a cotangent like its argument ``pname``: the
+    compiled derivative calls it through object mode (declared so here), slower but
+    running.  A helper inside a larger expression has no known result kind, and one
+    declared by another rule with ``pname`` elsewhere is not declared again."""
+    if callable(getattr(helper, "object_mode", None)):
+        return True     # it says what its calls give (nesting's)
     if not (isinstance(template, ast.Call) and isinstance(template.func, ast.Name)
             and not template.keywords):
         return False
     at = [k for k, a in enumerate(template.args) if isinstance(a, ast.Name) and a.id == pname]
     if not at:
         return False
+    declared = object_mode.spec(helper, len(template.args))
+    if declared is not None:
+        return declared == ((at[0],), False)
     object_mode.declare(helper, (at[0],), False)
     return True
 
@@ -192,9 +196,13 @@ def _numba_implements(fn) -> bool:
     registry, complete once the target context is initialised)."""
     hit = _IMPLEMENTS.get(id(fn))
     if hit is None or hit[0] is not fn:
+        from numba.core.compiler_lock import global_compiler_lock
         from numba.core.registry import cpu_target
-        cpu_target.target_context.refresh()
-        hit = _IMPLEMENTS[id(fn)] = (fn, cpu_target.typing_context._lookup_global(fn) is not None)
+        # Under Numba's lock, as its own compiles refresh: one may run in the background.
+        with global_compiler_lock:
+            cpu_target.target_context.refresh()
+            known = cpu_target.typing_context._lookup_global(fn) is not None
+        hit = _IMPLEMENTS[id(fn)] = (fn, known)
     return hit[1]
 
 

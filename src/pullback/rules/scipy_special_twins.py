@@ -21,7 +21,7 @@ import numpy as np
 
 from . import twins
 from .forms import numba_twin
-from .reductions import along_axis, spreader
+from .reductions import along_axis
 from .scipy_special import log_softmax_vjp, logsumexp_vjp, softmax_vjp
 
 try:
@@ -282,18 +282,26 @@ def _logsumexp_vjp_decide(t):
     if not (_unweighted(t) and (twins.is_number(t["g"]) or twins.is_float_array(t["g"]))):
         return None
     blocks, kernel = _blocks(t["axis"]), twins.jitted(_logsumexp_vjp3)
-    spread_g, spread_r = spreader(t["g"], t["a"], t["axis"]), spreader(t["ans"], t["a"], t["axis"])
-    # g and ans spread over a's shape are the same along the axis: its first entry
-    if twins.is_none(t["axis"]):
-        one = blocks
-    else:
-        one = twins.jitted(lambda x, axis: blocks(x, axis)[:, :1, :])
+    g3, r3 = _reduced_blocks(t["g"], t["axis"]), _reduced_blocks(t["ans"], t["axis"])
 
     def body(g, ans, a, axis, b, keepdims, return_sign):
-        g3 = one(spread_g(g, a, axis), axis)
-        r3 = one(spread_r(ans, a, axis), axis)
-        return kernel(g3, r3, blocks(a, axis)).reshape(a.shape)
+        return kernel(g3(g, a, axis), r3(ans, a, axis), blocks(a, axis)).reshape(a.shape)
     return body
+
+
+def _reduced_blocks(v, axis):
+    """A compiled ``f(v, a, axis)``: a reduction's result ``v`` over ``axis`` of ``a``
+    (with the axis kept or not) as (before, 1, after) blocks, one for ``axis=None``."""
+    if twins.is_number(v):
+        return twins.jitted(lambda v, a, axis: np.full((1, 1, 1), v))
+    if twins.is_none(axis):
+        return twins.jitted(lambda v, a, axis: np.ascontiguousarray(v).reshape((1, 1, 1)))
+    split = twins.split_shape()
+
+    def along(v, a, axis):
+        before, _, after = split(a.shape, axis % a.ndim)
+        return np.ascontiguousarray(v).reshape((before, 1, after))
+    return twins.jitted(along)
 
 
 def register_softmax() -> None:

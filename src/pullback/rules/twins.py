@@ -7,6 +7,7 @@ define twins stay importable (and fast to import) without Numba.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
 import linecache
@@ -156,29 +157,25 @@ def _is_float32(t) -> bool:
         isinstance(t, types.Array) and t.dtype == types.float32))
 
 
-_FLOAT32: list = []
-
-
+@functools.cache
 def _float32_of():
-    """A compiled ``f(v)``: ``v`` as float32, an array (copied) or a number; a tuple's
-    items each so."""
-    if not _FLOAT32:
-        from numba import njit
-        from numba.extending import overload
+    """A compiled ``f(v)``: ``v`` as float32, an array (copied) or a number; anything
+    else (a tuple) as it is."""
+    from numba import njit
+    from numba.extending import overload
 
-        def float32_of(v):
-            return v
+    def float32_of(v):
+        return v
 
-        @overload(float32_of)
-        def _typer(v):
-            types = _types()
-            if isinstance(v, types.Array):
-                return lambda v: v.astype(np.float32)
-            if isinstance(v, (types.Float, types.Integer)):
-                return lambda v: np.float32(v)
-            return lambda v: v
-        _FLOAT32.append(njit(lambda v: float32_of(v)))
-    return _FLOAT32[0]
+    @overload(float32_of)
+    def _typer(v):
+        types = _types()
+        if isinstance(v, types.Array):
+            return lambda v: v.astype(np.float32)
+        if isinstance(v, (types.Float, types.Integer)):
+            return lambda v: np.float32(v)
+        return lambda v: v
+    return njit(lambda v: float32_of(v))
 
 
 _SOURCES = itertools.count()
