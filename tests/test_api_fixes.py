@@ -231,6 +231,27 @@ def test_value_and_grad_does_not_mutate_an_argument_the_function_writes_into():
     assert_close(p, [1.0, 2.0, 3.0])
 
 
+def sum_of_squares_of_sum(a, b):
+    c = a + b
+    return np.sum(c * c)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_gradients_of_two_arguments_are_separate_arrays(jit):
+    """a + b hands a and b one cotangent array: the gradients the user gets must
+    not share it (scaling one in place changed the other)."""
+    a, b = np.array([1.0, 2.0]), np.array([0.5, -1.0])
+    expected = 2 * (a + b)
+    grads = [pullback.grad(sum_of_squares_of_sum, argnums=(0, 1), jit=jit)(a, b),
+             pullback.vjp(sum_of_squares_of_sum, a, b, jit=jit)[1](1.0),
+             tuple(pullback.grad(lambda t: sum_of_squares_of_sum(t["a"], t["b"]),
+                                 jit=jit)({"a": a, "b": b}).values())]
+    for da, db in grads:
+        da *= 10.0
+        assert_close(db, expected)
+        assert_close(da, 10 * expected)
+
+
 # ---------------------------------------------------------------- complex values
 
 def abs_square_plus_one(z):

@@ -134,15 +134,17 @@ def early_exit_before_a_pair(x, p):
     return u + w
 
 
-def test_a_call_python_cannot_run_waits_for_the_compiled_code(background):
+def test_a_tuple_an_early_return_skips_has_a_value_in_the_python_tier(background):
     # Numba's derivative makes the zero adjoint of pair's result before the
-    # reverse sweep, reading a variable the early return left unassigned: Numba
-    # reads an undefined value it never uses; Python stops, so this call waits.
+    # reverse sweep, from the tuple itself: the forward sweep gives it a value of
+    # its type first, or Python stops with UnboundLocalError where the early
+    # return skipped the call (Numba read an undefined value it never used).
     p = np.array([0.5, 1.0])
     g = pullback.grad(early_exit_before_a_pair, argnums=(0, 1), jit=True)
     lazy = _lazy(g, (0.3, p))
-    with pytest.raises(UnboundLocalError):
-        lazy.python(0.3, p)
+    _, (dx, dp) = lazy.python(0.3, p)
+    assert dx == pytest.approx(2.0 * p[0], rel=1e-12)
+    assert_close(dp, np.array([0.6, 0.0]), rtol=1e-12)
     dx, dp = g(0.3, p)
     assert dx == pytest.approx(2.0 * p[0], rel=1e-12)
     assert_close(dp, np.array([0.6, 0.0]), rtol=1e-12)

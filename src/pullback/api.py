@@ -71,6 +71,18 @@ def _array_grad(grad, arg):
     return g
 
 
+def _unshared(grads: list) -> tuple:
+    """The gradients, none sharing memory with another: ``f(a, b) = sum(a + b)``
+    gives ``a`` and ``b`` one cotangent array, and a user who scales one gradient in
+    place must not change the other."""
+    for k in range(1, len(grads)):
+        g = grads[k]
+        if type(g) is np.ndarray and any(type(o) is np.ndarray and np.may_share_memory(g, o)
+                                         for o in grads[:k]):
+            grads[k] = g.copy()
+    return tuple(grads)
+
+
 def _converter(arg):
     """The function that gives the user the gradient of an argument like ``arg``
     (chosen once per argument kinds, so a call skips the type tests)."""
@@ -161,7 +173,7 @@ class GradientFunction:
         except PullbackError as exc:
             raise for_user(exc) from None
         loss, value = self._value(c, value)
-        by_index = dict(zip(wrt, grads))
+        by_index = dict(zip(wrt, _unshared(list(grads))))
         out = tuple(flat.gradient(i, by_index, _to_user) for i in nums)
         out = out[0] if single else out
         if self.has_aux:
@@ -211,7 +223,7 @@ class GradientFunction:
             out = []
             for k, i, convert in plan:
                 out.append(convert(grads[k], args[i]))
-            out = tuple(out)
+            out = _unshared(out)
         if self.has_aux and not self.with_value:
             return out, value[1]
         return (value, out) if self.with_value else out
@@ -359,7 +371,7 @@ def vjp(f, *args, jit=None, has_aux=False, **kwargs):
             _, grads = c.fn(*leaves, seed)
         except PullbackError as exc:
             raise for_user(exc) from None
-        by_index = dict(zip(nums, grads))
+        by_index = dict(zip(nums, _unshared(list(grads))))
         return tuple(flat.gradient(i, by_index, _to_user) for i in range(nb, npos))
     back.source = c.source
     return _with_aux(value, back, aux, has_aux)

@@ -402,7 +402,9 @@ def check_reference(fn, program: Program, cases: list[Case], jit: bool) -> Outco
         # Under jit=True the first calls run the Numba derivative's code as Python
         # while Numba compiles it (pullback.core.background): that tier too.
         # (Run before the other checks: a call that ran compiled leaves the dispatcher.)
-        tier = getattr(optimised.compiled(*fresh(cases[0].args))[0].fn, "as_python", None) \
+        # ``python``, not ``as_python``: a read of an unassigned variable must show
+        # here, not be answered by the compiled code.
+        tier = getattr(optimised.compiled(*fresh(cases[0].args))[0].fn, "python", None) \
             if jit else None
         with optimise.reference():
             plain = pullback.value_and_grad(fn, argnums=program.wrt, jit=False)

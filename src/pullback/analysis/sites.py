@@ -88,11 +88,19 @@ def _single_use(body, params, count) -> frozenset:
     return frozenset(found)
 
 
-def local_temps(body, sites: Sites, active, contribs, updated_in_place) -> frozenset:
-    """Temporaries defined once and used once in the same block, whose adjoint
-    gets exactly one contribution (``contribs``) and is never updated item by
-    item (``updated_in_place``): their adjoint is assigned by that contribution,
-    never zeroed or accumulated."""
+def local_temps(body, sites: Sites, active, contribs, updated_in_place, params=()) -> frozenset:
+    """Adjoints that are exactly one contribution, assigned, never zeroed or
+    accumulated (``contribs``: contributions per name; none of them updated item
+    by item, ``updated_in_place``):
+
+    * temporaries defined once and read once in the same block;
+    * parameters in ``params`` (the differentiated ones whose adjoint may be an
+      array) read by one statement of the function's top level, never assigned:
+      that statement's adjoint runs once, unconditionally (the normalizer puts
+      whatever follows an early exit under a guard), so its one contribution is
+      the whole gradient.  It spares a zero array and an addition the size of
+      the argument (Numba gives every other array adjoint a zeroed buffer).
+    """
     uses, found = _uses(body), set()
 
     def visit(block):
@@ -108,4 +116,8 @@ def local_temps(body, sites: Sites, active, contribs, updated_in_place) -> froze
             for sub in s.blocks():
                 visit(sub)
     visit(body)
+    top_reads = {n for s in body if isinstance(s, (ir.Assign, ir.SetItem)) for n in ir.operands(s)}
+    found.update(p for p in params if p in active and p in top_reads and uses.get(p) == 1
+                 and sites.count.get(p) == 1 and contribs.get(p) == 1
+                 and p not in updated_in_place)
     return frozenset(found)

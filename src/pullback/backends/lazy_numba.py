@@ -72,9 +72,11 @@ class LazyNumba:
 
     def as_python(self, *args):
         """The call run as Python (:attr:`python`), or where Python cannot run it, by
-        the compiled code (waiting for its compile).  Numba's code may read a variable
-        that no path of the call assigned (the zero adjoint of a tuple an early return
-        skipped, never used after): Numba reads an undefined value, Python stops."""
+        the compiled code (waiting for its compile).  A safety net: code made for
+        Numba that read a variable no path of the call assigned (it read the zero
+        adjoint of a tuple an early return skipped, before such values got a
+        placeholder) runs compiled, where Numba reads an undefined value it never
+        uses, and Python stops.  The random programs check :attr:`python` itself."""
         try:
             return self.python(*args)
         except UnboundLocalError:

@@ -27,10 +27,11 @@ def init_saved(tr) -> list:
     out = []
     names = tr.plan.undefined - set(tr.fn.params)
     if tr.backend.fixed_types:
-        # An array first assigned inside a loop or branch still has a value
-        # (of its type) when the reverse sweep allocates its adjoint.
+        # A value first assigned inside a loop or branch (which an early exit may
+        # skip) still has a value of its type when the reverse sweep makes its
+        # adjoint's zero from it: an array's buffer, a tuple's typed reset.
         names |= {n for n in tr.active - tr.sites.top_level - set(tr.fn.params)
-                  if tr.storage[n].how == BUFFER}
+                  if tr.storage[n].how == BUFFER or tr.storage[n].typed_reset}
     out = [assign(name, placeholder(tr, name)) for name in sorted(names)]
     if tr.backend.fixed_types:
         for name, st in zip(sorted(names), out):

@@ -98,8 +98,10 @@ class ReverseTransform:
         self.read_through_views = aliasing.read_through_views(body, self.kind, params,
                                                               adj.value_reads)
         self.value_reads = adj.value_reads | self.read_through_views
-        local_temps = sites.local_temps(body, self.sites, self.active, adj.contribs,
-                                        adj.updated_in_place) if self.optimise.storage else ()
+        local_temps = sites.local_temps(
+            body, self.sites, self.active, adj.contribs, adj.updated_in_place,
+            [p for p in self.wrt if self.kind(ast.Name(p)).ndim is not None]
+        ) if self.optimise.storage else ()
         self.recomputation = recompute.plan(
             body, adj.stmt_reads, set().union(*adj.header_reads.values()), self.sites.count,
             self.kinds, self.backend.recompute_array_reads, self.value_reads,
@@ -122,8 +124,9 @@ class ReverseTransform:
         if self.optimise.peepholes:
             swept = cleanup.drop_dead_resets(swept, set(self.adj.values()),
                                              {self.d(p) for p in self.wrt})
-            swept = cleanup.propagate_copies({self.d(n) for n in self.storage.names(storage.LOCAL)},
-                                             swept)
+            # A parameter's adjoint is returned, not read by a later statement.
+            swept = cleanup.propagate_copies({self.d(n) for n in self.storage.names(storage.LOCAL)
+                                              if n not in params}, swept)
         reverse = self.tape.between() + sweeps.init_adjoints(self) + swept
         for p in sorted(set(self.storage.names(storage.LIST)) & set(self.wrt)):
             dn = self.d(p)

@@ -21,6 +21,7 @@ from . import (  # noqa: F401
     polynomial,
     prod,
     prod_second,
+    prod_twins,
     reductions,
     reductions_second,
     registry,

@@ -20,8 +20,9 @@ import numpy as np
 from . import results, twins
 from .elementwise import as_array, is_scalar, like_arg, namespace, normalize_axes, shape_of
 from .forms import numba_twin
-from .prod import axis_layout, cumprod_last, host_array, inverse_permutation
+from .prod import cumprod_last, host_array, inverse_permutation
 from .prod_second import _dual_cumprod_last
+from .prod_twins import axis_layout
 from .reductions import check_axis
 from .registry import defrule
 from .tangents import deftangent

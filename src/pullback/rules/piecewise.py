@@ -142,7 +142,8 @@ def _select_numba(condlist, choicelist, default=0):
 def _select_vjp_choices_numba(g, condlist, choicelist, default=0):
     n = _select_sizes(condlist, choicelist, default)
     which = _first_holding_twin(condlist, n)
-    items = twins.tuple_of(n, lambda k: lambda g, first: np.where(first == k, g, 0.0))
+    # A zero of g's dtype: np.where(..., g, 0.0) of a float32 g would be float64.
+    items = twins.tuple_of(n, lambda k: lambda g, first: np.where(first == k, g, np.zeros_like(g)))
 
     def impl(g, condlist, choicelist, default=0):
         return items(g, which(condlist, g.shape))

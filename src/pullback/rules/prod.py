@@ -58,14 +58,11 @@ import array_api_compat
 import numpy as np
 
 from ..core import numbacache
-from . import results, twins
+from . import results
 from .elementwise import as_array, is_scalar, like_arg, mask_on, namespace, normalize_axes
-from .forms import numba_twin
-from .reductions import reduction_twin
 from .registry import defrule
 
-__all__ = ["prod_vjp", "prod_vjp_exact", "cumprod_last", "inverse_permutation", "host_array",
-           "axis_layout"]
+__all__ = ["prod_vjp", "prod_vjp_exact", "cumprod_last", "inverse_permutation", "host_array"]
 
 
 # ---------------------------------------------------------------------------
@@ -400,87 +397,3 @@ def _others_product_rows(g, x, axes):
 defrule(np.prod, "a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True",
         a="prod_vjp(g, ans, a, axis, keepdims, initial=initial, where=where)",
         result=results.reduction, methods=("prod",))
-
-
-# ---------------------------------------------------------------------------
-# Numba twins: the exact zero-count kernel above, over (pre, n, post) layouts.
-
-def _others3(x3, g2, out):
-    """``out[a, i, b] = g2[a, b] * prod_{j != i} x3[a, j, b]`` by left and right
-    running products: exact, no division (the kernel's fallback on over/underflow)."""
-    pre, n, post = x3.shape
-    for a in range(pre):
-        for b in range(post):
-            left = 1.0
-            for i in range(n):
-                out[a, i, b] = left
-                left *= x3[a, i, b]
-            right = g2[a, b]
-            for i in range(n - 1, -1, -1):
-                out[a, i, b] *= right
-                right *= x3[a, i, b]
-    return out
-
-
-def axis_layout(x, axis):
-    """Numba: (pre, n, post) of ``x`` around ``axis`` (all of it for None, or for a
-    tuple of every axis)."""
-    split = twins.split_shape()
-    if twins.is_none(axis) or x.ndim == 1 or twins.axes_count(axis) == x.ndim:
-        return twins.jitted(lambda x, axis: (1, x.size, 1))
-    return twins.jitted(lambda x, axis: split(x.shape, axis % x.ndim))
-
-
-def _as2(g):
-    if twins.is_number(g):
-        return twins.jitted(lambda g, pre, post: np.full((pre, post), g))
-    return twins.jitted(lambda g, pre, post: np.ascontiguousarray(g).reshape((pre, post)) * 1.0)
-
-
-@numba_twin(prod_vjp)
-@twins.keeps_dtype("x")
-def _prod_vjp_numba(g, ans, x, axis=None, keepdims=False, initial=None, where=True, exact=None):
-    if twins.is_number(x) and twins.is_none(initial):     # the product of one number
-        return lambda g, ans, x, axis=None, keepdims=False, initial=None, where=True, \
-            exact=None: g * 1.0
-    if not twins.is_array(x):
-        return None
-    if not twins.is_none(initial) or twins.literal(where, False) is not True:
-        twins.unsupported("the derivative of np.prod with initial= or where=")
-    layout, as2 = axis_layout(x, axis), _as2(g)
-    kernel, others = twins.jitted(_prod_grad_kernel), twins.jitted(_others3)
-    r = twins.axes_count(axis)
-    if r is not None and 1 < x.ndim != r:
-        return _prod_vjp_axes(x, r, as2, kernel, others)
-
-    def impl(g, ans, x, axis=None, keepdims=False, initial=None, where=True, exact=None):
-        pre, n, post = layout(x, axis)
-        x3 = np.ascontiguousarray(x).reshape((pre, n, post)) * 1.0
-        g2 = as2(g, pre, post)
-        out = np.empty((pre, n, post))
-        if not kernel(x3, g2, out, np.empty((0, 0))):
-            others(x3, g2, out)
-        return out.reshape(x.shape)
-    return impl
-
-
-def _prod_vjp_axes(x, r, as2, kernel, others):
-    """The twin of prod_vjp over a tuple of ``r`` axes (not all): the kernel over the
-    rows of ``x`` with the reduced axes moved last, moved back."""
-    plan = twins.axes_plan(x.ndim, r)
-
-    def impl(g, ans, x, axis=None, keepdims=False, initial=None, where=True, exact=None):
-        perm, back, pre, n, kept, rest = plan(x.shape, axis)
-        xt = np.ascontiguousarray(np.transpose(x, perm))
-        x3 = xt.reshape((pre, n, 1)) * 1.0
-        g2 = as2(g, pre, 1)
-        out = np.empty((pre, n, 1))
-        if not kernel(x3, g2, out, np.empty((0, 0))):
-            others(x3, g2, out)
-        return np.ascontiguousarray(np.transpose(out.reshape(xt.shape), back))
-    return impl
-
-
-numba_twin(np.prod)(reduction_twin(
-    "a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True",
-    lambda x, p: np.prod(x)))

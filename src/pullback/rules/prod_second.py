@@ -53,7 +53,8 @@ from ..core.kinds import Kind
 from . import twins
 from .elementwise import as_array, is_scalar, like_arg, mask_on, namespace, normalize_axes
 from .forms import numba_twin
-from .prod import _as2, _move_back, _move_to_end, axis_layout, host_array, prod_vjp, prod_vjp_exact
+from .prod import _move_back, _move_to_end, host_array, prod_vjp, prod_vjp_exact
+from .prod_twins import _as2, axis_layout
 from .reductions_second import zero_cotangent  # noqa: F401 - named by templates
 from .registry import defrule
 from .tangents import deftangent

@@ -17,7 +17,6 @@ def slice_write_grad(u, c, _seed=1.0):
     _t11 = np.sum(_t10)
     _value = _t11
     # ---- reverse sweep
-    du = np.zeros_like(u)
     dv = np.zeros_like(v)
     dc = 0.0
     d_t11 = _seed
@@ -36,5 +35,5 @@ def slice_write_grad(u, c, _seed=1.0):
         add_product_into(dv[1:-1], d_t7, -2.0)
         add_into(dv[2:], d_t7)
     # from: v = u.copy()
-    du += array_vjp(dv, u)
+    du = array_vjp(dv, u)
     return _value, (du, dc)

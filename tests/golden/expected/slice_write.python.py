@@ -24,7 +24,6 @@ def slice_write_grad(u, c, _seed=1.0):
     _pop = _stack.pop
     dv = np.zeros_like(v)
     dc = 0.0
-    du = 0.0
     d_t11 = _seed
     # from: return np.sum(v * v)
     d_t10 = sum_vjp(d_t11, _t10, None, False, True)
@@ -41,5 +40,5 @@ def slice_write_grad(u, c, _seed=1.0):
         dv[1:-1] += d_t7 * -2.0
         dv[2:] += d_t7
     # from: v = u.copy()
-    du = du + array_vjp(dv, u)
+    du = array_vjp(dv, u)
     return _value, (du, dc)
