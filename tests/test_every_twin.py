@@ -157,7 +157,10 @@ def _agree(got, want, rtol, where):
         # (a number Numba returns is a Python number: its dtype is not seen)
         assert got_a.dtype == want_a.dtype, f"{where}: dtype {got_a.dtype} for {want_a.dtype}"
     if want_a.dtype.kind in "fc":
-        scale = float(np.max(np.abs(want_a), initial=0.0))
+        # The scale of the finite entries: an infinite (or NaN) one must not make the
+        # absolute tolerance infinite, which would pass any finite entry.
+        finite = np.abs(want_a[np.isfinite(want_a)])
+        scale = float(np.max(finite, initial=0.0))
         np.testing.assert_allclose(got_a, want_a, rtol=rtol, atol=rtol * scale, err_msg=where)
     else:
         np.testing.assert_array_equal(got_a, want_a, err_msg=where)

@@ -70,3 +70,35 @@ def test_logsumexp_of_an_infinite_slice_shares_the_cotangent_among_its_infinitie
     a = np.array([[np.inf, 1.0], [np.inf, np.inf], [0.0, 2.0]])
     np.testing.assert_array_equal(pullback.grad(f, jit=True)(a), pullback.grad(f)(a))
     np.testing.assert_array_equal(pullback.grad(f, jit=True)(a)[:, 0], [0.5, 0.5, 0.0])
+
+
+@pytest.mark.parametrize("axis,keepdims,b_shape", [(1, False, (3, 4)), (None, False, (4,)),
+                                                   (0, True, (1, 4)), (None, True, (3, 4)),
+                                                   (-1, False, ())])
+def test_weighted_logsumexp_compiled_under_numba(axis, keepdims, b_shape):
+    """logsumexp(a, b=w) and the cotangents of a and w compiled (no object mode),
+    with w broadcast to a's shape and an entry of w = 0 (left out, as SciPy does):
+    against the formula log(sum(w exp(a))), its derivatives, and central differences."""
+    import warnings
+
+    import pullback
+    from helpers import assert_fd_close, fd_estimate
+
+    def f(a, w):
+        return np.sum(np.sin(special.logsumexp(a * 1.5, axis, w, keepdims)))
+
+    def formula(a, w):
+        return np.sum(np.sin(np.log(np.sum(np.broadcast_to(w, a.shape) * np.exp(a * 1.5),
+                                           axis=axis, keepdims=keepdims))))
+    a, w = values(5, (3, 4), -2.0, 2.0), values(6, b_shape, 0.3, 2.0)
+    if w.ndim and not (axis == 0 and w.shape[0] == 1):   # (else a whole slice is left out)
+        w.flat[1] = 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pullback.PerformanceWarning)
+        value, (da, dw) = pullback.value_and_grad(f, argnums=(0, 1), jit=True)(a, w)
+    assert value == pytest.approx(formula(a, w), rel=1e-12)
+    assert_fd_close(da, fd_estimate(formula, (a, w), 0))
+    assert_fd_close(dw, fd_estimate(formula, (a, w), 1))
+    want = pullback.grad(f, argnums=(0, 1))(a, w)
+    np.testing.assert_allclose(da, want[0], rtol=1e-12)
+    np.testing.assert_allclose(dw, want[1], rtol=1e-12)

@@ -59,25 +59,44 @@ def _softmax_vjp(fn):
     return make
 
 
+def _weights(rng, dt, shape):
+    """Weights b of logsumexp: positive, one of them 0 (SciPy leaves its entry out)."""
+    b = arr(rng, dt, shape, 0.2, 2.0)
+    b.flat[0] = 0.0
+    return b
+
+
 def _logsumexp(rng, dt):
     shape = sizes(rng, 3)
     return [call(arr(rng, dt, shape)), call(arr(rng, dt, shape), axis=1),
-            call(arr(rng, dt, shape[:2]), axis=-1, keepdims=True)]
+            call(arr(rng, dt, shape[:2]), axis=-1, keepdims=True),
+            call(arr(rng, dt, shape), axis=1, b=_weights(rng, dt, shape)),
+            call(arr(rng, dt, shape), b=_weights(rng, dt, shape[1:]), keepdims=True),
+            call(arr(rng, dt, shape[:2]), axis=0, b=_weights(rng, dt, (1, shape[1])))]
+
+
+def _logsumexp_vjp_calls(weighted):
+    def make(rng, dt):
+        from scipy.special import logsumexp
+        shape, out = sizes(rng, 3), []
+        for axis, keepdims, bshape in ((None, False, shape), (1, False, shape[1:]),
+                                       (-1, True, shape), (0, True, (1,) + shape[1:])):
+            a = arr(rng, dt, shape)
+            b = _weights(rng, dt, bshape) if weighted else None
+            ans = np.asarray(logsumexp(a, axis=axis, b=b, keepdims=keepdims), dtype=dt)
+            g = arr(rng, dt, ans.shape) if ans.ndim else num(rng, dt)
+            out.append(call(g, ans if ans.ndim else ans.item(), a, axis, b, keepdims, False))
+        return out
+    return make
 
 
 def _logsumexp_vjp(rng, dt):
-    from scipy.special import logsumexp
-    shape, out = sizes(rng, 3), []
-    for axis, keepdims in ((None, False), (1, False), (-1, True), (0, True)):
-        a = arr(rng, dt, shape)
-        ans = np.asarray(logsumexp(a, axis=axis, keepdims=keepdims), dtype=dt)
-        g = arr(rng, dt, ans.shape) if ans.ndim else num(rng, dt)
-        out.append(call(g, ans if ans.ndim else ans.item(), a, axis, None, keepdims, False))
-    return out
+    return _logsumexp_vjp_calls(False)(rng, dt) + _logsumexp_vjp_calls(True)(rng, dt)
 
 
 EXAMPLES["scipy.special._logsumexp.logsumexp"] = _logsumexp
 EXAMPLES["pullback.rules.scipy_special.logsumexp_vjp"] = _logsumexp_vjp
+EXAMPLES["pullback.rules.scipy_special.logsumexp_vjp_b"] = _logsumexp_vjp_calls(True)
 EXAMPLES["scipy.special._logsumexp.softmax"] = EXAMPLES["scipy.special._logsumexp.log_softmax"] \
     = _softmax
 try:

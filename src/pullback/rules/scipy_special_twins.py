@@ -20,9 +20,10 @@ import math
 import numpy as np
 
 from . import twins
+from .elementwise import unbroadcast
 from .forms import numba_twin
 from .reductions import along_axis
-from .scipy_special import log_softmax_vjp, logsumexp_vjp, softmax_vjp
+from .scipy_special import log_softmax_vjp, logsumexp_vjp, logsumexp_vjp_b, softmax_vjp
 
 try:
     from scipy import special
@@ -268,7 +269,45 @@ def _unweighted(t) -> bool:
         and twins.literal(t["return_sign"], False) is False
 
 
+def _weighted(t) -> bool:
+    """``b`` an array of at most ``a``'s rank, or a number: broadcast to ``a``'s shape."""
+    b = t["b"]
+    return twins.is_float_array(t["a"]) and twins.literal(t["return_sign"], False) is False \
+        and (twins.is_number(b) or twins.is_array(b) and b.ndim <= t["a"].ndim)
+
+
+def _weights_like(a, b):
+    """``b`` broadcast to ``a``'s shape, C-contiguous (a ValueError where it does not
+    broadcast to it: SciPy's result would take a larger shape, which the twin does not)."""
+    _, bb = np.broadcast_arrays(a, b)
+    if bb.shape != a.shape:
+        raise ValueError("logsumexp under jit=True: b must broadcast to the shape of a")
+    return np.ascontiguousarray(bb) * 1.0
+
+
+def _logsumexp_b3(a3, b3):
+    """Weighted logsumexp of each (i, :, j) slice, as SciPy: entries with b = 0 left
+    out, the shift their largest entry (0 where that is not finite), NaN where the
+    weighted sum is negative."""
+    out = np.empty((a3.shape[0], a3.shape[2]))
+    for i in range(a3.shape[0]):
+        for j in range(a3.shape[2]):
+            m = -np.inf
+            for k in range(a3.shape[1]):
+                if b3[i, k, j] != 0.0:
+                    m = max(m, a3[i, k, j])
+            m = m if np.isfinite(m) else 0.0
+            total = 0.0
+            for k in range(a3.shape[1]):
+                if b3[i, k, j] != 0.0:
+                    total += b3[i, k, j] * np.exp(a3[i, k, j] - m)
+            out[i, j] = m + np.log(total) if total >= 0.0 else np.nan
+    return out
+
+
 def _logsumexp_decide(t):
+    if _weighted(t):
+        return _logsumexp_weighted(t)
     if not _unweighted(t):
         return None
     body = along_axis(_logsumexp_slice, t["a"], t["axis"], t["keepdims"])
@@ -278,11 +317,66 @@ def _logsumexp_decide(t):
     return lambda a, axis, b, keepdims, return_sign: run(a, axis, keepdims, 0)
 
 
-def _logsumexp_vjp_decide(t):
-    if not (_unweighted(t) and (twins.is_number(t["g"]) or twins.is_float_array(t["g"]))):
+def _logsumexp_weighted(t):
+    keep = twins.literal(t["keepdims"], None)
+    if keep is None:
+        twins.unsupported("keepdims= other than a constant True or False")
+    blocks, kernel, nd = _blocks(t["axis"]), twins.jitted(_logsumexp_b3), t["a"].ndim
+    weights = twins.jitted(_weights_like)
+    if twins.is_none(t["axis"]):
+        ones = twins.ones_shape(nd)
+        if keep:
+            return lambda a, axis, b, keepdims, return_sign: kernel(
+                blocks(a, axis), blocks(weights(a, b), axis)).reshape(ones)
+        return lambda a, axis, b, keepdims, return_sign: kernel(
+            blocks(a, axis), blocks(weights(a, b), axis))[0, 0]
+    shaper = twins.reduced_shape(nd, keep)
+    return lambda a, axis, b, keepdims, return_sign: kernel(
+        blocks(a, axis), blocks(weights(a, b), axis)).reshape(shaper(a.shape, axis % nd))
+
+
+def _logsumexp_vjp_b3(g3, r3, a3, b3, of_b):
+    """The cotangent of a (``of_b`` False: g b w) or of b (g w), w = exp(a - ans) or,
+    where ans is infinite, the entries equal to it sharing it in proportion to b."""
+    out = np.empty(a3.shape)
+    for i in range(a3.shape[0]):
+        for j in range(a3.shape[2]):
+            r = r3[i, 0, j]
+            count = 0.0
+            if np.isinf(r):
+                for k in range(a3.shape[1]):
+                    count += b3[i, k, j] if a3[i, k, j] == r else 0.0
+                count += 1.0 if count == 0.0 else 0.0
+            for k in range(a3.shape[1]):
+                if np.isinf(r):
+                    w = 1.0 / count if a3[i, k, j] == r else 0.0
+                else:
+                    w = np.exp(a3[i, k, j] - r)
+                out[i, k, j] = g3[i, 0, j] * w if of_b else g3[i, 0, j] * b3[i, k, j] * w
+    return out
+
+
+def _logsumexp_vjp_decide(t, of_b=False):
+    if not (twins.is_number(t["g"]) or twins.is_float_array(t["g"])):
         return None
-    blocks, kernel = _blocks(t["axis"]), twins.jitted(_logsumexp_vjp3)
+    blocks = _blocks(t["axis"])
     g3, r3 = _reduced_blocks(t["g"], t["axis"]), _reduced_blocks(t["ans"], t["axis"])
+    if _weighted(t):
+        kernel, weights = twins.jitted(_logsumexp_vjp_b3), twins.jitted(_weights_like)
+        if of_b and not twins.is_array(t["b"]):
+            return lambda g, ans, a, axis, b, keepdims, return_sign: np.sum(kernel(
+                g3(g, a, axis), r3(ans, a, axis), blocks(a, axis),
+                blocks(weights(a, b), axis), True))
+        if of_b:    # summed onto b's shape where b was broadcast (unbroadcast's twin)
+            return lambda g, ans, a, axis, b, keepdims, return_sign: unbroadcast(kernel(
+                g3(g, a, axis), r3(ans, a, axis), blocks(a, axis),
+                blocks(weights(a, b), axis), True).reshape(a.shape), b)
+        return lambda g, ans, a, axis, b, keepdims, return_sign: kernel(
+            g3(g, a, axis), r3(ans, a, axis), blocks(a, axis), blocks(weights(a, b), axis),
+            False).reshape(a.shape)
+    if of_b or not _unweighted(t):
+        return None
+    kernel = twins.jitted(_logsumexp_vjp3)
 
     def body(g, ans, a, axis, b, keepdims, return_sign):
         return kernel(g3(g, a, axis), r3(ans, a, axis), blocks(a, axis)).reshape(a.shape)
@@ -309,9 +403,14 @@ def register_softmax() -> None:
     numba_twin(special.log_softmax, always=True)(_softmax_twin(True))
     numba_twin(softmax_vjp)(_softmax_vjp_twin(False))
     numba_twin(log_softmax_vjp)(_softmax_vjp_twin(True))
-    numba_twin(special.logsumexp, always=True)(twins.signature_twin(_LSE_SIG, _logsumexp_decide))
-    numba_twin(logsumexp_vjp)(twins.signature_twin(
-        "g, ans, " + _LSE_SIG, _logsumexp_vjp_decide))
+    # keeps_dtype: the weighted kernels compute in float64 (a and b both float32 give
+    # float32, as SciPy and the Python rules do).
+    numba_twin(special.logsumexp, always=True)(twins.keeps_dtype("a", "b")(
+        twins.signature_twin(_LSE_SIG, _logsumexp_decide)))
+    numba_twin(logsumexp_vjp)(twins.keeps_dtype("a", "b")(twins.signature_twin(
+        "g, ans, " + _LSE_SIG, _logsumexp_vjp_decide)))
+    numba_twin(logsumexp_vjp_b)(twins.keeps_dtype("a", "b")(twins.signature_twin(
+        "g, ans, " + _LSE_SIG, lambda t: _logsumexp_vjp_decide(t, of_b=True))))
 
 
 if special is not None:
