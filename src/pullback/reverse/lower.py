@@ -107,13 +107,18 @@ class _Lowering:
         if storage.how == LOCAL:
             return
         dn = tr.d(c.name)
-        if storage.how == BUFFER or storage.typed_reset:
+        # An array's typed zero (Numba) is absorbed by a contribution that follows
+        # it in the block, as a 0.0 is: the variable takes the contribution's array
+        # type there instead of the zero's (a peephole: the reference keeps it).
+        absorbed = not storage.typed_reset or (tr.optimise.peepholes and not storage.items)
+        if storage.how == BUFFER or not absorbed:
             self.out.append(zero_adjoint(dn, zeros(tr, c.name)))
             self.defined(dn)
         else:
             self.pending[dn] = len(self.out)
             self.zero.add(dn)
-            self.out.append(zero_adjoint(dn, ast.Constant(0.0)))
+            self.out.append(zero_adjoint(dn, zeros(tr, c.name) if storage.typed_reset
+                                         else ast.Constant(0.0)))
 
     def restore(self, c: Restore):
         self.reads(ast.Name(c.name))
