@@ -233,10 +233,11 @@ def _softmax_vjp_twin(log):
     return twin
 
 
-# logsumexp over the whole array or one axis, without weights b: the shift by
-# the slice's largest entry (0 where that is not finite), as SciPy's.  Its VJP
-# g exp(a - ans) gives an infinite result's g to the entries equal to it, shared
-# equally, as the Python rule does.
+# logsumexp over the whole array or one axis, with weights b broadcast to a's
+# shape or without: the shift by the slice's largest entry (0 where that is not
+# finite), as SciPy's.  Its VJP g b exp(a - ans) gives an infinite result's g to
+# the entries equal to it, shared in proportion to b (equally without b), as the
+# Python rule does.
 
 _LSE_SIG = "a, axis=None, b=None, keepdims=False, return_sign=False"
 
@@ -245,23 +246,6 @@ def _logsumexp_slice(x, p):
     m = np.max(x)
     m = m if np.isfinite(m) else 0.0
     return m + np.log(np.sum(np.exp(x - m)))
-
-
-def _logsumexp_vjp3(g3, r3, a3):
-    out = np.empty(a3.shape, a3.dtype)
-    for i in range(a3.shape[0]):
-        for j in range(a3.shape[2]):
-            r = r3[i, 0, j]
-            ties = 0.0
-            if np.isinf(r):
-                for k in range(a3.shape[1]):
-                    ties += 1.0 if a3[i, k, j] == r else 0.0
-            for k in range(a3.shape[1]):
-                if np.isinf(r):
-                    out[i, k, j] = g3[i, 0, j] / ties if a3[i, k, j] == r else 0.0
-                else:
-                    out[i, k, j] = g3[i, 0, j] * np.exp(a3[i, k, j] - r)
-    return out
 
 
 def _unweighted(t) -> bool:
@@ -338,7 +322,7 @@ def _logsumexp_weighted(t):
 def _logsumexp_vjp_b3(g3, r3, a3, b3, of_b):
     """The cotangent of a (``of_b`` False: g b w) or of b (g w), w = exp(a - ans) or,
     where ans is infinite, the entries equal to it sharing it in proportion to b."""
-    out = np.empty(a3.shape)
+    out = np.empty(a3.shape, a3.dtype)
     for i in range(a3.shape[0]):
         for j in range(a3.shape[2]):
             r = r3[i, 0, j]
@@ -376,10 +360,12 @@ def _logsumexp_vjp_decide(t, of_b=False):
             False).reshape(a.shape)
     if of_b or not _unweighted(t):
         return None
-    kernel = twins.jitted(_logsumexp_vjp3)
+    kernel = twins.jitted(_logsumexp_vjp_b3)
 
-    def body(g, ans, a, axis, b, keepdims, return_sign):
-        return kernel(g3(g, a, axis), r3(ans, a, axis), blocks(a, axis)).reshape(a.shape)
+    def body(g, ans, a, axis, b, keepdims, return_sign):     # every weight 1
+        a3 = blocks(a, axis)
+        return kernel(g3(g, a, axis), r3(ans, a, axis), a3, np.ones(a3.shape), False
+                      ).reshape(a.shape)
     return body
 
 
