@@ -80,6 +80,12 @@ def tuple_returning_call(r, t):
     return a * d - b * c
 
 
+def log_softmax_loss(z, y):
+    z = z - np.max(z, axis=1, keepdims=True)
+    logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    return -np.sum(y * logp)
+
+
 _P = np.array([1.0, -2.0, 0.5, 3.0])
 _A = np.array([[1.0, 2.0, 0.5], [3.0, -1.0, 2.0]])
 
@@ -93,4 +99,6 @@ CASES = {
     "prod_of_columns": (prod_of_columns, (_A,), 0),
     "slice_write": (slice_write, (_P, 0.1), (0, 1)),
     "tuple_returning_call": (tuple_returning_call, (1.2, 0.4), (0, 1)),
+    "log_softmax_loss": (log_softmax_loss, (np.array([[0.5, -1.0, 2.0], [1.5, 0.2, -0.3]]),
+                                            np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])), 0),
 }

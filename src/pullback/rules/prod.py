@@ -52,6 +52,7 @@ building blocks here.
 from __future__ import annotations
 
 import cmath
+import functools
 import math
 
 import array_api_compat
@@ -230,7 +231,16 @@ def _prod_vjp_numpy(g, ans, x, axis, initial):
     return prod_vjp_exact(g, x, axes, True)
 
 
-_NO_PRODUCTS = np.empty((0, 0))
+_NO_PRODUCTS = np.empty(0)
+
+
+@functools.lru_cache(maxsize=256)
+def _layout(shape: tuple, axis) -> tuple:
+    """(pre, n, post) of an array of ``shape`` around ``axis`` (all of it for None)."""
+    if axis is None:
+        return 1, math.prod(shape), 1
+    axis %= len(shape)
+    return math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
 
 
 def _prod_vjp_kernel(g, ans, x, axis):
@@ -239,49 +249,52 @@ def _prod_vjp_kernel(g, ans, x, axis):
 
     ``ans`` (the primal's products) is reused when it is a float64 array: no
     second product pass when every product is finite and nonzero.  ``g`` goes
-    in as a view when it is float64 (a broadcast ``g``, as sum's cotangent is,
-    is not copied).
+    in as it is when it is float64 (a broadcast ``g``, as sum's cotangent is, as
+    its one entry).  The arrays keep their shapes: the compiled code reshapes
+    them (each NumPy call here costs more than the kernel on a small array).
     """
-    shape = x.shape
-    if axis is None:
-        pre, n, post = 1, x.size, 1
-    else:
-        axis %= len(shape)
-        pre, n, post = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
-    x3 = x.reshape(pre, n, post)
-    # Methods, not np.reshape & co.: this is called on small arrays too, where
-    # the call overhead is most of the time.
+    pre, n, post = _layout(x.shape, axis)
     if type(g) is np.ndarray and g.dtype == np.float64 and g.size == pre * post:
-        g2 = g.reshape(pre, post)
-        if not g2.flags.c_contiguous:
-            # A broadcast scalar (sum's cotangent) goes in as (1, 1), anything
-            # else as a copy: the kernel is compiled for C-contiguous arrays only.
-            g2 = g2[:1, :1] if not any(g.strides) else np.ascontiguousarray(g2)
+        if not g.flags.c_contiguous:
+            # A broadcast scalar (sum's cotangent) goes in as its one entry,
+            # anything else as a copy: the kernel takes C-contiguous arrays only.
+            g = g[(slice(0, 1),) * g.ndim] if not any(g.strides) else np.ascontiguousarray(g)
     else:
-        g2 = np.ascontiguousarray(np.broadcast_to(g, (pre, post)) if np.ndim(g) == 0 else
-                                  np.reshape(g, (pre, post)), dtype=np.float64)
-    a2 = _NO_PRODUCTS
+        g = np.ascontiguousarray(np.broadcast_to(g, (pre, post)) if np.ndim(g) == 0 else
+                                 np.reshape(g, (pre, post)), dtype=np.float64)
+    a = _NO_PRODUCTS
     if type(ans) is np.ndarray:
         if ans.dtype == np.float64 and ans.size == pre * post and ans.flags.c_contiguous:
-            a2 = ans.reshape(pre, post)
+            a = ans
     elif type(ans) is np.float64 and pre * post == 1:       # axis=None
-        a2 = np.full((1, 1), ans)
-    out = np.empty(shape)
-    if not (_KERNEL or _kernel())(x3, g2, out.reshape(pre, n, post), a2):
+        a = np.full(1, ans)
+    out = np.empty(x.shape)
+    if not (_KERNEL or _kernel())(x, g, out, a, pre, n, post):
         return None
     return out
 
 
 _KERNEL = None
+_GRAD3 = None     # _prod_grad_kernel compiled, which the compiled _prod_grad_shaped calls
 
 
 def _kernel():
-    """``_prod_grad_kernel`` compiled with Numba on first use (cached in pullback's
+    """``_prod_grad_shaped`` compiled with Numba on first use (cached in pullback's
     cache directory, never beside this file)."""
-    global _KERNEL
+    global _KERNEL, _GRAD3
     if _KERNEL is None:
-        _KERNEL = numbacache.njit(_prod_grad_kernel, nogil=True)
+        from numba import njit
+        _GRAD3 = njit(nogil=True)(_prod_grad_kernel)
+        _KERNEL = numbacache.njit(_prod_grad_shaped, nogil=True)
     return _KERNEL
+
+
+def _prod_grad_shaped(x, g, out, a, pre, n, post):
+    """_prod_grad_kernel of C-contiguous arrays of any shape: ``x`` and ``out`` of
+    pre * n * post entries, ``g`` of pre * post or one, ``a`` of pre * post or none."""
+    g2 = g.reshape((pre, post)) if g.size == pre * post else g.reshape((1, 1))
+    a2 = a.reshape((pre, post)) if a.size == pre * post else a.reshape((0, 0))
+    return _GRAD3(x.reshape((pre, n, post)), g2, out.reshape((pre, n, post)), a2)
 
 
 def _prod_grad_kernel(x3, g2, out, a2):  # noqa: C901  (one loop nest, compiled by Numba as a whole)
