@@ -223,8 +223,8 @@ def _pad_vjp_array_numba(g, array, pad_width, mode="constant", reflect_type="eve
                                     twins.jitted(_unpad_axis3), twins.resized_shape(nd))
 
     # Each axis's cotangent is float64 (_unpad_axis3), the loop's x of one type throughout.
-    start = (twins.jitted(lambda g: np.ascontiguousarray(g)) if str(getattr(g, "dtype", "")) == "float64"
-             else twins.jitted(lambda g: np.ascontiguousarray(g).astype(np.float64)))
+    f64 = twins.float64_of(g)
+    start = twins.jitted(lambda g: f64(np.ascontiguousarray(g)))
 
     def impl(g, array, pad_width, mode="constant", reflect_type="even"):
         w = widths(pad_width)

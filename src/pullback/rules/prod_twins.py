@@ -46,24 +46,15 @@ def axis_layout(x, axis):
 def _as2(g):
     if twins.is_number(g):
         return twins.jitted(lambda g, pre, post: np.full((pre, post), g))
-    f64 = _float64(g)
+    f64 = twins.float64_of(g)
     return twins.jitted(lambda g, pre, post: f64(np.ascontiguousarray(g).reshape((pre, post))))
-
-
-def _float64(t):
-    """Numba, for an array of type ``t``: itself when it is float64, else a float64
-    copy (the kernels take float64; copying every argument cost as much as the kernel)."""
-    from numba import types
-    if isinstance(t, types.Array) and t.dtype == types.float64:
-        return twins.jitted(lambda x: x)
-    return twins.jitted(lambda x: x.astype(np.float64))
 
 
 def _products(ans):
     """Numba: the forward's products as the kernel's ``a2`` (pre, post), or an empty
     array when they are not at hand (the kernel then counts zeros itself)."""
     if twins.is_float_array(ans):
-        f64 = _float64(ans)
+        f64 = twins.float64_of(ans)
         return twins.jitted(lambda ans, pre, post: f64(np.ascontiguousarray(ans).reshape((pre, post))))
     if twins.is_number(ans):
         return twins.jitted(lambda ans, pre, post: np.full((1, 1), ans * 1.0) if pre * post == 1
@@ -81,7 +72,7 @@ def _prod_vjp_numba(g, ans, x, axis=None, keepdims=False, initial=None, where=Tr
         return None
     if not twins.is_none(initial) or twins.literal(where, False) is not True:
         twins.unsupported("the derivative of np.prod with initial= or where=")
-    layout, as2, products, f64 = axis_layout(x, axis), _as2(g), _products(ans), _float64(x)
+    layout, as2, products, f64 = axis_layout(x, axis), _as2(g), _products(ans), twins.float64_of(x)
     kernel, others = twins.jitted(_prod_grad_kernel), twins.jitted(_others3)
     r = twins.axes_count(axis)
     if r is not None and 1 < x.ndim != r:

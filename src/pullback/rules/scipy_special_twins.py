@@ -266,7 +266,7 @@ def _weights_like(a, b):
     _, bb = np.broadcast_arrays(a, b)
     if bb.shape != a.shape:
         raise ValueError("logsumexp under jit=True: b must broadcast to the shape of a")
-    return np.ascontiguousarray(bb) * 1.0
+    return bb * 1.0     # a new C-contiguous float array: one copy, even of a broadcast
 
 
 def _logsumexp_b3(a3, b3):
@@ -307,16 +307,16 @@ def _logsumexp_weighted(t):
         twins.unsupported("keepdims= other than a constant True or False")
     blocks, kernel, nd = _blocks(t["axis"]), twins.jitted(_logsumexp_b3), t["a"].ndim
     weights = twins.jitted(_weights_like)
+    # (pre, post): one result per slice
+    sums = twins.jitted(lambda a, axis, b: kernel(blocks(a, axis), blocks(weights(a, b), axis)))
     if twins.is_none(t["axis"]):
         ones = twins.ones_shape(nd)
         if keep:
-            return lambda a, axis, b, keepdims, return_sign: kernel(
-                blocks(a, axis), blocks(weights(a, b), axis)).reshape(ones)
-        return lambda a, axis, b, keepdims, return_sign: kernel(
-            blocks(a, axis), blocks(weights(a, b), axis))[0, 0]
+            return lambda a, axis, b, keepdims, return_sign: sums(a, axis, b).reshape(ones)
+        return lambda a, axis, b, keepdims, return_sign: sums(a, axis, b)[0, 0]
     shaper = twins.reduced_shape(nd, keep)
-    return lambda a, axis, b, keepdims, return_sign: kernel(
-        blocks(a, axis), blocks(weights(a, b), axis)).reshape(shaper(a.shape, axis % nd))
+    return lambda a, axis, b, keepdims, return_sign: sums(a, axis, b).reshape(
+        shaper(a.shape, axis % nd))
 
 
 def _logsumexp_vjp_b3(g3, r3, a3, b3, of_b):
@@ -345,28 +345,27 @@ def _logsumexp_vjp_decide(t, of_b=False):
         return None
     blocks = _blocks(t["axis"])
     g3, r3 = _reduced_blocks(t["g"], t["axis"]), _reduced_blocks(t["ans"], t["axis"])
-    if _weighted(t):
-        kernel, weights = twins.jitted(_logsumexp_vjp_b3), twins.jitted(_weights_like)
-        if of_b and not twins.is_array(t["b"]):
-            return lambda g, ans, a, axis, b, keepdims, return_sign: np.sum(kernel(
-                g3(g, a, axis), r3(ans, a, axis), blocks(a, axis),
-                blocks(weights(a, b), axis), True))
-        if of_b:    # summed onto b's shape where b was broadcast (unbroadcast's twin)
-            return lambda g, ans, a, axis, b, keepdims, return_sign: unbroadcast(kernel(
-                g3(g, a, axis), r3(ans, a, axis), blocks(a, axis),
-                blocks(weights(a, b), axis), True).reshape(a.shape), b)
-        return lambda g, ans, a, axis, b, keepdims, return_sign: kernel(
-            g3(g, a, axis), r3(ans, a, axis), blocks(a, axis), blocks(weights(a, b), axis),
-            False).reshape(a.shape)
-    if of_b or not _unweighted(t):
-        return None
     kernel = twins.jitted(_logsumexp_vjp_b3)
 
-    def body(g, ans, a, axis, b, keepdims, return_sign):     # every weight 1
-        a3 = blocks(a, axis)
-        return kernel(g3(g, a, axis), r3(ans, a, axis), a3, np.ones(a3.shape), False
-                      ).reshape(a.shape)
-    return body
+    def spread(g, ans, a, axis, w, of_b):
+        """The cotangent over a's shape, weights ``w`` of that shape."""
+        return kernel(g3(g, a, axis), r3(ans, a, axis), blocks(a, axis), blocks(w, axis),
+                      of_b).reshape(a.shape)
+    spread = twins.jitted(spread)
+    if _weighted(t):
+        weights = twins.jitted(_weights_like)
+        if of_b and not twins.is_array(t["b"]):
+            return lambda g, ans, a, axis, b, keepdims, return_sign: np.sum(
+                spread(g, ans, a, axis, weights(a, b), True))
+        if of_b:    # summed onto b's shape where b was broadcast (unbroadcast's twin)
+            return lambda g, ans, a, axis, b, keepdims, return_sign: unbroadcast(
+                spread(g, ans, a, axis, weights(a, b), True), b)
+        return lambda g, ans, a, axis, b, keepdims, return_sign: spread(
+            g, ans, a, axis, weights(a, b), False)
+    if of_b or not _unweighted(t):
+        return None
+    return lambda g, ans, a, axis, b, keepdims, return_sign: spread(      # every weight 1
+        g, ans, a, axis, np.ones(a.shape), False)
 
 
 def _reduced_blocks(v, axis):

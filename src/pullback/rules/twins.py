@@ -124,6 +124,15 @@ def one_dtype(fn, *ts):
                                 {"_inner": njit(fn), "_cast": cast}, fn.__defaults__)
 
 
+def float64_of(t):
+    """A compiled ``f(x)`` for an array of Numba type ``t``: ``x`` itself when it is
+    float64, else a float64 copy (a kernel over float64 need not copy its argument)."""
+    types = _types()
+    if isinstance(t, types.Array) and t.dtype == types.float64:
+        return jitted(lambda x: x)
+    return jitted(lambda x: x.astype(np.float64))
+
+
 def keeps_dtype(*params):
     """Decorator for a twin whose implementation computes in float64: its result
     takes float32 where every one of ``params`` (parameter names of the target) is
