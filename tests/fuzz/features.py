@@ -56,6 +56,9 @@ FEATURES: dict[str, str] = {
     "local_array": "local 1-D arrays: np.zeros(n), copies, products",
     "block_array": "a local array made inside a loop or a branch (with local_array)",
     "element_write": "h[i] = e into a local array",
+    "index_array_write": "h[np.array([2, -1, 2])] = e, += e or *= e: a write through an index "
+                         "array that may name an entry more than once (the last write stays), "
+                         "its value a number or a gather a[np.array([...])] * e",
     "slice_write": "h[a:b] = p[c:d] * e into a local array",
     "slice_broadcast": "h[a:b] = e: a scalar broadcast into a slice of a local array",
     "offset_slices": "h[1:-1] = h[1:-1] + e * (h[2:] - h[:-2]): slices of one array, bounds "
@@ -65,6 +68,9 @@ FEATURES: dict[str, str] = {
     "matvec": "h @ v and v @ h with a 2-D local array (with local_matrix)",
     "slice_view": "r = h[a:], read after later writes to h",
     "helper_tuple": "a module-level helper returning a tuple, unpacked",
+    "rule_tuple": "the tuple helper (with helper_tuple) given a rule, pullback.rule(helper), "
+                  "whose VJP is the helper's central differences: its result taken for a "
+                  "tuple, its cotangent a tuple",
     "tuple_index": "t = a, b, c; then t[j]",
     "param_reassign": "a float parameter reassigned: x = np.sum(A)",
     "array_param_reassign": "an array parameter rebound: p = p * 2.0",

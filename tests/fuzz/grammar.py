@@ -117,6 +117,22 @@ MAX_DEPTH = 2          # blocks inside blocks
 BODY = 3               # statements at most in a block
 TOP = 6                # statements at most at the top level, after the declarations
 
+#: The rule the rule_tuple feature gives ``helper``: its VJP by central differences of
+#: ``helper`` itself, so that it shares no code with pullback; what is tested is the
+#: transform around a rule whose result is a tuple.
+RULED_HELPER = [
+    "def helper_vjp(g, ans, a, b):",
+    "    ha, hb = 1e-7 * (1.0 + abs(a)), 1e-7 * (1.0 + abs(b))",
+    "    pa, ma = helper(a + ha, b), helper(a - ha, b)",
+    "    pb, mb = helper(a, b + hb), helper(a, b - hb)",
+    "    da = (g[0] * (pa[0] - ma[0]) + g[1] * (pa[1] - ma[1])) / (2.0 * ha)",
+    "    db = (g[0] * (pb[0] - mb[0]) + g[1] * (pb[1] - mb[1])) / (2.0 * hb)",
+    "    return da, db",
+    "",
+    "",
+    "pullback.rule(helper)(helper_vjp)",
+]
+
 
 def negate(e: str) -> str:
     return f"(-({e}))" if e.startswith("-") else f"(-{e})"
@@ -416,6 +432,7 @@ class Builder:
             opts.append(("block_array", lambda: self.new_array(sc), new))
         if local:
             opts += [("element_write", lambda: self.element_write(sc, local), 3),
+                     ("index_array_write", lambda: self.index_array_write(sc, local)),
                      ("slice_write", lambda: self.slice_write(sc, local), 2),
                      ("array_augassign", lambda: self.array_aug(sc, local))]
         if sc.depth == 0:
@@ -474,6 +491,8 @@ class Builder:
         self.emit(sc, f"return {self.expr(sc)}, {self.expr(sc)}")
         body = ["def helper(a, b):"] + self.lines
         self.lines, self.array_params, self.int_param = outer
+        if self.coin() and self.use("rule_tuple"):
+            body += ["", ""] + RULED_HELPER
         return body
 
     def new_tuple(self, sc: Scope) -> None:
@@ -518,6 +537,22 @@ class Builder:
         h = self.choice(arrays)
         op = self.store_op(("+=", "*="))
         self.emit(sc, f"{h}[{self.index(sc, sc.arrays[h])}] {op} {self.expr(sc)}")
+
+    def index_array_write(self, sc: Scope, arrays: list[str]) -> None:
+        """``h[np.array([...])] op value``, the positions drawn with repeats and from
+        either end, valid at every argument set."""
+        h = self.choice(arrays)
+        count = self.integer(1, 4)
+
+        def positions(a: str) -> str:
+            m = self.least(sc.arrays[a])
+            return f"np.array({[self.integer(-m, m - 1) for _ in range(count)]})"
+
+        def gathered() -> str:
+            a = self.choice(sorted(sc.arrays))
+            return f"{a}[{positions(a)}] * {self.expr(sc, 1)}"
+        value = self.pick([(None, lambda: self.expr(sc, 1)), (None, gathered)])
+        self.emit(sc, f"{h}[{positions(h)}] {self.choice(('=', '+=', '*='))} {value}")
 
     def slice_write(self, sc: Scope, arrays: list[str]) -> None:
         h = self.choice(arrays)
@@ -891,7 +926,7 @@ class Builder:
             digest = hashlib.sha1(text.encode()).hexdigest()[:12]
             text = text.replace(signature + "\n", f'{signature}\n    """Program {digest}."""\n', 1)
         imports = "import math\n\nimport numpy as np\n"
-        if "pullback.grad(" in text:
+        if "pullback.grad(" in text or "pullback.rule(" in text:
             imports += "\nimport pullback\n"
         source = imports + "\n\n" + text
         wrt = tuple(i for i, a in enumerate(args) if not isinstance(a, int))

@@ -2,6 +2,8 @@
 backends/in_place): cotangent buffers, tuples of cotangents, in-place updates."""
 from __future__ import annotations
 
+import numpy as np
+
 from ._base import arr, call, known_bug, num, sizes, upcasts
 
 RT = "pullback.core.runtime."
@@ -35,6 +37,13 @@ EXAMPLES[RT + "zeros_like"] = lambda rng, dt: [
     call(arr(rng, dt, (3, 4))), call(num(rng, dt)), call((num(rng, dt), arr(rng, dt, (2,))))]
 EXAMPLES[RT + "zeros_tangent"] = lambda rng, dt: [
     call(arr(rng, dt, (3, 4))), call(num(rng, dt)), call(_tuples(rng, dt))]
+EXAMPLES[RT + "written_cotangent"] = lambda rng, dt: [
+    call(arr(rng, dt, (5,)), np.array([3, 1, 3, -2])), call(arr(rng, dt, (4, 3)), np.array([0, 2, 0])),
+    call(arr(rng, dt, (4, 3)), (slice(None), np.array([1, 1]))),
+    call(arr(rng, dt, (5,)), arr(rng, dt, (5,)) > 0)]
+# Numba's tuple cotangent holds typed zeros already: the twin passes it on.
+EXAMPLES[RT + "result_cotangent"] = lambda rng, dt: [
+    call(_tuples(rng, dt), _tuples(rng, dt)), call(arr(rng, dt, (3, 4)), arr(rng, dt, (3, 4)))]
 EXAMPLES[RT + "fit"] = lambda rng, dt: [
     call(arr(rng, dt, (3, 4)), arr(rng, dt, (3, 4))), call(arr(rng, dt, (4,)), arr(rng, dt, (3, 4))),
     call(num(rng, dt), arr(rng, dt, (3, 4))), call(num(rng, dt), num(rng, dt))]

@@ -127,6 +127,12 @@ def _cotangent_or_zero(cotangent, arg):
     return lambda cotangent, arg: runtime.zeros_like(arg)
 
 
+@forms.numba_twin(runtime.result_cotangent)
+def _result_cotangent(g, ans):
+    """Numba's cotangent of a tuple is already a tuple of typed zeros and contributions."""
+    return lambda g, ans: g
+
+
 @forms.numba_twin(runtime.zeros_tangent)
 def _zeros_tangent(value):
     return lambda value: runtime.zeros_like(value)
@@ -168,6 +174,27 @@ def _scatter_add(adjoint, value, index, g):
             flat[picked[k]] += added[k]
         return buf
     return scatter_add
+
+
+@forms.numba_twin(runtime.written_cotangent)
+def _written_cotangent(adjoint, index):
+    """As runtime.written_cotangent, for any index Numba can apply: the flat positions
+    the index names, and a zero for each write a later one to the same entry undid."""
+    if not is_array(adjoint):
+        return None
+
+    def written_cotangent(adjoint, index):
+        g = np.ascontiguousarray(adjoint[index])
+        positions = np.ravel(np.arange(adjoint.size).reshape(adjoint.shape)[index])
+        last = np.full(adjoint.size, -1)
+        for k in range(positions.size):
+            last[positions[k]] = k
+        flat = g.reshape(-1)
+        for k in range(positions.size):
+            if last[positions[k]] != k:
+                flat[k] = 0.0
+        return g
+    return written_cotangent
 
 
 @forms.numba_twin(runtime.snapshot)

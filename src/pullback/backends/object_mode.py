@@ -70,9 +70,12 @@ def declare(fn, items: tuple, many: bool) -> None:
 
 
 def numba_type(kind):
-    """The Numba type of a value of ``kind`` (a float, int or bool number, or a C
-    array of them), or None for any other kind."""
+    """The Numba type of a value of ``kind`` (a float, int or bool number, a C array
+    of them, or a tuple of such items), or None for any other kind."""
     from numba import types
+    if kind.items is not None:
+        items = [numba_type(k) for k in kind.items]
+        return None if None in items else types.Tuple(items)
     scalar = {"f": types.float64, "i": types.int64, "b": types.boolean}.get(kind.dtype)
     if scalar is None or kind.items is not None or kind.ndim is None or kind.ndim < 0:
         return None

@@ -34,10 +34,19 @@ def buffer_like(adjoint, value):
     is already a writable array of ``value``'s shape that owns its memory, else
     zeros plus what it holds.  A rule may return a read-only broadcast
     (``sum_vjp``) or a view of another cotangent (``reshape_vjp``); writing into
-    those would fail or change a value that is still read, so they are copied."""
+    those would fail or change a value that is still read, so they are copied.
+
+    A tuple ``value`` (the result of a function whose rule does not say what it
+    returns, taken for an array) gets a tuple's cotangent, as :func:`add_item`
+    makes it: a list with an item per item of ``value``, its arrays copied."""
     if isinstance(adjoint, np.ndarray) and adjoint.shape == np.shape(value) \
             and adjoint.flags.writeable and adjoint.flags.owndata:
         return adjoint
+    if isinstance(value, tuple):
+        if isinstance(adjoint, (list, tuple)):
+            return [a.copy() if isinstance(a, np.ndarray) else a for a in adjoint]
+        if np.ndim(adjoint) == 0 and adjoint == 0:
+            return [0.0] * len(value)
     return np.zeros(np.shape(value), dtype=np.result_type(value, 1.0)) + adjoint
 
 
@@ -95,6 +104,22 @@ def cotangent_or_zero(cotangent, arg):
     return zeros_like(arg) if cotangent is None else cotangent
 
 
+def result_cotangent(g, ans):
+    """The cotangent of a tuple result ``ans`` as a user's VJP receives it: a tuple
+    with an item per item of ``ans``, a zero of the item's shape where nothing
+    reached it (the reverse sweep holds 0.0 there, or 0.0 for the whole tuple).
+    Anything else as it is."""
+    if not isinstance(ans, tuple):
+        return g
+    if not isinstance(g, (list, tuple)):
+        if np.ndim(g) != 0 or g != 0:
+            return g
+        g = [0.0] * len(ans)
+    return tuple(result_cotangent(c, a) if isinstance(a, tuple) else
+                 zeros_like(a) if np.ndim(c) == 0 and np.ndim(a) != 0 and c == 0 else c
+                 for c, a in zip(g, ans))
+
+
 def zeros_tangent(value):
     """Forward mode's zero tangent of ``value``: :func:`zeros_like`, item by item
     for a tuple."""
@@ -117,6 +142,23 @@ def scatter_add(adjoint, value, index, g):
     buf = buffer_like(adjoint, value)
     np.add.at(buf, index, g)
     return buf
+
+
+def written_cotangent(adjoint, index):
+    """``adjoint[index]``: the cotangent of the value written by ``a[index] = value``
+    with advanced indexing, zero where a write did not stay.  An entry that
+    ``index`` names more than once keeps the last value written to it, as NumPy
+    assigns; the earlier writes to it reach nothing (their cotangent is 0)."""
+    g = adjoint[index]
+    if isinstance(index, np.ndarray) and (index.dtype == np.bool_ or (
+            index.ndim == 1 and index.dtype.kind in "iu" and adjoint.ndim
+            and (index.size < 2 or np.unique(index % adjoint.shape[0]).size == index.size))):
+        return g        # every entry named once: a mask, or distinct positions
+    positions = np.arange(adjoint.size).reshape(adjoint.shape)[index].reshape(-1)
+    last = np.full(adjoint.size, -1)
+    last[positions] = np.arange(positions.size)     # the write each entry keeps
+    stayed = (last[positions] == np.arange(positions.size)).reshape(np.shape(g))
+    return np.where(stayed, g, np.zeros((), dtype=g.dtype))
 
 
 def accumulate(total, more):

@@ -29,12 +29,13 @@ from types import MappingProxyType
 from ..core import ir
 from ..core.errors import InternalError, MissingRuleError, NumbaCompileError
 from ..core.kinds import Kind
-from ..core.runtime import CALL_VJP, add_item, buffer_like, item_cotangent, scatter_add
+from ..core.runtime import CALL_VJP, add_item, buffer_like, item_cotangent, scatter_add, written_cotangent
 from ..frontend.resolve import is_library
 from ..rules import registry, results
 from ..rules.elementwise import unbroadcast, unbroadcast_product
 from ..rules.scalar import ARRAY_OPERATORS, OPERATORS
 from ..rules.templates import substitute
+from .lower import index_value
 from .ops import Accum, AsBuffer, BufferUpdate, InPlace, Reset, Scatter, TupleItem, ZeroElement, assign, call
 
 
@@ -377,17 +378,25 @@ def setitem_adjoint(w, s: ir.SetItem) -> list:
             w.read(ast.Name(s.array), value=False)
             code.append(AsBuffer(s.array, tr.helper(buffer_like, "buffer_like")))
         g = ast.Subscript(ast.Name(tr.d(s.array)), copy.deepcopy(s.index), ast.Load())
+        fancy = not all(ir.is_basic_index(i, tr.kind) for i in
+                        (s.index.elts if isinstance(s.index, ast.Tuple) else [s.index]))
         if tr.is_active(s.value):
             contrib = g
+            if fancy:
+                # A new array, zero where a later write to the same entry undid this one.
+                contrib = call(tr.helper(written_cotangent, "written_cotangent"),
+                               ast.Name(tr.d(s.array)), index_value(copy.deepcopy(s.index)))
             if s.sid in tr.shapes.fits:
                 # The value has the written region's shape: its cotangent is a copy
                 # of the region's (zeroed next), summed over nothing.
-                contrib = ast.Call(ast.Attribute(g, "copy", ast.Load()), [], [])
+                if not fancy:
+                    contrib = ast.Call(ast.Attribute(g, "copy", ast.Load()), [], [])
             elif not tr.selects_element(s.array, s.index):
                 # A row or slice of the adjoint is a view: copy it before zeroing it,
                 # and sum it over the axes the written value was broadcast along
                 # (a scalar, or a value of unknown rank such as np.dot's result).
-                contrib = ast.Call(ast.Attribute(g, "copy", ast.Load()), [], [])
+                if not fancy:
+                    contrib = ast.Call(ast.Attribute(g, "copy", ast.Load()), [], [])
                 w.read(s.value, value=False)       # its shape, as it was at this write
                 contrib = ast.Call(ast.Name(tr.helper(_unbroadcast(), "unbroadcast")),
                                    [contrib, ast.Name(s.value.id)], [])

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import MissingRuleError
-from ..core.runtime import cotangent_or_zero
+from ..core.runtime import cotangent_or_zero, result_cotangent
 from . import results
 from .forms import twin
 from .templates import MAX_VARIADIC, Param, read_templates, read_vjp, vjp_name
@@ -172,8 +172,11 @@ class Rule:
         a message naming it and ``where`` (the call site) instead of being indexed."""
         inputs = {f"__arg{k}__": a for k, a in enumerate(args)}
         inputs.update({f"__kw_{k}__": v for k, v in kwargs.items()})
+        g = ast.Name("g", ast.Load())
+        if "result_cotangent" in self.helpers:      # fn returns a tuple
+            g = ast.Call(ast.Name("result_cotangent", ast.Load()), [g, ast.Name("ans", ast.Load())], [])
         call = ast.Call(ast.Name("__vjp__", ast.Load()),
-                        [ast.Name("g", ast.Load()), ast.Name("ans", ast.Load())]
+                        [g, ast.Name("ans", ast.Load())]
                         + [ast.Name(f"__arg{k}__", ast.Load()) for k in range(len(args))],
                         [ast.keyword(k, ast.Name(f"__kw_{k}__", ast.Load())) for k in kwargs])
         if self.cotangents <= 1:
@@ -334,9 +337,12 @@ def defvjp(fn, vjp, *, argnums=None, result: str = "any") -> Rule:
 def vjp_rule(fn, vjp, *, argnums=None, result: str = "any", name: str | None = None) -> Rule:
     """The rule :func:`defvjp` registers, made without registering it."""
     call_signature, adjoints, marker, n = read_vjp(vjp, argnums, name or describe(fn))
+    helpers = {"__vjp__": vjp, "checked_cotangents": checked_cotangents,
+               "cotangent_or_zero": cotangent_or_zero}
+    if results.returned_tuple_length(fn) is not None:
+        helpers["result_cotangent"] = result_cotangent
     return Rule(fn=fn, name=name or describe(fn), params=(), adjoints=adjoints,
-                helpers={"__vjp__": vjp, "checked_cotangents": checked_cotangents,
-                         "cotangent_or_zero": cotangent_or_zero},
+                helpers=helpers,
                 result=_result(result), vjp_tuple=marker, call_signature=call_signature,
                 cotangents=n)
 

@@ -9,7 +9,10 @@ primitive: it runs before any value exists.
 from __future__ import annotations
 
 import ast
+import functools
+import inspect
 import math
+import textwrap
 
 import numpy as np
 
@@ -58,10 +61,44 @@ def _first(args) -> Kind:
 
 
 def unknown(fn, args, kws, call) -> Kind:
-    """A float, or a float array of unknown rank when any argument is an array."""
-    if args and all(a.ndim == 0 for a in args):
-        return FLOAT
-    return Kind(-1, "f")
+    """A float, or a float array of unknown rank when any argument is an array.
+
+    A Python function (or a Numba one's) whose every ``return`` is a tuple display
+    of n items (``return value, residuals``) gives a tuple of n such kinds: its
+    items are taken by index, and its cotangent is a tuple's (taking it for an
+    array would index the cotangent as an array)."""
+    item = FLOAT if args and all(a.ndim == 0 for a in args) else Kind(-1, "f")
+    n = returned_tuple_length(fn)
+    return item if n is None else Kind(None, "o", (item,) * n)
+
+
+@functools.lru_cache(maxsize=512)
+def returned_tuple_length(fn) -> int | None:
+    """n when every ``return`` of ``fn``'s own body returns a tuple display of n
+    items, else None (no source, a return of anything else, or of mixed lengths)."""
+    fn = getattr(fn, "py_func", fn)         # a Numba dispatcher's Python function
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if len(defs) != 1:
+        return None
+    lengths = {len(r.value.elts) if isinstance(r.value, ast.Tuple) else None
+               for r in _own_returns(defs[0])}
+    return lengths.pop() if len(lengths) == 1 else None
+
+
+def _own_returns(func):
+    """The return statements of ``func``, not of the functions and classes inside it."""
+    stack = list(func.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            yield node
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                   ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
 
 
 def solved(fn, args, kws, call) -> Kind:
