@@ -42,6 +42,7 @@ def _unbroadcast_product(rng, dt):
 
 EXAMPLES[R + "nondiff.stop_gradient"] = lambda rng, dt: [
     call(arr(rng, dt, (3, 4))), call(num(rng, dt))]
+EXAMPLES["abs"] = lambda rng, dt: [call(arr(rng, dt, (3, 4))), call(arr(rng, dt, (5,)))]
 EXAMPLES["pullback.core.runtime.cotangent_or_zero"] = lambda rng, dt: [
     call(None, arr(rng, dt, (3, 4))), call(arr(rng, dt, (3, 4)), arr(rng, dt, (3, 4))),
     call(None, num(rng, dt)), call(num(rng, dt), num(rng, dt))]

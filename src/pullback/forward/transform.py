@@ -25,7 +25,7 @@ from ..core.kinds import MISSING, Kind, kind_of_atom
 from ..core.names import HelperNames, Helpers, Names
 from ..core.runtime import fit, zeros_tangent
 from ..rules import registry, tangents
-from ..rules.scalar import ARRAY_OPERATORS, OPERATORS
+from ..rules.scalar import OPERATORS, numpy_form
 from ..rules.templates import substitute
 
 
@@ -166,8 +166,7 @@ class _Writer:
         if not any(self.is_active(a) for a in given):
             return None
         array = any(self.kind(a).ndim != 0 for a in args) or self.kind(ast.Name(s.target)).ndim != 0
-        if fn in ARRAY_OPERATORS and array:
-            fn = ARRAY_OPERATORS[fn]
+        fn = numpy_form(fn, [self.kind(a) for a in args], len(kwargs), array)
         rule = registry.lookup(fn) if fn is not None else None
         if rule is not None and not rule.differentiable:
             return None

@@ -145,10 +145,13 @@ class Calls:
                 acc = self.out.temp(e, ast.Call(copy_expr(e.func), [acc, b], []), scope,
                                     callee=fn)
             return acc
-        if fn is sum and e.args and isinstance(e.args[0], (ast.List, ast.Tuple)) \
+        if fn in (sum, math.fsum) and e.args and isinstance(e.args[0], (ast.List, ast.Tuple)) \
                 and not any(isinstance(x, ast.Starred) for x in e.args[0].elts):
+            # (math.fsum's value is then rounded as the additions round, as for a
+            # generator: its derivative is the same.)
             start = e.args[1] if len(e.args) > 1 else \
-                next((k.value for k in e.keywords if k.arg == "start"), ast.Constant(0))
+                next((k.value for k in e.keywords if k.arg == "start"),
+                     ast.Constant(0.0 if fn is math.fsum else 0))
             acc = self.lower_expr(start, scope)
             for item in e.args[0].elts:
                 acc = self.out.temp(e, ast.BinOp(acc, ast.Add(), self.lower_expr(item, scope)),

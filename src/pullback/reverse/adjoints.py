@@ -33,7 +33,7 @@ from ..core.runtime import CALL_VJP, add_item, buffer_like, item_cotangent, scat
 from ..frontend.resolve import is_library
 from ..rules import registry, results
 from ..rules.elementwise import unbroadcast, unbroadcast_product
-from ..rules.scalar import ARRAY_OPERATORS, OPERATORS
+from ..rules.scalar import OPERATORS, numpy_form
 from ..rules.templates import substitute
 from .lower import index_value
 from .ops import Accum, AsBuffer, BufferUpdate, InPlace, Reset, Scatter, TupleItem, ZeroElement, assign, call
@@ -277,8 +277,8 @@ def rule_adjoint(w, s, fn, args, kwargs, g):
     if not active_args or (rule is not None and not rule.differentiable):
         return []
     array_result = tr.kinds.get(s.target, Kind(0, "f")).ndim not in (0,)
-    if fn in ARRAY_OPERATORS and (array_result or any(tr.kind(a).ndim != 0 for a in args)):
-        fn = ARRAY_OPERATORS[fn]
+    fn = numpy_form(fn, [tr.kind(a) for a in args], len(kwargs),
+                    array_result or any(tr.kind(a).ndim != 0 for a in args))
     rule = registry.lookup(fn) if fn is not None else None
     if rule is not None and not rule.has_derivative:
         rule = None         # known only for its kind: no derivative yet

@@ -8,6 +8,7 @@ registered with their kind only; differentiating through them asks for a rule.
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
@@ -30,9 +31,11 @@ defnondiff(np.any, result=results.boolean, methods=("any",))
 defnondiff(np.all, result=results.boolean, methods=("all",))
 
 # Piecewise constant, or about shapes: the kind of a ufunc's or a generic result.
-for _fn in (range, np.size, np.ndim, np.argsort, np.sign, np.floor, np.ceil,
-            np.round):
+for _fn in (range, np.size, np.ndim, np.argsort, np.sign, np.floor, np.ceil, np.trunc,
+            np.rint, np.floor_divide, operator.floordiv):
     defnondiff(_fn)
+for _fn in (np.round, np.around, np.fix):
+    defnondiff(_fn, result=results.rounded)
 
 defnondiff(np.shape, result=results.shape_of)
 

@@ -56,6 +56,15 @@ def joined(fn, args, kws, call) -> Kind:
     return k or OTHER
 
 
+def builtin_reduction(fn, args, kws, call) -> Kind:
+    """``max``, ``min``, ``sum``: of one array, a number of its dtype (``sum`` of
+    bools counts them); of several values, the join of their kinds."""
+    if len(args) == 1 and args[0].ndim is not None and args[0].ndim > 0:
+        dtype = args[0].dtype
+        return Kind(0, "i" if dtype == "b" else dtype) if dtype in DTYPE_ORDER else FLOAT
+    return joined(fn, args, kws, call)
+
+
 def _first(args) -> Kind:
     return args[0] if args else OTHER
 
@@ -122,6 +131,11 @@ def reduction(fn, args, kws, call) -> Kind:
 def matrix_scalar(fn, args, kws, call) -> Kind:
     """``det``, ``trace``: a scalar of a matrix (a stack of them otherwise)."""
     return FLOAT if _first(args).ndim == 2 else Kind(-1, "f")
+
+
+def rounded(fn, args, kws, call) -> Kind:
+    """``np.round``, ``np.fix``: the first argument's kind (its rank and dtype)."""
+    return _first(args)
 
 
 def same_shape(fn, args, kws, call) -> Kind:

@@ -12,9 +12,10 @@ import operator
 import numpy as np
 
 from . import results
-from .forms import numba_plain
-from .registry import defnondiff, defrule
+from .forms import numba_plain, numba_twin
+from .registry import defnondiff, defprimitive, defrule
 from .tangents import deftangent
+from .twins import is_array
 
 
 def pow_dx(g, x, y):
@@ -146,10 +147,21 @@ for _helper in (div_dy, sqrt_dx, pow_dx, pow_dy):
 
 # builtins
 defrule(abs, "x", result=results.joined, x="g * sign(x)")
+
+
+@numba_twin(abs, arrays=True)
+def _abs_of_an_array(x):
+    """Numba has no ``abs`` of an array; NumPy's ``abs(a)`` is ``np.abs(a)``."""
+    return (lambda x: np.abs(x)) if is_array(x) else None
+
+
 defrule(pow, "base, exp, mod=None", base="pow_dx(g, base, exp)", exp="pow_dy(g, ans, base)")
 defrule(float, "x", result=results.scalar, x="g")
-defrule(max, "x, y", result=results.joined, x="g * max_weight(x, y)", y="g * max_weight(y, x)")
-defrule(min, "x, y", result=results.joined, x="g * max_weight(y, x)", y="g * max_weight(x, y)")
+defrule(max, "x, y", result=results.builtin_reduction, x="g * max_weight(x, y)",
+        y="g * max_weight(y, x)")
+defrule(min, "x, y", result=results.builtin_reduction, x="g * max_weight(y, x)",
+        y="g * max_weight(x, y)")
+defprimitive(sum, result=results.builtin_reduction)     # its derivative: np.sum's, below
 
 OPERATORS = {
     "Add": operator.add, "Sub": operator.sub, "Mult": operator.mul, "Div": operator.truediv,
@@ -157,9 +169,28 @@ OPERATORS = {
     "MatMult": operator.matmul, "FloorDiv": operator.floordiv,
 }
 
-# Operators applied to arrays use the NumPy ufunc's rule (it knows broadcasting).
+# Operators (and abs) applied to arrays use the NumPy ufunc's rule (it knows
+# broadcasting).
 ARRAY_OPERATORS = {
     operator.add: np.add, operator.sub: np.subtract, operator.mul: np.multiply,
     operator.truediv: np.true_divide, operator.pow: np.power, operator.neg: np.negative,
-    operator.matmul: np.matmul, operator.mod: np.mod,
+    operator.matmul: np.matmul, operator.mod: np.mod, operator.floordiv: np.floor_divide,
+    abs: np.absolute,
 }
+
+# A builtin given one 1-D array reduces it as the NumPy function does: max(a) is
+# np.max(a), sum(a) is np.sum(a).
+ONE_ARRAY_BUILTINS = {max: np.max, min: np.min, sum: np.sum}
+
+
+def numpy_form(fn, arg_kinds: list, keywords: int, array: bool):
+    """The function whose rule differentiates a call of ``fn`` with positional
+    arguments of ``arg_kinds`` (and ``keywords`` keyword arguments): an operator or
+    ``abs`` of arrays (``array``: an argument or the result is one) its ufunc, a
+    builtin reduction of one 1-D array the NumPy reduction, else ``fn``."""
+    if fn in ARRAY_OPERATORS and array:
+        return ARRAY_OPERATORS[fn]
+    if fn in ONE_ARRAY_BUILTINS and len(arg_kinds) == 1 and not keywords \
+            and arg_kinds[0].ndim == 1:
+        return ONE_ARRAY_BUILTINS[fn]
+    return fn
