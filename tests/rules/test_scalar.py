@@ -83,3 +83,38 @@ def test_pow_at_small_integer_exponents_and_zero():
     (scalar.pow_dy, [0.7, 2.1, 1.6])])
 def test_forward_helpers_differentiate_again(helper, args):
     check_rule(helper, args)
+
+
+# A strong zero: a cotangent of exactly zero gives zero, also through an infinite
+# partial derivative.  sqrt(max(x, 0.0)) at x < 0 is 0 near x: its derivative is 0,
+# not max's weight 0 times sqrt's infinite derivative at 0 (NaN before), and its
+# second derivative is 0, not a ZeroDivisionError in the rule of sqrt's helper.
+def _sqrt_of_relu(x):
+    return math.sqrt(max(x, 0.0)) + x
+
+
+def _sqrt_of_negative_part(x):
+    return math.sqrt(-min(x, 0.0)) * 2.0 + x * x
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["python", "numba"])
+def test_max_and_min_send_nothing_through_the_argument_not_taken(jit):
+    import pullback
+    assert pullback.grad(_sqrt_of_relu, jit=jit)(-1.0) == 1.0
+    assert pullback.grad(_sqrt_of_relu, jit=jit)(4.0) == pytest.approx(1.25, rel=1e-15)
+    assert pullback.grad(_sqrt_of_negative_part, jit=jit)(1.5) == 3.0
+    assert pullback.grad(_sqrt_of_negative_part, jit=jit)(-4.0) == pytest.approx(-8.5, rel=1e-15)
+
+
+def test_second_derivative_through_a_branch_not_taken():
+    import pullback
+    assert pullback.hessian(_sqrt_of_relu)(-1.0) == 0.0
+    assert pullback.hessian(_sqrt_of_negative_part)(1.5) == 2.0
+    # At x = 4: d2/dx2 sqrt(x) = -x**-1.5 / 4.
+    assert pullback.hessian(_sqrt_of_relu)(4.0) == pytest.approx(-1 / 32, rel=1e-14)
+
+
+@pytest.mark.parametrize("helper,args", [(scalar.sqrt_dx, [0.0, 0.0]),
+                                         (scalar.div_dy, [0.0, math.inf, 0.0])])
+def test_forward_helpers_are_zero_for_a_zero_cotangent(helper, args):
+    assert helper(*args) == 0.0

@@ -61,8 +61,6 @@ EXAMPLES[R + "scalar.sqrt_dx"] = _scalars(2)
 EXAMPLES[R + "scalar.div_dy"] = _scalars(3)
 EXAMPLES[R + "scalar.digamma"] = _scalars(1, 0.5, 4.0)
 EXAMPLES[R + "scalar.sign"] = lambda rng, dt: [call(num(rng, dt)), call(dt(0.0))]
-EXAMPLES[R + "scalar.max_weight"] = lambda rng, dt: [call(num(rng, dt), num(rng, dt)),
-                                                    call(dt(0.5), dt(0.5))]
 
 
 # ---- reductions: a cotangent of the reduced shape

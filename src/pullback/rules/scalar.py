@@ -45,13 +45,20 @@ def pow_dy(g, ans, x):
 
 
 def sqrt_dx(g, ans):
-    """d(sqrt x)/dx * g, +inf (times g's sign) at x == 0 instead of ZeroDivisionError."""
+    """d(sqrt x)/dx * g, +inf (times g's sign) at x == 0 instead of ZeroDivisionError;
+    0 for a zero ``g`` (a strong zero: ``sqrt(max(x, 0.0))`` at x < 0 sends no
+    cotangent through the branch max did not take, not 0 * inf)."""
+    if g == 0:
+        return 0.0
     if ans == 0:
         return g * math.inf
     return 0.5 * g / ans
 
 
 def div_dy(g, ans, y):
+    """d(x / y)/dy * g; 0 for a zero ``g`` (a strong zero, as sqrt_dx's)."""
+    if g == 0:
+        return 0.0
     return -g * ans / y
 
 
@@ -79,14 +86,9 @@ def sign(x):
     return 1.0 if x > 0 else (-1.0 if x < 0 else 0.0)
 
 
-def max_weight(x, y):
-    """The share of max(x, y)'s cotangent that goes to x (ties split evenly)."""
-    return 1.0 if x > y else (0.5 if x == y else 0.0)
-
-
 # Operators (the AST's BinOp/UnaryOp map to these).
 # Plain scalar code: Numba compiles these as they are.
-numba_plain(pow_dx, pow_dy, sqrt_dx, div_dy, digamma, sign, max_weight)
+numba_plain(pow_dx, pow_dy, sqrt_dx, div_dy, digamma, sign)
 
 defrule(operator.add, "x, y", x="g", y="g")
 defrule(operator.sub, "x, y", x="g", y="-g")
@@ -135,10 +137,12 @@ defrule(math.copysign, "x, y", x="g * sign(x) * sign(ans)")
 # The helpers above are what forward mode's tangents call (the templates with ``t``
 # for ``g``): differentiable again, so that reverse mode over forward gives Hessians.
 defnondiff(sign)
-defnondiff(max_weight)
 # (Their parameters are named for the rule: ``ans`` in a template is the result.)
-defrule(div_dy, "u, r, y", u="-g * r / y", r="-g * u / y", y="g * u * r / (y * y)")
-defrule(sqrt_dx, "u, r", u="sqrt_dx(g, r)", r="-0.5 * g * u / (r * r)")
+# A zero u (the cotangent they scaled) gives zero, as the helpers themselves: Python
+# floats raise ZeroDivisionError where y or r is 0.
+defrule(div_dy, "u, r, y", u="-g * r / y", r="(0.0 if u == 0 else -g * u / y)",
+        y="(0.0 if u == 0 else g * u * r / (y * y))")
+defrule(sqrt_dx, "u, r", u="sqrt_dx(g, r)", r="(0.0 if u == 0 else -0.5 * g * u / (r * r))")
 defrule(pow_dx, "u, x, y", u="pow_dx(g, x, y)", x="pow_dx(g * u * y, x, y - 1)",
         y="g * u * (x ** (y - 1.0) + y * pow_dy(1.0, x ** (y - 1.0), x))")
 defrule(pow_dy, "u, r, x", u="pow_dy(g, r, x)", r="pow_dy(g * u, 1.0, x)", x="g * u * r / x")
@@ -157,10 +161,14 @@ def _abs_of_an_array(x):
 
 defrule(pow, "base, exp, mod=None", base="pow_dx(g, base, exp)", exp="pow_dy(g, ans, base)")
 defrule(float, "x", result=results.scalar, x="g")
-defrule(max, "x, y", result=results.builtin_reduction, x="g * max_weight(x, y)",
-        y="g * max_weight(y, x)")
-defrule(min, "x, y", result=results.builtin_reduction, x="g * max_weight(y, x)",
-        y="g * max_weight(x, y)")
+# max and min select: the argument not taken gets 0, never 0 * g (NaN for an
+# infinite g: sqrt(max(x, 0.0)) at x < 0).  Ties split evenly.
+defrule(max, "x, y", result=results.builtin_reduction,
+        x="(g if x > y else (0.5 * g if x == y else 0.0))",
+        y="(g if y > x else (0.5 * g if x == y else 0.0))")
+defrule(min, "x, y", result=results.builtin_reduction,
+        x="(g if x < y else (0.5 * g if x == y else 0.0))",
+        y="(g if y < x else (0.5 * g if x == y else 0.0))")
 defprimitive(sum, result=results.builtin_reduction)     # its derivative: np.sum's, below
 
 OPERATORS = {
