@@ -362,7 +362,9 @@ def test_scalar_templates_compile_with_numba():
             n += 1
     body = "\n".join(lines)
     source = f"def f(g, ans, x, x1, x2, out):\n{body}\n"
-    ns = {"np": np}
+    from pullback.backends import numba_twins
+    numba_twins.install()       # the helpers the templates call (the strong zero's)
+    ns = {"np": np, **{k: v for fn, _ in cases for k, v in _RULES[id(fn)].helpers.items()}}
     exec(source, ns)
     jitted = numba.njit(ns["f"])
     out_jit, out_py = np.zeros(n), np.zeros(n)

@@ -42,6 +42,17 @@ def _unbroadcast_product(rng, dt):
 
 EXAMPLES[R + "nondiff.stop_gradient"] = lambda rng, dt: [
     call(arr(rng, dt, (3, 4))), call(num(rng, dt))]
+# The strong zero: 0 where the first argument is 0, even against inf or NaN.
+def _strong_zero(rng, dt):
+    u = arr(rng, dt, (3, 4))
+    u[0, :2] = 0.0
+    d = arr(rng, dt, (3, 4))
+    d[0, 0], d[0, 1] = np.inf, 0.0
+    return [call(u, d), call(u, d[0]), call(num(rng, dt), d), call(dt(0.0), d),
+            call(num(rng, dt), num(rng, dt)), call(dt(0.0), dt(np.inf))]
+
+
+EXAMPLES[R + "strong_zero.scaled"] = EXAMPLES[R + "strong_zero.divided"] = _strong_zero
 EXAMPLES["abs"] = lambda rng, dt: [call(arr(rng, dt, (3, 4))), call(arr(rng, dt, (5,)))]
 EXAMPLES["pullback.core.runtime.cotangent_or_zero"] = lambda rng, dt: [
     call(None, arr(rng, dt, (3, 4))), call(arr(rng, dt, (3, 4)), arr(rng, dt, (3, 4))),

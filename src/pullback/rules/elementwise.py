@@ -38,7 +38,7 @@ Choices at points where a derivative is not defined:
   infinite one.  ``nan_to_num``: 0 at non-finite entries.
 * ``power`` is zero-safe: d/dy x**y is 0 at x == 0 (not 0*log 0 = NaN) and
   d/dx x**y is 0 when y == 0 (not 0 * x**-1 = NaN at x == 0).  ``sqrt`` and
-  ``log`` at 0 give inf legitimately.
+  ``log`` at 0 give inf legitimately, and 0 for a zero cotangent (``strong_zero``).
 """
 from __future__ import annotations
 
@@ -50,6 +50,7 @@ import numpy as np
 from . import results, twins
 from .forms import numba_twin
 from .registry import defnondiff, defrule
+from .strong_zero import divided, scaled  # noqa: F401  (named by the templates below)
 from .tangents import deftangent
 
 _AxisError = getattr(getattr(np, "exceptions", np), "AxisError")
@@ -324,28 +325,28 @@ defrule(np.sin, "x, /", x="g * np.cos(x)")
 defrule(np.cos, "x, /", x="-g * np.sin(x)")
 defrule(np.tan, "x, /", x="g * (1.0 + ans * ans)")
 defrule(np.exp, "x, /", x="g * ans")
-defrule(np.log, "x, /", x="g / x")
-defrule(np.log1p, "x, /", x="g / (1.0 + x)")
+defrule(np.log, "x, /", x="divided(g, x)")
+defrule(np.log1p, "x, /", x="divided(g, 1.0 + x)")
 defrule(np.expm1, "x, /", x="g * (ans + 1.0)")
-defrule(np.sqrt, "x, /", x="g * 0.5 / ans")
+defrule(np.sqrt, "x, /", x="divided(g, 2.0 * ans)")
 defrule(np.tanh, "x, /", x="g * (1.0 - ans * ans)")
 defrule(np.sinh, "x, /", x="g * np.cosh(x)")
 defrule(np.cosh, "x, /", x="g * np.sinh(x)")
 defrule(np.arctan, "x, /", x="g / (1.0 + x * x)")
-defrule(np.arcsin, "x, /", x="g / np.sqrt(1.0 - x * x)")
-defrule(np.arccos, "x, /", x="-g / np.sqrt(1.0 - x * x)")
+defrule(np.arcsin, "x, /", x="divided(g, np.sqrt(1.0 - x * x))")
+defrule(np.arccos, "x, /", x="-divided(g, np.sqrt(1.0 - x * x))")
 defrule(np.absolute, "x, /", x="g * np.sign(x)")   # np.abs is np.absolute
 defrule(np.fabs, "x, /", x="g * np.sign(x)")
 defrule(np.negative, "x, /", x="-g")
 defrule(np.square, "x, /", x="g * 2.0 * x")
-defrule(np.reciprocal, "x, /", x="-g * ans * ans")
+defrule(np.reciprocal, "x, /", x="-scaled(g, ans * ans)")
 
-defrule(np.log2, "x, /", x="g / (x * 0.6931471805599453)")
-defrule(np.log10, "x, /", x="g / (x * 2.302585092994046)")
+defrule(np.log2, "x, /", x="divided(g, x * 0.6931471805599453)")
+defrule(np.log10, "x, /", x="divided(g, x * 2.302585092994046)")
 defrule(np.exp2, "x, /", x="g * ans * 0.6931471805599453")
 defrule(np.arcsinh, "x, /", x="g / np.sqrt(x * x + 1.0)")
-defrule(np.arccosh, "x, /", x="g / np.sqrt(x * x - 1.0)")
-defrule(np.arctanh, "x, /", x="g / (1.0 - x * x)")
+defrule(np.arccosh, "x, /", x="divided(g, np.sqrt(x * x - 1.0))")
+defrule(np.arctanh, "x, /", x="divided(g, 1.0 - x * x)")
 for _f in (np.deg2rad, np.radians):
     defrule(_f, "x, /", x="g * 0.017453292519943295")
 for _f in (np.rad2deg, np.degrees):
@@ -439,21 +440,22 @@ for _f in SIMD_UFUNCS:
 defrule(np.add, "x1, x2, /", x1="g", x2="g")
 defrule(np.subtract, "x1, x2, /", x1="g", x2="-g")
 defrule(np.multiply, "x1, x2, /", x1="g * x2", x2="g * x1")
-defrule(np.divide, "x1, x2, /", x1="g / x2", x2="-g * ans / x2")   # np.true_divide is np.divide
+# (np.true_divide is np.divide)
+defrule(np.divide, "x1, x2, /", x1="divided(g, x2)", x2="-scaled(g, ans / x2)")
 # Zero-safe power, written with arithmetic on comparisons (no np.where) so that
 # it stays valid for scalars under Numba:
 #   d/dx1: x1 ** (x2 - 1) with exponent 0 when x2 == 0, so 0 * x1**-1 never happens;
 #   d/dx2: log of x1, with x1 == 0 replaced by 1, where ans == 0 anyway (x2 > 0).
 defrule(np.power, "x1, x2, /",
-        x1="g * x2 * np.power(x1, x2 - 1 + (x2 == 0))",
-        x2="g * ans * np.log(x1 + (x1 == 0))")
+        x1="scaled(g, x2 * np.power(x1, x2 - 1 + (x2 == 0)))",
+        x2="scaled(g, ans * np.log(x1 + (x1 == 0)))")
 # Ties split evenly, as JAX.
 defrule(np.maximum, "x1, x2, /",
-        x1="g * ((x1 > x2) + 0.5 * (x1 == x2))",
-        x2="g * ((x2 > x1) + 0.5 * (x1 == x2))")
+        x1="scaled((x1 > x2) + 0.5 * (x1 == x2), g)",
+        x2="scaled((x2 > x1) + 0.5 * (x1 == x2), g)")
 defrule(np.minimum, "x1, x2, /",
-        x1="g * ((x1 < x2) + 0.5 * (x1 == x2))",
-        x2="g * ((x2 < x1) + 0.5 * (x1 == x2))")
+        x1="scaled((x1 < x2) + 0.5 * (x1 == x2), g)",
+        x2="scaled((x2 < x1) + 0.5 * (x1 == x2), g)")
 
 # remainder (np.mod, and x % y on arrays) takes the sign of x2, fmod that of x1:
 # x1 - x2 * floor(x1 / x2) and x1 - x2 * trunc(x1 / x2), piecewise linear.
@@ -483,11 +485,11 @@ defrule(np.arctan2, "x1, x2, /", x1="g * x2 / (x1 * x1 + x2 * x2)",
         x2="-g * x1 / (x1 * x1 + x2 * x2)")
 # fmax/fmin: as maximum/minimum, and a NaN loses to a number.
 defrule(np.fmax, "x1, x2, /",
-        x1="g * ((x1 > x2) + 0.5 * (x1 == x2) + np.isnan(x2))",
-        x2="g * ((x2 > x1) + 0.5 * (x1 == x2) + np.isnan(x1) * (x2 == x2))")
+        x1="scaled((x1 > x2) + 0.5 * (x1 == x2) + np.isnan(x2), g)",
+        x2="scaled((x2 > x1) + 0.5 * (x1 == x2) + np.isnan(x1) * (x2 == x2), g)")
 defrule(np.fmin, "x1, x2, /",
-        x1="g * ((x1 < x2) + 0.5 * (x1 == x2) + np.isnan(x2))",
-        x2="g * ((x2 < x1) + 0.5 * (x1 == x2) + np.isnan(x1) * (x2 == x2))")
+        x1="scaled((x1 < x2) + 0.5 * (x1 == x2) + np.isnan(x2), g)",
+        x2="scaled((x2 < x1) + 0.5 * (x1 == x2) + np.isnan(x1) * (x2 == x2), g)")
 
 # The one-argument form np.where(condition) returns indices: nothing to differentiate.
 defrule(np.where, "condition, x=None, y=None, /",
