@@ -16,6 +16,9 @@ FEATURES: dict[str, str] = {
     "pow": "powers of expressions: e ** 2, (0.5 + v * v) ** 0.5",
     "math_calls": "math.sin/cos/tanh/exp of an expression",
     "numpy_calls": "np.sin/cos/tanh/exp of scalars, and elementwise on arrays",
+    "masked_singular": "np.sqrt(np.maximum(e, 0.0)) and np.where(e > 0.0, np.sqrt(np.maximum(e, "
+                       "0.0)), 0.0) of an array expression: a zero cotangent through sqrt's "
+                       "infinite derivative at 0 (the branch not taken)",
     "sqrt_log": "math.sqrt / math.log / np.sqrt of positive expressions",
     "division": "e / (1.5 + v * v)",
     "reductions": "np.sum, np.mean of array expressions",

@@ -359,8 +359,15 @@ class Builder:
             (None, lambda: f"({a()} {self.choice('+-*')} {a()})"),
             (None, lambda: f"({a()} + {self.literal()})"),
             ("numpy_calls", lambda: f"np.{self.choice(('sin', 'cos', 'tanh'))}({a()})"),
+            ("masked_singular", lambda: self.masked_singular(a())),
             ("pow", lambda: f"({a()} ** 2)"),
         ])
+
+    def masked_singular(self, inner: str) -> str:
+        """sqrt of an expression clamped at 0, bare or behind a select: where the
+        expression is negative, a zero cotangent meets sqrt's infinite derivative."""
+        root = f"np.sqrt(np.maximum({inner}, 0.0))"
+        return self.choice([root, f"np.where({inner} > 0.0, {root}, 0.0)"])
 
     def matvec(self, sc: Scope, h: str, on_left: bool) -> str:
         """``h @ v`` (h on the left) or ``v @ h``, v a 1-D expression of the length
@@ -825,6 +832,9 @@ class Builder:
         """``if <cutoff on x[i], or a condition>: continue / break / return``
         (no continue in a while loop, whose counter moves at the end of the body)."""
         in_for = sc.loop == "for"
+        exits = ("continue", "break", "return_in_loop") if in_for else ("while_exit",)
+        if not any(self.on(e) for e in exits):
+            return          # pair_sum without any exit feature: no exit
         cond = self.pick([(None, lambda: f"{self.element_at(sc, i)} {self.choice('<>')} {self.literal()}", 2),
                           (None, lambda: self.cond(sc))])
         what = self.pick(([("continue", lambda: "continue", 2)] if in_for else [])
