@@ -424,11 +424,14 @@ def check_reference(fn, program: Program, cases: list[Case], jit: bool) -> Outco
 
 def inner_product(vectors, directions) -> tuple[float, float]:
     """``(sum of <vector, direction>, scale)``, the scale bounding the sum's rounding:
-    the largest term times the number of entries it stands for."""
+    the largest term times the number of entries it stands for, and at least the
+    direction's own size: a partial derivative that is 0 because terms of order 1
+    cancel (``-(x + 1.0) + x``) is exactly 0 in the gradient, while jvp's tangent
+    carries the rounding of those terms (a CI run: 6.7e-16 against 0.0)."""
     terms = [np.asarray(v, dtype=float) * d for v, d in zip(vectors, directions)]
-    return sum(float(np.sum(t)) for t in terms), max(
-        (float(np.max(np.abs(t), initial=0.0)) * max(np.size(t), 1) for t in terms),
-        default=0.0)
+    sizes = [float(np.max(np.abs(t), initial=0.0)) * max(np.size(t), 1)
+             for t in terms + [np.asarray(d, dtype=float) for d in directions]]
+    return sum(float(np.sum(t)) for t in terms), max(sizes, default=0.0)
 
 
 #: Forward against reverse mode: <J v> from jvp against <grad, v> from the gradient,
@@ -526,9 +529,43 @@ def check_second_order(fn, program: Program, cases: list[Case], jit: bool) -> Ou
 
 def judged(fn, program: Program, args: tuple, directory: Path) -> Reference | None:
     """The reference at ``args``, or None where it cannot be trusted."""
-    if meets_tie(program, directory, args):
+    if meets_tie(program, directory, args) or grows_huge(fn, args):
         return None
     return reference(fn, args, program.wrt)
+
+
+#: Past this, a value's rounding swamps what a finite-difference step changes
+#: (about 2e-16 * HUGE / 1e-6 = 0.02): ``u -= (0.5 + u * u) ** 1.5`` in a loop
+#: reaches 5e30, and ``sqrt(0.25 + u * u) + u`` then cancels to a value of order 1
+#: that no step of an input moves, so differences say 0 where the derivative is 1.
+HUGE = 1e8
+
+
+def grows_huge(fn, args) -> bool:
+    """Whether a float, or an entry of a float array, in a frame of the program's
+    file (f and its helpers) exceeds HUGE in magnitude while ``fn(*args)`` runs."""
+    found = []
+    filename = fn.__code__.co_filename
+
+    def in_frame(frame, event, arg):
+        for v in frame.f_locals.values():
+            if isinstance(v, float) and abs(v) > HUGE:
+                found.append(v)
+            elif isinstance(v, np.ndarray) and v.dtype.kind == "f" and v.size \
+                    and not np.all(np.abs(v) <= HUGE):
+                found.append(v)
+        return in_frame
+
+    def calls(frame, event, arg):
+        return in_frame if frame.f_code.co_filename == filename else None
+
+    before = sys.gettrace()
+    sys.settrace(calls)
+    try:
+        call(fn, args)
+    finally:
+        sys.settrace(before)
+    return bool(found)
 
 
 def check(program: Program, jit: bool, directory: Path) -> Outcome:

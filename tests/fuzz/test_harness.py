@@ -20,7 +20,7 @@ from .features import (
     parse_features,
 )
 from .grammar import Program, format_args, programs
-from .oracle import Outcome, call, fd_gradient, load, meets_tie, partial, worst
+from .oracle import Outcome, call, fd_gradient, grows_huge, judged, load, meets_tie, partial, worst
 
 
 # ------------------------------------------------------------------ grammar
@@ -100,6 +100,21 @@ def test_fd_answers_beside_a_kink():
 def test_meets_tie(body, args, tie, tmp_path):
     source = f"import numpy as np\n\n\ndef maxi(p):\n    return 0.0\n\n\ndef f(p):\n    {body}\n"
     assert meets_tie(Program(source, args, (0,), frozenset()), tmp_path) == tie
+
+
+def test_values_that_grow_huge_are_not_judged(tmp_path):
+    # A CI run's program: u reaches -5e30, and sqrt(0.25 + u * u) + u - max(p) then
+    # rounds away max(p), so differences said 0 where the derivative is -1.
+    source = ("import math\n\nimport numpy as np\n\n\ndef f(p):\n    u = 1.0\n"
+              "    for i in range(6):\n        u -= (0.5 + u * u) ** 1.5\n"
+              "    return math.sqrt(0.25 + u * u) - np.max(p) + u\n")
+    program = Program(source, (np.array([0.0, 0.01]),), (0,), frozenset())
+    fn = load(program, tmp_path)
+    assert grows_huge(fn, program.args)
+    assert judged(fn, program, program.args, tmp_path) is None
+    tame = Program(source.replace("range(6)", "range(1)"), program.args, (0,), frozenset())
+    fn = load(tame, tmp_path)
+    assert not grows_huge(fn, tame.args) and judged(fn, tame, tame.args, tmp_path) is not None
 
 
 def test_worst_outcome_wins():
