@@ -188,7 +188,9 @@ def test_a_changed_helper_or_global_is_never_served_stale(cold, tmp_path):
     r = _result(_start(changed, cache))
     _check_values(r, scale=5.0, k=7.0)
     assert r["stats"]["horner"][1] == 0          # unchanged: still loaded from the cache
-    assert r["stats"]["with_helper"][1] == 1 and r["stats"]["with_global"][1] == 1
+    # The helper's constant is compiled in: a new compile.  The global K is read
+    # when the gradient runs (passed in), so its new value needs none.
+    assert r["stats"]["with_helper"][1] == 1 and r["stats"]["with_global"][1] == 0
 
 
 # ---- in this process (the Python backend needs no Numba compile)

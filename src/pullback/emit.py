@@ -151,7 +151,9 @@ def render(gen: Generated, fname: str) -> tuple[str, list]:
 
 def build(gen: Generated, fname: str, user_globals: dict, user_closure: dict,
           externals: dict, backend):
-    """Compile the generated source into a function (and njit it for Numba)."""
+    """Compile the generated source into a function (and njit it for Numba): the
+    callable, its source, and the data it reads from the user's globals and closure
+    (:func:`live_values`)."""
     src, origins = render(gen, fname)   # first: writing it fixes the tapes' workspace
     # The default workspace: an empty array per kept tape (never written: the first
     # push grows it into an array of this call's own).
@@ -179,16 +181,73 @@ def forward_source(made, fname: str) -> tuple[str, list]:
 
 def build_forward(made, fname: str, user_globals: dict, user_closure: dict, externals: dict,
                   backend):
-    """Compile forward mode's function: ``(value, tangent) = fn(*args, *tangents)``."""
+    """Compile forward mode's function: ``(value, tangent) = fn(*args, *tangents)``;
+    returns what :func:`build` returns."""
     src, origins = forward_source(made, fname)
     return _compile(src, origins, fname, {**externals, **made.helpers}, user_globals,
                     user_closure, backend, None)
 
 
+def _is_data(v) -> bool:
+    """A number, an array or a tuple of them: what compiled code would freeze."""
+    if isinstance(v, tuple):
+        return all(map(_is_data, v))
+    return isinstance(v, (bool, int, float, complex, np.number, np.bool_, np.ndarray))
+
+
+def live_values(src: str, bound: dict, user_globals: dict, user_closure: dict) -> list:
+    """The user's globals and closure cells that the generated function ``src``
+    reads and that hold data (numbers, arrays, tuples of them), as
+    ``(name, holder, key)``: the value is ``holder[key]`` (a globals dict) or
+    ``holder.cell_contents`` (a cell, key None).  A backend that compiles such
+    values into its code (:attr:`.Backend.freezes_globals`) takes them as
+    arguments instead, read at each call, so that a global rebound or an array
+    changed in place between calls is seen as the primal sees it."""
+    fn = ast.parse(src).body[0]
+    stored = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+    read = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else stored).add(node.id)
+    out = []
+    for name in sorted(read - stored - set(bound)):
+        if name in user_closure:
+            try:
+                value = user_closure[name].cell_contents
+            except ValueError:
+                continue
+            if _is_data(value):
+                out.append((name, user_closure[name], None))
+        elif name in user_globals and _is_data(user_globals[name]):
+            out.append((name, user_globals, name))
+    return out
+
+
+def _pass_in(src: str, live: list) -> str:
+    """``src`` with the ``live`` values as its last parameters, and its docstring
+    saying where they come from."""
+    def_line, doc, rest = src.split("\n", 2)
+    if not def_line.endswith("):") or not doc.endswith('."""'):
+        raise InternalError(f"unexpected header of a generated function: {def_line!r}")
+    names = [n for n, _, _ in live]
+    params = ", ".join(f"{n}=None" for n in names)
+    sep = "" if def_line.endswith("():") else ", "
+    def_line = def_line[:-2] + sep + params + "):"
+    where = "; ".join(f"{n} from {'the closure' if key is None else 'the globals'}"
+                      for n, _, key in live)
+    doc = doc[:-4] + f' (read when called: {where})."""'
+    return "\n".join((def_line, doc, rest))
+
+
 def _compile(src: str, origins: list, fname: str, bound: dict, user_globals: dict,
              user_closure: dict, backend, defaults):
     check_bound(src, set(bound) | set(user_closure) | set(user_globals))
-    free = sorted(set(bound) | set(user_closure))
+    read = live_values(src, bound, user_globals, user_closure)
+    live = read if backend.freezes_globals else []
+    if live:
+        src = _pass_in(src, live)
+        defaults = (defaults or ()) + (None,) * len(live)
+    free = sorted(set(bound) | set(user_closure) - {n for n, _, _ in live})
     # Wrap in a maker so the names in `free` compile as closure variables.
     maker_src = f"def __pb_make({', '.join(free)}):\n" + \
         "".join("    " + ln + "\n" for ln in src.splitlines()) + f"    return {fname}\n"
@@ -205,7 +264,7 @@ def _compile(src: str, origins: list, fname: str, bound: dict, user_globals: dic
     fn = types.FunctionType(fn_code, user_globals, fname, defaults, cells)
     shown = maker_src if filename.startswith("<") else diskcache.MODULE_HEADER + src
     linecache.cache[filename] = (len(shown), None, shown.splitlines(True), filename)
-    return backend.finish(fn, src, filename, origins), src
+    return backend.finish(fn, src, filename, origins, live), src, read
 
 
 def check_bound(src: str, outer: set) -> None:
@@ -232,9 +291,12 @@ def rebind(fn, src: str, old_closure: dict, new_closure: dict, backend):
     another closure of the same code instead (matched by free variable name).  Nothing is
     regenerated; the backend finishes the new function as it did the first (Numba
     compiles it again on first call)."""
+    fn = getattr(fn, "lazy", fn)             # the LazyNumba behind its compiled caller
     py = getattr(fn, "py_func", fn)          # a Numba wrapper or dispatcher keeps it there
     cells = tuple(new_closure[n] if n in old_closure and c is old_closure[n] else c
                   for n, c in zip(py.__code__.co_freevars, py.__closure__ or ()))
     out = types.FunctionType(py.__code__, py.__globals__, py.__name__, py.__defaults__, cells)
     filename = py.__code__.co_filename
-    return backend.finish(out, src, filename, getattr(fn, "origins", ()))
+    live = [(n, new_closure[n] if key is None and holder is old_closure.get(n) else holder, key)
+            for n, holder, key in getattr(fn, "live", ())]
+    return backend.finish(out, src, filename, getattr(fn, "origins", ()), live)

@@ -83,18 +83,35 @@ def choose_backend(fn, jit):
     return NUMBA if jit else PYTHON
 
 
+@dataclass(frozen=True)
+class KindOf:
+    """A dependency on the kind of a value read at call time (a global or closure
+    cell holding data), not on the value itself: the derivative was made for it."""
+    kind: object
+
+
 def still_valid(compiled: Compiled) -> bool:
-    """Whether every global and closure value the derivative inlined is unchanged."""
+    """Whether every global and closure value the derivative inlined is unchanged,
+    and every one it reads at call time still has the kind it was made for."""
     for ns, key, obj in compiled.dependencies:
         if key is None:
             try:
-                if ns.cell_contents is not obj:
-                    return False
+                now = ns.cell_contents
             except ValueError:
                 return False
-        elif ns.get(key, MISSING) is not obj:
+        else:
+            now = ns.get(key, MISSING)
+        if now is not obj and not (type(obj) is KindOf and kind_of_value(now) == obj.kind):
             return False
     return True
+
+
+def _read_kinds(read) -> list:
+    """Dependencies on the kinds of the data a derivative reads from the user's
+    globals and closure cells (:func:`.emit.live_values`)."""
+    return [(holder, key, KindOf(kind_of_value(holder.cell_contents if key is None
+                                                else holder[key])))
+            for _, holder, key in read]
 
 
 
@@ -188,7 +205,7 @@ def _derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp, mode: str 
         made = forward(p.fn, p.kinds, p.active, p.wrt, p.parsed.at_line, p.lookup, p.helpers,
                        backend)
         fname = f"{p.fn.name}_jvp".replace("<", "").replace(">", "")
-        compiled_fn, src = build_forward(made, fname, p.parsed.globals, p.parsed.closure,
+        compiled_fn, src, read = build_forward(made, fname, p.parsed.globals, p.parsed.closure,
                                          p.externals, backend)
     else:
         gen = ReverseTransform(p.fn, p.kinds, p.active, p.wrt, backend, p.parsed.at_line,
@@ -196,9 +213,9 @@ def _derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp, mode: str 
         gen = dataclasses.replace(gen, helpers={
             name: _run_time(obj, call_vjp) for name, obj in gen.helpers.items()})
         fname = f"{p.fn.name}_grad".replace("<", "").replace(">", "")
-        compiled_fn, src = build(gen, fname, p.parsed.globals, p.parsed.closure, p.externals,
+        compiled_fn, src, read = build(gen, fname, p.parsed.globals, p.parsed.closure, p.externals,
                                  backend)
-    compiled = Compiled(compiled_fn, src, list(p.dependencies), tuple(p.wrt),
+    compiled = Compiled(compiled_fn, src, list(p.dependencies) + _read_kinds(read), tuple(p.wrt),
                         dict(p.parsed.closure), pins,
                         result_items=_result_items(p.fn, p.kinds), out_tree=p.out_tree)
     _CACHE[key] = compiled

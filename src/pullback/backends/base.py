@@ -36,6 +36,10 @@ class Backend:
     #: ``da[i:j] += g`` is written ``add_into(da[i:j], g)``: Numba's augmented
     #: assignment to a slice builds the sum and copies it back; NumPy's adds in place.
     add_into_views = False
+    #: Compiling freezes the values of the globals and closure cells the code reads
+    #: (Numba's rule): the generated function takes those that hold data as
+    #: arguments instead, read when it is called, as the primal reads them.
+    freezes_globals = False
 
     def accumulate_into(self, helper):
         """A function ``f(out, *args)`` doing ``out += helper(*args)`` in place without
@@ -70,9 +74,11 @@ class Backend:
         """Refuse, with an error located at statement ``s``, an index this backend
         cannot apply; ``index_kinds`` are the kinds of its array and int items."""
 
-    def finish(self, fn, src: str, filename: str, origins):
+    def finish(self, fn, src: str, filename: str, origins, live=()):
         """The callable to hand out for the generated function ``fn``; ``origins[k]``:
-        the user's source line that line ``k`` of the compiled code comes from, or None."""
+        the user's source line that line ``k`` of the compiled code comes from, or None;
+        ``live``: the values ``fn`` takes as its last arguments, read at each call
+        (:func:`pullback.emit.live_values`)."""
         return fn
 
     def primal(self, f, py_func):

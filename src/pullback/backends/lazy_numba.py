@@ -24,24 +24,29 @@ class LazyNumba:
     keeps its own between calls, so a long loop's tapes are allocated (and their
     pages touched) once, not on every call.  ``dispatcher`` is what callers may
     call directly once a call ran compiled (``ok``): the Numba dispatcher itself,
-    or :func:`_with_workspace` around it.
+    or :func:`_calling` around it (the workspace and the live values added).
 
     By default the compile runs in the background (:mod:`pullback.core.background`):
     until it is done, calls run the generated code as plain Python (``python``); a
     compile that fails leaves them so, with a warning that says why."""
 
-    def __init__(self, fn, src, filename="", origins=()):
+    def __init__(self, fn, src, filename="", origins=(), live=()):
         self.py_func = fn
         self.source = src
         self.filename = filename
         self.origins = origins      # compiled line number -> the user's line it comes from
+        # The globals and closure cells fn takes as its last arguments, read at each
+        # call (emit.live_values): compiled, Numba would freeze their values.
+        self.live = tuple(live)
         self.jitted = numbacache.jit_derivative(fn, src)
-        defaults = fn.__defaults__ or ()
+        defaults = (fn.__defaults__ or ())[:len(fn.__defaults__ or ()) - len(self.live)]
         # The default workspace (empty arrays of the tapes' dtypes, see emit.build).
         self.workspace = defaults[1] if len(defaults) > 1 else None
-        self.nargs = fn.__code__.co_argcount - len(defaults)
-        self.dispatcher = self.jitted if self.workspace is None else \
-            _with_workspace(self.jitted, self.workspace, self.nargs)
+        self.seeded = bool(defaults)    # a reverse sweep's: its seed may be left out
+        self.nargs = fn.__code__.co_argcount - len(defaults) - len(self.live)
+        self.dispatcher = self._caller(self.jitted)
+        if self.dispatcher is not self.jitted:
+            self.dispatcher.lazy = self     # what emit.rebind reads of a wrapper
         self.ok = False
         self._jobs: dict = {}       # Numba signature -> background.Job compiling it
         self._warned: set = set()   # signatures whose compile failed, warned of
@@ -65,9 +70,19 @@ class LazyNumba:
         self.ok = True      # compiled: callers may use the dispatcher directly
         return out
 
+    def _caller(self, fn):
+        """``fn`` (compiled or not) as the API calls it: with this thread's workspace
+        and the live values added to the arguments it is given."""
+        if self.workspace is None and not self.live:
+            return fn
+        return _calling(fn, self.nargs, self.seeded, self.workspace, self.live)
+
     def _signature(self, args):
-        full = args if self.workspace is None else \
-            args + ((1.0,) if len(args) == self.nargs else ()) + (self.workspace,)
+        full = args
+        if self.workspace is not None or self.live:
+            full = args + ((1.0,) if self.seeded and len(args) == self.nargs else ()) \
+                + ((self.workspace,) if self.workspace is not None else ()) \
+                + tuple(_read(holder, key) for _, holder, key in self.live)
         return tuple(self.jitted.typeof_pyval(a) for a in full)
 
     def as_python(self, *args):
@@ -113,9 +128,7 @@ class LazyNumba:
         """The derivative run as plain Python: the same generated code, with the
         helpers Numba would compile called as Python (their ``py_func``)."""
         if self._python is None:
-            fn = _as_python(self.py_func)
-            self._python = fn if self.workspace is None else \
-                _with_workspace(fn, self.workspace, self.nargs)
+            self._python = self._caller(_as_python(self.py_func))
         return self._python
 
     def _failure(self, exc, advice="Use jit=False for the pure-Python backend") -> str:
@@ -155,25 +168,36 @@ def _dispatcher_type():
     return Dispatcher
 
 
-def _with_workspace(jitted, default, nargs):
-    """``jitted`` called with this thread's workspace (``default`` on its first call),
-    keeping the one it returns for the thread's next call; it returns the value and
-    the gradients, as a derivative without workspace does.  A call that raises keeps
-    the older workspace (its arrays are only ever written before they are read)."""
+def _read(holder, key):
+    """A live value: ``holder[key]`` of a globals dict, or a cell's contents (key None)."""
+    return holder.cell_contents if key is None else holder[key]
+
+
+def _calling(fn, nargs, seeded, workspace, live):
+    """``fn`` called with this thread's workspace (``workspace`` on its first call,
+    None: it takes none) and the current ``live`` values after the ``nargs``
+    arguments (and the seed, where ``seeded``); it returns what ``fn`` returns, less
+    the workspace, which it keeps for the thread's next call.  A call that raises
+    keeps the older workspace (its arrays are only ever written before they are
+    read).  Written out for this number of arguments: a call through ``*args`` and
+    a length test cost as much as a small gradient's own loop (Horner, N = 1000)."""
     class Workspace(threading.local):
         def __init__(self):         # runs once in each thread that uses it
-            self.ws = default
+            self.ws = workspace
 
-    # Written out for this number of arguments: a call through ``*args`` and a
-    # length test cost as much as a small gradient's own loop (Horner, N = 1000).
-    params = "".join(f"a{k}, " for k in range(nargs))
-    source = (f"def call({params}seed=1.0):\n"
-              f"    value, grads, local.ws = jitted({params}seed, local.ws)\n"
-              f"    return value, grads\n")
-    namespace = {"jitted": jitted, "local": Workspace()}
-    exec(source, namespace)
+    params = [f"a{k}" for k in range(nargs)] + (["seed=1.0"] if seeded else [])
+    passed = [f"a{k}" for k in range(nargs)] + (["seed"] if seeded else []) + \
+        (["local.ws"] if workspace is not None else []) + \
+        [f"h{k}.cell_contents" if key is None else f"h{k}[{key!r}]"
+         for k, (_, _, key) in enumerate(live)]
+    call_fn = f"fn({', '.join(passed)})"
+    body = (f"    value, grads, local.ws = {call_fn}\n    return value, grads\n"
+            if workspace is not None else f"    return {call_fn}\n")
+    namespace = {"fn": fn, "local": Workspace(),
+                 **{f"h{k}": holder for k, (_, holder, _) in enumerate(live)}}
+    exec(f"def call({', '.join(params)}):\n" + body, namespace)
     call = namespace["call"]
-    call.dispatcher = jitted
+    call.dispatcher = fn
     return call
 
 

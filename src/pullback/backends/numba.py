@@ -39,6 +39,7 @@ class NumbaBackend(Backend):
     loop_sums = False
     add_into_views = True
     sequences_as_arrays = True
+    freezes_globals = True
 
     def accumulate_into(self, helper):
         return forms.accumulating_form(helper)
@@ -49,8 +50,8 @@ class NumbaBackend(Backend):
     def bind_helper(self, obj):
         return _jit_helper(obj)
 
-    def finish(self, fn, src, filename, origins):
-        return LazyNumba(fn, src, filename, origins)
+    def finish(self, fn, src, filename, origins, live=()):
+        return LazyNumba(fn, src, filename, origins, live)
 
     def primal_twin(self, callee, method, call, kind=None, result=None):
         fn = registry.method(method) if method is not None else callee

@@ -252,12 +252,15 @@ def _add_item(cotangent, value, k, g):
     at = _literal_index(k)
     if at is not None:
         # A constant index (t[1] of a tuple of any item types): add to that item only.
-        added = tuple_of(len(cotangent), lambda i: (lambda cotangent, g: cotangent[i] + g) if i == at
-                         else (lambda cotangent, g: cotangent[i]))
+        # An item may be a tuple itself: added item by item (``+`` would concatenate).
+        added = tuple_of(len(cotangent), lambda i: (
+            lambda cotangent, g: runtime.accumulate(cotangent[i], g)) if i == at
+            else (lambda cotangent, g: cotangent[i]))
         return lambda cotangent, value, k, g: added(cotangent, g)
     if isinstance(cotangent, types.UniTuple):
         added = tuple_of(len(cotangent),
-                         lambda i: lambda cotangent, k, g: cotangent[i] + g if k == i else cotangent[i])
+                         lambda i: lambda cotangent, k, g:
+                         runtime.accumulate(cotangent[i], g) if k == i else cotangent[i])
         return lambda cotangent, value, k, g: added(cotangent, k, g)
     return None
 

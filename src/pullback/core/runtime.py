@@ -80,7 +80,8 @@ def zeros_like(value):
     or list of them for a tuple or list (as the Numba twin, whose derivatives also
     run as Python while they compile)."""
     if isinstance(value, (tuple, list)):
-        return type(value)(zeros_like(v) for v in value)
+        items = [zeros_like(v) for v in value]
+        return tuple(items) if isinstance(value, tuple) else items   # a named tuple's too
     if np.ndim(value) == 0:
         return 0.0
     return np.zeros(np.shape(value), dtype=np.result_type(value, 1.0))

@@ -1,0 +1,127 @@
+"""Values a function reads from its globals and closure cells are the values at call
+time, on both backends and in both compile modes: Numba would freeze them into the
+compiled code, so the derivative takes them as arguments (emit.live_values).
+
+The references are the analytic derivatives at the values the globals hold when
+each call is made.
+"""
+import numpy as np
+import pytest
+
+import pullback
+
+C = 2.0
+TABLE = np.array([1.0, 2.0, 3.0])
+SHIFT = (0.5, 1.5)
+
+
+def uses_globals(x):
+    return C * x * x + TABLE[0] * x + SHIFT[1] * x
+
+
+def helper(x):
+    return C * x
+
+
+def calls_a_helper(x):
+    return helper(x) * x
+
+
+@pytest.fixture(params=["python", "numba", "numba-background"])
+def mode(request, monkeypatch):
+    """The Python backend; Numba compiling in the call; Numba's default, the first
+    calls run as Python while it compiles in the background."""
+    if request.param == "numba-background":
+        monkeypatch.setenv("PULLBACK_BACKGROUND_COMPILE", "1")
+    return request.param
+
+
+def _grads(f, mode):
+    """f's gradient function on the backend of ``mode``."""
+    return pullback.grad(f, jit=mode != "python")
+
+
+@pytest.fixture
+def restore_globals():
+    saved = (C, TABLE.copy(), SHIFT)
+    yield
+    g = globals()
+    g["C"], g["SHIFT"] = saved[0], saved[2]
+    TABLE[:] = saved[1]
+
+
+def _expected(x):
+    return 2 * C * x + TABLE[0] + SHIFT[1]
+
+
+def test_globals_rebound_and_mutated_between_calls(mode, restore_globals):
+    global C, SHIFT
+    g = _grads(uses_globals, mode)
+    x = 1.5
+    for step in range(4):
+        assert g(x) == pytest.approx(_expected(x), rel=1e-14)
+        pullback.finish_compiling()
+        C = C + 1.0             # rebound
+        TABLE[0] += 10.0        # changed in place
+        SHIFT = (SHIFT[0], SHIFT[1] * 2)
+    # A new gradient function of the same function reads them too.
+    assert _grads(uses_globals, mode)(x) == pytest.approx(_expected(x), rel=1e-14)
+
+
+def test_a_global_read_by_an_inlined_helper(mode, restore_globals):
+    global C
+    g = _grads(calls_a_helper, mode)
+    for c in (2.0, 5.0, -1.0):
+        C = c
+        assert g(3.0) == pytest.approx(2 * c * 3.0, rel=1e-14)
+        pullback.finish_compiling()
+
+
+def test_closure_cells_rebound_and_mutated(mode):
+    def make():
+        k = 2.0
+        w = np.array([1.0, -1.0])
+
+        def f(x):
+            return k * np.sum(w * x * x)
+
+        def set_k(v):
+            nonlocal k
+            k = v
+        return f, set_k, w
+
+    f, set_k, w = make()
+    g = _grads(f, mode)
+    x = np.array([0.5, 2.0])
+    for k in (2.0, 3.0, 0.25):
+        set_k(k)
+        w[1] = k
+        np.testing.assert_allclose(g(x), 2 * k * w * x, rtol=1e-14)
+        pullback.finish_compiling()
+
+
+def test_forward_mode_reads_globals_at_call_time(mode, restore_globals):
+    global C
+    for c in (2.0, 7.0):
+        C = c
+        value, tangent = pullback.jvp(uses_globals, (1.5,), (1.0,), jit=mode != "python")
+        assert tangent == pytest.approx(_expected(1.5), rel=1e-14)
+        pullback.finish_compiling()
+
+
+def test_a_global_that_changes_kind_gets_a_new_derivative(mode, restore_globals):
+    global C
+    g = _grads(uses_globals, mode)
+    assert g(1.0) == pytest.approx(_expected(1.0))
+    pullback.finish_compiling()
+    C = 3          # an int now: same value kind family changes (float -> int)
+    assert g(1.0) == pytest.approx(_expected(1.0))
+    C = np.float64(4.0)
+    assert g(1.0) == pytest.approx(_expected(1.0))
+
+
+def test_the_source_says_what_is_read_at_call_time():
+    src = pullback.grad(uses_globals, jit=True).source
+    first = src.splitlines()[0]
+    assert first.endswith("C=None, SHIFT=None, TABLE=None):"), first
+    assert "read when called" in src.splitlines()[1]
