@@ -29,6 +29,17 @@ def jit(request):
     return request.param
 
 
+@pytest.fixture(params=["python", "numba", "numba-background"])
+def jit_mode(request, monkeypatch):
+    """Run a test on the Python backend, on Numba compiling in the call, and on
+    Numba's default mode, where the first calls run the Numba-flavoured code as
+    Python while Numba compiles in the background (a path of its own).  Use
+    ``jit=jit_mode != "python"``."""
+    if request.param == "numba-background":
+        monkeypatch.setenv("PULLBACK_BACKGROUND_COMPILE", "1")
+    return request.param
+
+
 def pytest_addoption(parser):
     """The fuzz tests' options (--fuzz-count, ...), registered here so that pytest
     knows them however it is started; see tests/fuzz/options.py."""

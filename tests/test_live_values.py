@@ -27,15 +27,6 @@ def calls_a_helper(x):
     return helper(x) * x
 
 
-@pytest.fixture(params=["python", "numba", "numba-background"])
-def mode(request, monkeypatch):
-    """The Python backend; Numba compiling in the call; Numba's default, the first
-    calls run as Python while it compiles in the background."""
-    if request.param == "numba-background":
-        monkeypatch.setenv("PULLBACK_BACKGROUND_COMPILE", "1")
-    return request.param
-
-
 def _grads(f, mode):
     """f's gradient function on the backend of ``mode``."""
     return pullback.grad(f, jit=mode != "python")
@@ -54,9 +45,9 @@ def _expected(x):
     return 2 * C * x + TABLE[0] + SHIFT[1]
 
 
-def test_globals_rebound_and_mutated_between_calls(mode, restore_globals):
+def test_globals_rebound_and_mutated_between_calls(jit_mode, restore_globals):
     global C, SHIFT
-    g = _grads(uses_globals, mode)
+    g = _grads(uses_globals, jit_mode)
     x = 1.5
     for step in range(4):
         assert g(x) == pytest.approx(_expected(x), rel=1e-14)
@@ -65,19 +56,19 @@ def test_globals_rebound_and_mutated_between_calls(mode, restore_globals):
         TABLE[0] += 10.0        # changed in place
         SHIFT = (SHIFT[0], SHIFT[1] * 2)
     # A new gradient function of the same function reads them too.
-    assert _grads(uses_globals, mode)(x) == pytest.approx(_expected(x), rel=1e-14)
+    assert _grads(uses_globals, jit_mode)(x) == pytest.approx(_expected(x), rel=1e-14)
 
 
-def test_a_global_read_by_an_inlined_helper(mode, restore_globals):
+def test_a_global_read_by_an_inlined_helper(jit_mode, restore_globals):
     global C
-    g = _grads(calls_a_helper, mode)
+    g = _grads(calls_a_helper, jit_mode)
     for c in (2.0, 5.0, -1.0):
         C = c
         assert g(3.0) == pytest.approx(2 * c * 3.0, rel=1e-14)
         pullback.finish_compiling()
 
 
-def test_closure_cells_rebound_and_mutated(mode):
+def test_closure_cells_rebound_and_mutated(jit_mode):
     def make():
         k = 2.0
         w = np.array([1.0, -1.0])
@@ -91,7 +82,7 @@ def test_closure_cells_rebound_and_mutated(mode):
         return f, set_k, w
 
     f, set_k, w = make()
-    g = _grads(f, mode)
+    g = _grads(f, jit_mode)
     x = np.array([0.5, 2.0])
     for k in (2.0, 3.0, 0.25):
         set_k(k)
@@ -100,18 +91,18 @@ def test_closure_cells_rebound_and_mutated(mode):
         pullback.finish_compiling()
 
 
-def test_forward_mode_reads_globals_at_call_time(mode, restore_globals):
+def test_forward_mode_reads_globals_at_call_time(jit_mode, restore_globals):
     global C
     for c in (2.0, 7.0):
         C = c
-        value, tangent = pullback.jvp(uses_globals, (1.5,), (1.0,), jit=mode != "python")
+        value, tangent = pullback.jvp(uses_globals, (1.5,), (1.0,), jit=jit_mode != "python")
         assert tangent == pytest.approx(_expected(1.5), rel=1e-14)
         pullback.finish_compiling()
 
 
-def test_a_global_that_changes_kind_gets_a_new_derivative(mode, restore_globals):
+def test_a_global_that_changes_kind_gets_a_new_derivative(jit_mode, restore_globals):
     global C
-    g = _grads(uses_globals, mode)
+    g = _grads(uses_globals, jit_mode)
     assert g(1.0) == pytest.approx(_expected(1.0))
     pullback.finish_compiling()
     C = 3          # an int now: same value kind family changes (float -> int)
