@@ -4,9 +4,9 @@ background-compile mode (whose first calls run the Numba-flavoured code as
 Python).  References: central finite differences (helpers.fd_grad)."""
 import numpy as np
 import pytest
-from helpers import fd_grad
 
 import pullback
+from helpers import fd_grad
 
 
 def _calls(f, jit_mode, *args, argnums=0):
@@ -26,17 +26,17 @@ def _check(f, jit_mode, *args):
 
 def scan_tuple_carry(a, y):
     def step(carry, yt):
-        l, t = carry
-        return (a * yt + l, t), l * l
-    (l, t), sq = pullback.scan(step, (0.0, 0.0), y)
+        level, t = carry
+        return (a * yt + level, t), level * level
+    (level, t), sq = pullback.scan(step, (0.0, 0.0), y)
     return np.sum(sq)
 
 
 def scan_tuple_carry_both_items(a, y):
     def step(carry, yt):
-        l, t = carry
-        return (a * yt + l, t + l), l
-    (l, t), s = pullback.scan(step, (0.0, 0.0), y)
+        level, t = carry
+        return (a * yt + level, t + level), level
+    (level, t), s = pullback.scan(step, (0.0, 0.0), y)
     return np.sum(s) + t * t
 
 
@@ -76,3 +76,68 @@ def test_linalg_functions_returning_named_tuples(f, jit_mode):
     S = np.array([[2.0, 0.3, 0.1], [0.3, 1.0, -0.2], [0.1, -0.2, 1.5]])
     for got in _calls(f, jit_mode, S):
         np.testing.assert_allclose(got, fd_grad(f, (S,), 0), rtol=1e-6, atol=1e-8)
+
+
+@pullback.custom_vjp
+def clip_gradient(x):
+    return x
+
+
+def _clip_fwd(x):
+    return x, None
+
+
+def _clip_bwd(res, g):
+    return (np.clip(g, -1.0, 1.0),)
+
+
+clip_gradient.defvjp(_clip_fwd, _clip_bwd)
+
+
+@pullback.custom_vjp
+def safe_norm(v):
+    return np.sqrt(np.sum(v * v))
+
+
+def _norm_fwd(v):
+    n = np.sqrt(np.sum(v * v))
+    return n, (v, n)
+
+
+def _norm_bwd(res, g):
+    v, n = res
+    return (g * v / n,)
+
+
+safe_norm.defvjp(_norm_fwd, _norm_bwd)
+
+
+def clipped_loss(w, x):
+    pred = w * x
+    pred = clip_gradient(pred)      # assigned back to its argument's name
+    return np.sum(pred ** 2)
+
+
+def norm_alone(x):
+    return safe_norm(x)
+
+
+def norms_in_a_loop(X):
+    total = 0.0
+    for i in range(X.shape[0]):
+        total += safe_norm(X[i]) ** 1.5
+    return total
+
+
+@pytest.mark.filterwarnings("ignore::pullback.PerformanceWarning")   # object mode, said once
+def test_custom_vjp_with_plain_python_rules_under_jit(jit_mode):
+    w, x = np.array([1.0, 2.0, 3.0]), np.array([0.5, 1.0, -2.0])
+    dw, dx = pullback.grad(clipped_loss, argnums=(0, 1), jit=jit_mode != "python")(w, x)
+    # The clipped cotangent: 2 * pred clipped to [-1, 1], times the other factor.
+    np.testing.assert_allclose(dw, np.clip(2 * w * x, -1, 1) * x)
+    np.testing.assert_allclose(dx, np.clip(2 * w * x, -1, 1) * w)
+    X = np.array([[1.0, 2.0], [3.0, -1.0]])
+    for got in _calls(norm_alone, jit_mode, X[0]):
+        np.testing.assert_allclose(got, X[0] / np.linalg.norm(X[0]), rtol=1e-14)
+    for got in _calls(norms_in_a_loop, jit_mode, X):
+        np.testing.assert_allclose(got, fd_grad(norms_in_a_loop, (X,), 0), rtol=1e-7)

@@ -71,12 +71,13 @@ def _wrap(fun, decorator):
                         "take one or more positional parameters, and no *args, **kwargs "
                         "or keyword-only ones (each gets one cotangent)")
 
-    def primitive(*args, **kwargs):
-        return fun(*args, **kwargs)
+    names, defaults = _source_params(params)
+    # fun's own parameters (no *args, **kwargs): Numba compiles it where it compiles fun.
+    primitive = _from_source(identifier(_name(fun)), names, [f"return fun({', '.join(names)})"],
+                             {"fun": fun}, defaults)
     # Not fun's __dict__: a Numba dispatcher's py_func there would make either look
     # like a Numba function, whose Python source the frontend reads instead.
     functools.update_wrapper(primitive, fun, updated=())
-    names, defaults = _source_params(params)
     # What the user calls: a function of fun's parameters that calls the primitive,
     # from source, so that grad(f) itself reads it and meets the primitive's rule.
     wrapper = _from_source(identifier(_name(fun)), names,

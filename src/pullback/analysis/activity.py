@@ -16,9 +16,15 @@ from __future__ import annotations
 
 import ast
 import functools
+import types
 
 from ..core import ir
+from ..core.errors import PullbackError
 from ..core.kinds import BOOL, INT, MISSING, OTHER, SHAPE, Kind, broadcast, index_rank, join, kind_of_value
+from ..frontend import resolve
+from ..frontend.bookkeeping import insert_bookkeeping
+from ..frontend.normalize import normalize
+from ..frontend.parse import parse_function, unwrap
 from ..rules import registry, results
 
 
@@ -193,6 +199,10 @@ class KindInference:
         if fn is None:
             return OTHER
         rule = registry.lookup(fn)
+        if rule is not None and rule.result is results.unknown and not kws:
+            known = returned_kind(fn, tuple(args))
+            if known is not None:
+                return known
         return (rule.result if rule is not None else results.generic)(fn, args, kws, e)
 
 
@@ -310,3 +320,39 @@ def activity(fn: ir.Function, kinds: dict, wrt: set[str],
                 useful |= new
                 changed = True
     return {v for v in varied & useful if _float_like(kinds.get(v))}
+
+
+@functools.lru_cache(maxsize=256)
+def returned_kind(fn, arg_kinds: tuple) -> Kind | None:
+    """What the user's Python function ``fn`` (or the one a ``custom_vjp`` wraps, its
+    ``__wrapped__``) returns for arguments of ``arg_kinds``: kind inference over its
+    own body, as for the function differentiated.  A rule of the user's that says
+    nothing of its result is called with a result of this kind (a number stays a
+    number, under Numba too).  None when the source cannot be read or transformed,
+    or the returns disagree: the rule's own guess then stands."""
+    py, _ = unwrap(getattr(fn, "__wrapped__", fn))
+    if not isinstance(py, types.FunctionType) or resolve.is_library(py) \
+            or py.__code__.co_argcount != len(arg_kinds) or fn in _INFERRING:
+        return None
+    _INFERRING.add(fn)
+    try:
+        parsed = parse_function(py)
+        fn_ir, norm = normalize(parsed)
+        lookup = resolve.value_lookup(parsed, norm.externals)
+        book = insert_bookkeeping(fn_ir, lookup)
+        env = KindInference(book.fn, dict(zip(book.fn.params, arg_kinds)), lookup,
+                            book.kinds).run()
+    except PullbackError:
+        return None
+    finally:
+        _INFERRING.discard(fn)
+    kinds = {env.get(r.value.id) if isinstance(r.value, ast.Name) else None
+             for r in ir.walk(book.fn.body) if isinstance(r, ir.Return)}
+    if len(kinds) != 1 or None in kinds:
+        return None
+    (kind,) = kinds
+    return kind if kind.dtype in "bif" and kind.ndim is not None and kind.ndim >= 0 \
+        or kind.items is not None else None
+
+
+_INFERRING: set = set()     # the functions whose result is being inferred (recursion)

@@ -149,14 +149,18 @@ def _by_name(name, call_site, body, namespace, params=None):
 
 
 def _typer(fn, name, result, call_site):
+    warned = []     # once per stub, however often Numba types it
+
     def typer(*args):
         from numba import objmode, types
         positions, many = result if result is not None else spec(fn, len(args))
         items = [_cotangent_type(args[p], types) if isinstance(p, int) else numba_type(p)
                  for p in positions]
         out_type = types.Tuple(items) if many else items[0]
-        warnings.warn(f"{name} runs as Python inside the compiled derivative (a Numba "
-                      "object-mode block, a few microseconds per call)", PerformanceWarning)
+        if not warned:
+            warned.append(True)
+            warnings.warn(f"{name} runs as Python inside the compiled derivative (a Numba "
+                          "object-mode block, a few microseconds per call)", PerformanceWarning)
         if call_site is not None:   # fn called with the call site's keywords, by name
             # (made by a function of its own: the object-mode block reads closure
             # variables, not globals)
