@@ -141,3 +141,18 @@ def test_custom_vjp_with_plain_python_rules_under_jit(jit_mode):
         np.testing.assert_allclose(got, X[0] / np.linalg.norm(X[0]), rtol=1e-14)
     for got in _calls(norms_in_a_loop, jit_mode, X):
         np.testing.assert_allclose(got, fd_grad(norms_in_a_loop, (X,), 0), rtol=1e-7)
+
+
+def loss_with_notes(x):
+    return np.sum(x * x), {"note": "hello", "n": np.sum(x), "k": 3, "flag": True, "none": None}
+
+
+def test_has_aux_with_an_aux_that_is_not_numbers(jit_mode):
+    x = np.array([1.0, 2.0])
+    g = pullback.value_and_grad(loss_with_notes, has_aux=True, jit=jit_mode != "python")
+    for _ in range(2):
+        (value, aux), dx = g(x)
+        assert value == 5.0
+        assert aux == {"note": "hello", "n": 3.0, "k": 3, "flag": True, "none": None}
+        np.testing.assert_allclose(dx, 2 * x)
+        pullback.finish_compiling()

@@ -100,8 +100,11 @@ def _is_list_of_arrays(t) -> bool:
 
 @forms.numba_twin(runtime.zeros_like)
 def _zeros_like(value):
-    if is_number(value) or is_none(value):
-        # None (scan's ys when f returns (carry, None)): 0.0, as runtime.zeros_like.
+    from numba import types
+    if is_number(value) or is_none(value) or isinstance(value, (types.UnicodeType,
+                                                                  types.StringLiteral)):
+        # None (scan's ys when f returns (carry, None)) or a string (a has_aux aux's
+        # item, never differentiated): 0.0, as runtime.zeros_like.
         return lambda value: 0.0
     if is_float_array(value):
         return lambda value: np.zeros(value.shape, value.dtype)     # float32 kept
