@@ -156,3 +156,28 @@ def test_has_aux_with_an_aux_that_is_not_numbers(jit_mode):
         assert aux == {"note": "hello", "n": 3.0, "k": 3, "flag": True, "none": None}
         np.testing.assert_allclose(dx, 2 * x)
         pullback.finish_compiling()
+
+
+class Model:
+    def __init__(self, c):
+        self.c = c
+
+    def loss(self, x):
+        t = 0.0
+        for i in range(len(x)):
+            t += self.c * x[i] ** 2
+        return t
+
+
+def test_a_bound_method_under_jit_runs_on_python_and_says_so_once():
+    m, x = Model(2.0), np.array([1.0, 2.0])
+    said = r"Model.loss \(.*line \d+\) is a bound method"
+    with pytest.warns(pullback.PerformanceWarning, match=said) as rec:
+        g = pullback.grad(m.loss, jit=True)
+        pullback.grad(m.loss, jit=True)
+    assert len([w for w in rec if issubclass(w.category, pullback.PerformanceWarning)]) <= 1
+    assert rec[0].filename == __file__          # the user's line, not pullback's
+    assert "python backend" in repr(g)
+    np.testing.assert_allclose(g(x), 2 * m.c * x)
+    m.c = 5.0                                   # an attribute read at call time
+    np.testing.assert_allclose(g(x), 2 * m.c * x)

@@ -102,7 +102,7 @@ class GradientFunction:
         self.jit = jit
         self.with_value = with_value
         self.has_aux = bool(has_aux)
-        self.backend = choose_backend(self.f, jit)
+        self.backend = choose_backend(self.f, jit, bool(self._bound))
         self._last: Compiled | None = None
         self._fast: dict = {}
         self._npos, kwonly = _signature(self.f)
@@ -340,7 +340,7 @@ def vjp(f, *args, jit=None, has_aux=False, **kwargs):
     if flat is None:
         flat = FlatArgs(args, (None,) * len(args), tuple((i, i + 1) for i in range(len(args))))
     nums = tuple(j for i in range(nb, npos) for j in flat.floats(i))
-    backend = choose_backend(f, jit)
+    backend = choose_backend(f, jit, bool(bound))
     leaves = _copy_arrays(flat.args)    # a snapshot: the point back() differentiates at
     primal = backend.primal(f, unwrap(f)[0])
     call = tuple(tree_map(_copy_leaf, a) for a in args)     # f may write into its arguments

@@ -19,6 +19,7 @@ import ast
 import dataclasses
 import threading
 import types
+import warnings
 from dataclasses import dataclass, field
 
 from .analysis.activity import KindInference, activity, refuse_complex
@@ -26,7 +27,7 @@ from .backends.numba import NUMBA
 from .backends.primal import lower_primal
 from .backends.python import PYTHON
 from .core import ir, optimise
-from .core.errors import InternalError
+from .core.errors import InternalError, PerformanceWarning, user_stacklevel
 from .core.kinds import MISSING, kind_of_value
 from .core.runtime import CALL_VJP
 from .emit import build, build_forward, rebind
@@ -75,12 +76,35 @@ def clear_cache() -> None:
         _CACHE.clear()
 
 
-def choose_backend(fn, jit):
-    """Numba for a ``numba.njit`` function or ``jit=True``; plain Python otherwise."""
+def choose_backend(fn, jit, bound: bool = False):
+    """Numba for a ``numba.njit`` function or ``jit=True``; plain Python otherwise.
+
+    A bound method (``bound``: ``fn`` is its function, the object passed first)
+    runs on the Python backend, with one PerformanceWarning naming it: Numba cannot
+    type the object, so compiled code would fail, or freeze what it reads of it."""
     _, is_numba = unwrap(fn)
-    if jit is None:
-        return NUMBA if is_numba else PYTHON
-    return NUMBA if jit else PYTHON
+    backend = (NUMBA if is_numba else PYTHON) if jit is None else (NUMBA if jit else PYTHON)
+    bound = bound or isinstance(fn, types.MethodType)
+    if bound and backend is NUMBA:
+        _warn_bound_method(getattr(fn, "__func__", fn))
+        return PYTHON
+    return backend
+
+
+_WARNED_METHODS: set = set()
+
+
+def _warn_bound_method(fn) -> None:
+    code = getattr(fn, "__code__", None)
+    if code is None or code in _WARNED_METHODS:
+        return
+    _WARNED_METHODS.add(code)
+    warnings.warn(
+        f"{fn.__qualname__} ({code.co_filename}, line {code.co_firstlineno}) is a bound "
+        "method: under jit=True its derivative runs on the Python backend, as Numba cannot "
+        "compile code that reads the object it is bound to. For compiled code, write a "
+        "function that takes what it reads of the object as arguments.",
+        PerformanceWarning, stacklevel=user_stacklevel())
 
 
 @dataclass(frozen=True)

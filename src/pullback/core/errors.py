@@ -1,6 +1,8 @@
 """Errors that point at the user's source: file, line, construct, source line."""
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass
 
 
@@ -88,3 +90,13 @@ def located(what: str, loc: Location, hint: str = "", cls=UnsupportedSyntaxError
 class PerformanceWarning(UserWarning):
     """Something runs, but slower than it could: a call that compiled code makes
     through Numba's object mode (once per callable)."""
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for ``warnings.warn``, called from pullback, that makes the
+    warning name the first frame outside pullback's package: the user's line."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
