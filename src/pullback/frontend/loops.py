@@ -207,5 +207,7 @@ def _rebound_in(stmts) -> set:
         targets = node.targets if isinstance(node, ast.Assign) else \
             [node.target] if isinstance(node, (ast.AnnAssign, ast.For, ast.NamedExpr)) else []
         for t in targets:
-            out |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+            # Names bound, not those read inside a target (``p[j] = ...`` binds no name).
+            out |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)
+                    and isinstance(n.ctx, ast.Store)}
     return out
