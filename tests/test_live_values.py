@@ -116,3 +116,31 @@ def test_the_source_says_what_is_read_at_call_time():
     first = src.splitlines()[0]
     assert first.endswith("C=None, SHIFT=None, TABLE=None):"), first
     assert "read when called" in src.splitlines()[1]
+
+
+STEPS = 2
+AXIS = 0
+
+
+def uses_int_globals(A):
+    s = 0.0
+    for i in range(STEPS):
+        s += np.sum(np.sum(A * A, axis=AXIS, keepdims=True) ** 2) * (i + 1)
+    return s
+
+
+def test_int_globals_stay_constants_of_the_compiled_code_and_a_new_value_recompiles(jit_mode):
+    # Ints (loop bounds, axis=) are constants Numba's typing may need: a new value
+    # makes a new derivative instead of a stale one.
+    global STEPS, AXIS
+    A = np.array([[1.0, -3.0, 2.0], [0.5, 4.0, -1.0]])
+    g = _grads(uses_int_globals, jit_mode)
+    try:
+        for steps, axis in ((2, 0), (3, 0), (3, 1), (1, 1)):
+            STEPS, AXIS = steps, axis
+            S = np.sum(A * A, axis=axis, keepdims=True)
+            want = 2 * S * 2 * A * sum(range(1, steps + 1))
+            np.testing.assert_allclose(g(A), want, rtol=1e-14)
+            pullback.finish_compiling()
+    finally:
+        STEPS, AXIS = 2, 0

@@ -195,6 +195,18 @@ def _is_data(v) -> bool:
     return isinstance(v, (bool, int, float, complex, np.number, np.bool_, np.ndarray))
 
 
+def passed_in(v) -> bool:
+    """Whether a backend that freezes globals (:attr:`.Backend.freezes_globals`) takes
+    the data ``v`` as an argument: a float or complex number, an array, a tuple
+    holding one.  Ints, bools and tuples of them (loop bounds, ``axis=``,
+    ``keepdims=``, shapes) stay constants of the compiled code, which Numba's
+    typing may need; a new value of one makes a new derivative (see
+    :class:`pullback.pipeline.ValueOf`)."""
+    if isinstance(v, tuple):
+        return any(map(passed_in, v))
+    return not isinstance(v, (bool, int, np.integer, np.bool_))
+
+
 def live_values(src: str, bound: dict, user_globals: dict, user_closure: dict) -> list:
     """The user's globals and closure cells that the generated function ``src``
     reads and that hold data (numbers, arrays, tuples of them), as
@@ -223,6 +235,12 @@ def live_values(src: str, bound: dict, user_globals: dict, user_closure: dict) -
     return out
 
 
+def _read(entry):
+    """The value of a :func:`live_values` entry now."""
+    _, holder, key = entry
+    return holder.cell_contents if key is None else holder[key]
+
+
 def _pass_in(src: str, live: list) -> str:
     """``src`` with the ``live`` values as its last parameters, and its docstring
     saying where they come from."""
@@ -243,7 +261,7 @@ def _compile(src: str, origins: list, fname: str, bound: dict, user_globals: dic
              user_closure: dict, backend, defaults):
     check_bound(src, set(bound) | set(user_closure) | set(user_globals))
     read = live_values(src, bound, user_globals, user_closure)
-    live = read if backend.freezes_globals else []
+    live = [r for r in read if passed_in(_read(r))] if backend.freezes_globals else []
     if live:
         src = _pass_in(src, live)
         defaults = (defaults or ()) + (None,) * len(live)

@@ -30,7 +30,7 @@ from .core import ir, optimise
 from .core.errors import InternalError, PerformanceWarning, user_stacklevel
 from .core.kinds import MISSING, kind_of_value
 from .core.runtime import CALL_VJP
-from .emit import build, build_forward, rebind
+from .emit import build, build_forward, passed_in, rebind
 from .forward.transform import forward
 from .frontend.bookkeeping import insert_bookkeeping
 from .frontend.normalize import normalize
@@ -114,9 +114,25 @@ class KindOf:
     kind: object
 
 
+@dataclass(frozen=True)
+class ValueOf:
+    """A dependency on the value of an int, bool or tuple of them read from a global
+    or closure cell, which compiled code holds as a constant (:func:`.emit.passed_in`)."""
+    value: object
+
+
+def _holds(obj, now) -> bool:
+    if type(obj) is KindOf:
+        return kind_of_value(now) == obj.kind
+    if type(obj) is ValueOf:
+        return type(now) is type(obj.value) and now == obj.value
+    return False
+
+
 def still_valid(compiled: Compiled) -> bool:
     """Whether every global and closure value the derivative inlined is unchanged,
-    and every one it reads at call time still has the kind it was made for."""
+    every one it reads at call time still has the kind it was made for, and every
+    constant it compiled in still has its value."""
     for ns, key, obj in compiled.dependencies:
         if key is None:
             try:
@@ -125,17 +141,23 @@ def still_valid(compiled: Compiled) -> bool:
                 return False
         else:
             now = ns.get(key, MISSING)
-        if now is not obj and not (type(obj) is KindOf and kind_of_value(now) == obj.kind):
+        if now is not obj and not _holds(obj, now):
             return False
     return True
 
 
-def _read_kinds(read) -> list:
-    """Dependencies on the kinds of the data a derivative reads from the user's
-    globals and closure cells (:func:`.emit.live_values`)."""
-    return [(holder, key, KindOf(kind_of_value(holder.cell_contents if key is None
-                                                else holder[key])))
-            for _, holder, key in read]
+def _read_dependencies(read) -> list:
+    """What a derivative assumes of the data it reads from the user's globals and
+    closure cells (:func:`.emit.live_values`): its kind, for data read at call time,
+    or the value of an int, bool or tuple of them (a constant of compiled code, or a
+    value that decided a result's rank)."""
+    out = []
+    for _, holder, key in read:
+        v = holder.cell_contents if key is None else holder[key]
+        # An int or bool may be compiled in (Numba) or have decided a rank (axis=):
+        # its value, on both backends.
+        out.append((holder, key, KindOf(kind_of_value(v)) if passed_in(v) else ValueOf(v)))
+    return out
 
 
 
@@ -239,8 +261,8 @@ def _derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp, mode: str 
         fname = f"{p.fn.name}_grad".replace("<", "").replace(">", "")
         compiled_fn, src, read = build(gen, fname, p.parsed.globals, p.parsed.closure, p.externals,
                                  backend)
-    compiled = Compiled(compiled_fn, src, list(p.dependencies) + _read_kinds(read), tuple(p.wrt),
-                        dict(p.parsed.closure), pins,
+    dependencies = list(p.dependencies) + _read_dependencies(read)
+    compiled = Compiled(compiled_fn, src, dependencies, tuple(p.wrt), dict(p.parsed.closure), pins,
                         result_items=_result_items(p.fn, p.kinds), out_tree=p.out_tree)
     _CACHE[key] = compiled
     return compiled

@@ -40,6 +40,7 @@ class KindInference:
         self.given = dict(given or {})
         self.env: dict[str, Kind] = {**arg_kinds, **self.given}
         self.lookup_value = lookup_value
+        self.local = set(fn.params) | {n for st in ir.walk(fn.body) for n in st.writes()}
 
     def run(self) -> dict:
         for _ in range(20):
@@ -198,12 +199,33 @@ class KindInference:
             e = ast.Call(e.func, [e.func.value] + e.args, e.keywords)
         if fn is None:
             return OTHER
+        e = self._constants_in(e)
         rule = registry.lookup(fn)
         if rule is not None and rule.result is results.unknown and not kws:
             known = returned_kind(fn, tuple(args))
             if known is not None:
                 return known
         return (rule.result if rule is not None else results.generic)(fn, args, kws, e)
+
+    def _constants_in(self, call: ast.Call) -> ast.Call:
+        """``call`` with each argument that names a global or closure int, bool, None
+        or tuple of ints (``axis=AXIS``, ``keepdims=KEEP``) written as that constant,
+        as the rules' result kinds read literals.  The derivative depends on those
+        values (pipeline.ValueOf): a new value makes a new one."""
+        def constant(a):
+            if not isinstance(a, ast.Name) or a.id in self.local:
+                return a
+            v = self.lookup_value(a.id)
+            if v is None or isinstance(v, (bool, int)) or (
+                    isinstance(v, tuple) and all(type(x) is int for x in v)):
+                return ast.Constant(v)
+            return a
+        args = [constant(a) for a in call.args]
+        kws = [ast.keyword(k.arg, constant(k.value)) for k in call.keywords]
+        if all(x is y for x, y in zip(args, call.args)) and \
+                all(x.value is y.value for x, y in zip(kws, call.keywords)):
+            return call
+        return ast.Call(call.func, args, kws)
 
 
 # Expression class -> its kind; anything else is of unknown kind (OTHER).

@@ -121,11 +121,25 @@ def solved(fn, args, kws, call) -> Kind:
 
 
 def reduction(fn, args, kws, call) -> Kind:
-    """``sum``, ``mean``, ``norm``...: a scalar unless an axis is given or dims are kept."""
+    """``sum``, ``mean``, ``norm``...: a scalar unless an axis is given or dims are
+    kept; with ``axis=`` and ``keepdims=`` written as constants (or absent), the rank
+    they leave of an argument of known rank."""
     axis_given = len(call.args) > 1 or any(k.arg in ("axis", "ord") for k in call.keywords)
-    if _first(args).ndim == 0 or (not axis_given and "keepdims" not in kws):
+    first = _first(args)
+    if first.ndim == 0 or (not axis_given and "keepdims" not in kws):
         return FLOAT
-    return Kind(-1, "f")
+    given = {k.arg: k.value for k in call.keywords}
+    if len(call.args) > 1 or "ord" in given or not isinstance(first.ndim, int) or first.ndim < 0 \
+            or not all(isinstance(given.get(k, ast.Constant(None)), ast.Constant)
+                       for k in ("axis", "keepdims")):
+        return Kind(-1, "f")
+    axis = given["axis"].value if "axis" in given else None
+    if given.get("keepdims", ast.Constant(False)).value is True:
+        return Kind(first.ndim, "f")
+    if axis is None:
+        return FLOAT
+    removed = len(axis) if isinstance(axis, tuple) else 1
+    return Kind(first.ndim - removed, "f") if removed <= first.ndim else Kind(-1, "f")
 
 
 def matrix_scalar(fn, args, kws, call) -> Kind:

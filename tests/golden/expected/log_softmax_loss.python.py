@@ -27,9 +27,9 @@ def log_softmax_loss_grad(z, y, _seed=1.0):
     # from: logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
     dz = unbroadcast(dlogp, z)
     d_t5 = unbroadcast(-dlogp, _t5)
-    d_t4 = unbroadcast(divided(d_t5, _t4), _t4)
+    d_t4 = divided(d_t5, _t4)
     d_t3 = sum_vjp(d_t4, _t3, 1, True, True)
-    dz = dz + unbroadcast(d_t3 * _t3, z)
+    dz = dz + d_t3 * _t3
     # from: z = z - np.max(z, axis=1, keepdims=True)
     d_t2 = dz
     z = _pop()
