@@ -29,6 +29,15 @@ def jit(request):
     return request.param
 
 
+@pytest.fixture(autouse=True)
+def _object_mode_warnings_per_test(monkeypatch):
+    """pullback warns once per process of each callable run through object mode: each
+    test starts afresh, so that a test expecting the warning does not depend on
+    which tests its process ran before."""
+    from pullback.backends import object_mode
+    monkeypatch.setattr(object_mode, "_WARNED", set())
+
+
 @pytest.fixture(params=["python", "numba", "numba-background"])
 def jit_mode(request, monkeypatch):
     """Run a test on the Python backend, on Numba compiling in the call, and on

@@ -148,17 +148,18 @@ def _by_name(name, call_site, body, namespace, params=None):
                                 {"__name__": __name__, **namespace})
 
 
-def _typer(fn, name, result, call_site):
-    warned = []     # once per stub, however often Numba types it
+_WARNED: set = set()    # the names warned of: one warning per name and process
 
+
+def _typer(fn, name, result, call_site):
     def typer(*args):
         from numba import objmode, types
         positions, many = result if result is not None else spec(fn, len(args))
         items = [_cotangent_type(args[p], types) if isinstance(p, int) else numba_type(p)
                  for p in positions]
         out_type = types.Tuple(items) if many else items[0]
-        if not warned:
-            warned.append(True)
+        if name not in _WARNED:     # (the primal's stub and its VJP's share a name)
+            _WARNED.add(name)
             warnings.warn(f"{name} runs as Python inside the compiled derivative (a Numba "
                           "object-mode block, a few microseconds per call)", PerformanceWarning)
         if call_site is not None:   # fn called with the call site's keywords, by name
