@@ -168,7 +168,8 @@ def test_the_primitives_table_is_the_registry():
                or fn.__module__.startswith("array_api_compat.") for fn in helpers)
     for line in ("| `np.prod` | derivative rule | `a` | `a.prod()` |",
                  "| `len` | no derivative flows (non-differentiable) |",
-                 "| `np.full` | kind only, no rule yet |",
+                 "| `a.view()` | kind only, no rule yet |",
+                 "| `np.full` | derivative rule | `fill_value` |",
                  "| `np.reshape` | derivative rule | `a` |  | yes |",
                  "| `np.absolute` (also `np.abs`) | derivative rule | `x` |",
                  "| `np.logaddexp` | derivative rule | `x1`, `x2` |",

@@ -13,7 +13,7 @@ from pullback.rules.shapes import (
     transpose_vjp,
 )
 
-from .checks import SETTINGS, check_vjp, rule_vjp, seeds, shapes
+from .checks import SETTINGS, check_rule, check_vjp, rule_vjp, seeds, shapes
 from .checks import array_values as values
 
 nonempty = st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple)
@@ -148,6 +148,22 @@ def test_identities():
     ct = rule_vjp(astype, "a")(np.ones((2, 3)), None, x32, np.float64)
     assert ct.dtype == np.float32
     check_vjp(astype, rule_vjp(astype, "a"), [x, np.float64], 0)
+
+
+@SETTINGS
+@given(shape=nonempty, seed=seeds)
+def test_full_and_full_like_send_the_sum_of_g_to_the_fill_value(shape, seed):
+    # A number fill value gets the sum of g; an array one, g summed over the axes it
+    # was broadcast along; the shape (and full_like's array) gets nothing.
+    x = values(seed, shape)
+    row = values(seed + 1, shape[-1:])
+    check_rule(np.full, [shape, 1.5])
+    check_rule(np.full, [shape, row])
+    check_rule(np.full_like, [x, -0.7])
+    check_rule(np.full_like, [x, row])
+    ct = rule_vjp(np.full, "fill_value")(np.ones(shape), None, shape, 1.5)
+    assert ct == pytest.approx(float(np.prod(shape))) and np.ndim(ct) == 0
+    assert not np.any(rule_vjp(np.full_like, "a")(np.ones(shape), None, x, 2.0))
 
 
 # ---------------------------------------------------------------------------

@@ -2,7 +2,10 @@
 
 reshape, ravel, flatten, transpose (and the ``.T`` attribute through
 :func:`transpose_vjp`), swapaxes, moveaxis, squeeze, expand_dims,
-broadcast_to, concatenate, stack, and the identities copy/array/asarray/astype.
+broadcast_to, concatenate, stack, the identities copy/array/asarray/astype, and
+full/full_like (a broadcast of the fill value: its cotangent is ``g`` summed onto
+the fill value's shape; the shape, or the array ``full_like`` copies the shape of,
+carries none).
 
 Conventions are those of :mod:`pullback.rules.elementwise` (``g`` first, then
 the primal arguments; the cotangent of one argument, with its shape).  Two
@@ -26,6 +29,7 @@ import numpy as np
 from . import results, twins
 from .elementwise import as_array, like_arg, namespace, shape_of, unbroadcast
 from .forms import numba_twin
+from .reductions_second import zero_cotangent  # noqa: F401 - named by a template
 from .registry import defrule
 from .tangents import deftangent
 
@@ -225,6 +229,13 @@ defrule(np.squeeze, "a, axis=None", view=True, result=results.squeezed, methods=
 defrule(np.expand_dims, "a, axis", view=True, result=results.expanded, a="squeeze_vjp(g, a)")
 defrule(np.broadcast_to, "array, shape, subok=False", view=True, result=results.reshaped,
         array="broadcast_to_vjp(g, array)")
+# np.full(shape, v) is broadcast_to(v, shape), copied: unbroadcast (which has a Numba
+# twin) sums g onto v's shape, a number for a number.
+defrule(np.full, "shape, fill_value, dtype=None, order='C', *, device=None, like=None",
+        result=results.new_array, fill_value="unbroadcast(g, fill_value)")
+defrule(np.full_like, "a, fill_value, dtype=None, order='K', subok=True, shape=None, *, "
+        "device=None", result=results.like_source, fill_value="unbroadcast(g, fill_value)",
+        a="zero_cotangent(a)")        # a gives the shape and dtype only
 defrule(np.concatenate, "arrays, /, axis=0, out=None, *, dtype=None, casting='same_kind'",
         result=results.unknown, arrays="concatenate_vjp(g, arrays, axis)")
 defrule(np.stack, "arrays, axis=0, out=None, *, dtype=None, casting='same_kind'",
@@ -243,6 +254,8 @@ for _linear in (np.reshape, np.ravel, flatten, np.transpose, np.swapaxes, np.mov
     deftangent(_linear, linear="a")
 deftangent(np.broadcast_to, linear="array")
 deftangent(np.array, linear="object")
+deftangent(np.full, linear="fill_value")
+deftangent(np.full_like, linear="fill_value", constant="a")
 for _joining in (np.concatenate, np.stack):
     deftangent(_joining, linear="arrays")
 _SLOTS = 32
@@ -438,3 +451,32 @@ def _astype_vjp_numba(g, a):
     if twins.is_number(g) and twins.is_number(a):
         return lambda g, a: g
     return None
+
+
+@numba_twin(np.full)
+def _full_numba(shape, fill_value, dtype=None, order="C"):
+    """Numba's np.full takes a number to fill with: an array fill value (broadcast
+    along the shape, as NumPy does) is written as the copy of a broadcast."""
+    if twins.literal(order, "C") != "C":
+        twins.unsupported("np.full with order other than 'C'")
+    if not twins.is_array(fill_value):
+        return lambda shape, fill_value, dtype=None, order="C": np.full(shape, fill_value, dtype)
+    if not twins.is_none(dtype):
+        twins.unsupported("np.full of an array fill value with dtype=")
+    return lambda shape, fill_value, dtype=None, order="C": \
+        np.broadcast_to(fill_value, shape).copy()
+
+
+@numba_twin(np.full_like)
+def _full_like_numba(a, fill_value, dtype=None, order="K", subok=True, shape=None):
+    """As :func:`_full_numba`: an array fill value broadcast along ``a``'s shape, in
+    ``a``'s dtype."""
+    if not twins.is_none(shape):
+        twins.unsupported("np.full_like with shape=")
+    if not twins.is_array(fill_value):
+        return lambda a, fill_value, dtype=None, order="K", subok=True, shape=None: \
+            np.full_like(a, fill_value, dtype)
+    if not twins.is_none(dtype):
+        twins.unsupported("np.full_like of an array fill value with dtype=")
+    return lambda a, fill_value, dtype=None, order="K", subok=True, shape=None: \
+        np.broadcast_to(fill_value, a.shape).astype(a.dtype)
