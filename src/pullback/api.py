@@ -139,6 +139,15 @@ class GradientFunction:
         if c.result_items is not None:
             _check_scalar((None,) * c.result_items, self.f, self._api)
 
+    def _refuse_array_result(self, c):
+        """An array result, known from its kind, is refused before the derivative runs:
+        its reverse sweep would start from the scalar seed 1.0, which a VJP of an array
+        result (np.array of a list, stack, a transpose) cannot take."""
+        if not self.has_aux and c.out_tree is None and c.result_items is None \
+                and c.result_ndim is not None and c.result_ndim > 0:
+            raise TypeError(f"{self._api} requires {_name(self.f)} to return a scalar, but it "
+                            f"returns a {c.result_ndim}-D array; use vjp for non-scalar outputs")
+
     def _value(self, c, value):
         """The function's value, checked: a scalar, or with has_aux (scalar, aux)."""
         value = output_value(c, value)
@@ -167,6 +176,7 @@ class GradientFunction:
             c = derivative(self.f, wrt, kinds, self.backend, call_vjp, structures=flat.structures,
                            has_aux=self.has_aux)
             self._check_result(c)
+            self._refuse_array_result(c)
             self._last = c
             seed = aux_seed(1, output_leaves(c, name, self._api), 1.0) if self.has_aux else 1.0
             value, grads = c.fn(*flat.args, seed)
@@ -199,6 +209,7 @@ class GradientFunction:
             if entry is None or entry[0].stale or (entry[0].dependencies
                                                    and not still_valid(entry[0])):
                 c, nums, single = self.compiled(*args)
+                self._refuse_array_result(c)
                 # (index in the gradients, index in args, converter) per gradient
                 plan = tuple([(k, i, _converter(args[i])) for k, i in enumerate(nums)])
                 # has_aux: the loss's cotangent, zeros for the aux's items

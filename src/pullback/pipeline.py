@@ -54,6 +54,7 @@ class Compiled:
     rebound: dict = field(default_factory=dict)   # Numba: cell ids -> this derivative rebound
     epoch: int = field(default_factory=lambda: _EPOCH[0])   # when it was made
     result_items: int | None = None   # the number of items of a tuple result, if known
+    result_ndim: int | None = None    # the rank of the result, if known (-1 or None: not)
     # A pytree result (core/trees.py): fn returns the tuple of its leaves.
     out_tree: object = None
 
@@ -150,7 +151,8 @@ def _rebound(c: Compiled, py, backend) -> Compiled:
         deps = [(by_cell.get(id(ns), ns) if key is None else ns, key, obj)
                 for ns, key, obj in c.dependencies]
         out = Compiled(rebind(c.fn, c.source, c.closure, closure, backend), c.source, deps, c.wrt,
-                       closure, c.pins, result_items=c.result_items, out_tree=c.out_tree)
+                       closure, c.pins, result_items=c.result_items, result_ndim=c.result_ndim,
+                       out_tree=c.out_tree)
         if not isinstance(out.fn, types.FunctionType):
             c.rebound[ids] = out        # keeps the cells alive, so their ids stay theirs
     return out
@@ -217,7 +219,8 @@ def _derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp, mode: str 
                                  backend)
     compiled = Compiled(compiled_fn, src, list(p.dependencies) + _read_kinds(read), tuple(p.wrt),
                         dict(p.parsed.closure), pins,
-                        result_items=_result_items(p.fn, p.kinds), out_tree=p.out_tree)
+                        result_items=_result_items(p.fn, p.kinds),
+                        result_ndim=_result_ndim(p.fn, p.kinds), out_tree=p.out_tree)
     _CACHE[key] = compiled
     return compiled
 
@@ -276,3 +279,12 @@ def _result_items(fn_ir, kinds_env) -> int | None:
                 return len(items)
     return None
 
+
+def _result_ndim(fn_ir, kinds_env) -> int | None:
+    """The rank of the function's result as kind inference knows it (the body ends
+    in its one Return): an int, -1 when not known, None when it is no number."""
+    ret = fn_ir.body[-1] if fn_ir.body else None
+    if isinstance(ret, ir.Return) and isinstance(ret.value, ast.Name):
+        k = kinds_env.get(ret.value.id)
+        return k.ndim if k is not None else -1
+    return -1

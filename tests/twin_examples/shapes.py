@@ -62,7 +62,10 @@ def _stack_vjp(rng, dt):
     return [call(like(rng, np.stack(parts, axis)), parts, axis) for axis in (0, 1, -1)]
 
 
-EXAMPLES[R + "shapes.array_vjp"] = lambda rng, dt: [call(arr(rng, dt, (3, 4)), arr(rng, dt, (3, 4)))]
+EXAMPLES[R + "shapes.array_vjp"] = lambda rng, dt: [
+    call(arr(rng, dt, (3, 4)), arr(rng, dt, (3, 4))),
+    call(arr(rng, dt, (2, 3)), (arr(rng, dt, (3,)), arr(rng, dt, (3,)))),
+    call(num(rng, dt), (arr(rng, dt, (3,)), arr(rng, dt, (2,))))]   # g a number: each item gets it
 EXAMPLES[R + "shapes.reshape_vjp"] = _reshape_vjp
 EXAMPLES["numpy.squeeze"] = _squeeze
 EXAMPLES[R + "shapes.squeeze_vjp"] = _squeeze_vjp

@@ -127,8 +127,11 @@ def broadcast_to_vjp(g, array):
 def concatenate_vjp(g, arrays, axis=0):
     """Cotangents of the inputs of ``np.concatenate(arrays, axis)``: a list of slices of ``g``.
 
-    ``axis=None`` concatenates the flattened inputs.
+    ``axis=None`` concatenates the flattened inputs.  A number ``g`` (the same
+    cotangent for every entry) gives each input that number, at its shape.
     """
+    if not shape_of(g):
+        return [reshape_vjp(g, x) for x in arrays]
     xp = namespace(g, *arrays)
     G = as_array(xp, g, *arrays)
     cts = []
@@ -149,7 +152,10 @@ def concatenate_vjp(g, arrays, axis=0):
 
 
 def stack_vjp(g, arrays, axis=0):
-    """Cotangents of the inputs of ``np.stack(arrays, axis)``: a list, one slice of ``g`` each."""
+    """Cotangents of the inputs of ``np.stack(arrays, axis)``: a list, one slice of ``g`` each
+    (for a number ``g``, that number at each input's shape)."""
+    if not shape_of(g):
+        return [reshape_vjp(g, x) for x in arrays]
     xp = namespace(g, *arrays)
     G = as_array(xp, g, *arrays)
     ax = axis % G.ndim
@@ -162,9 +168,12 @@ def array_vjp(g, object):
 
     For an array argument that is ``g`` (reshaped for ``ndmin``); for a list or
     tuple it is a list of the cotangents of the items (``g[i]``, read per item:
-    such lists live on the host anyway).
+    such lists live on the host anyway).  A number ``g`` stands for the same
+    cotangent at every entry, so each item gets it: no shape of ``g`` is assumed.
     """
     if isinstance(object, (list, tuple)):
+        if not shape_of(g):
+            return [array_vjp(g, item) for item in object]
         return [array_vjp(g[i], item) for i, item in enumerate(object)]
     return reshape_vjp(g, object)
 
@@ -237,9 +246,9 @@ defrule(np.full_like, "a, fill_value, dtype=None, order='K', subok=True, shape=N
         "device=None", result=results.like_source, fill_value="unbroadcast(g, fill_value)",
         a="zero_cotangent(a)")        # a gives the shape and dtype only
 defrule(np.concatenate, "arrays, /, axis=0, out=None, *, dtype=None, casting='same_kind'",
-        result=results.unknown, arrays="concatenate_vjp(g, arrays, axis)")
+        result=results.concatenated, arrays="concatenate_vjp(g, arrays, axis)")
 defrule(np.stack, "arrays, axis=0, out=None, *, dtype=None, casting='same_kind'",
-        result=results.unknown, arrays="stack_vjp(g, arrays, axis)")
+        result=results.stacked, arrays="stack_vjp(g, arrays, axis)")
 defrule(np.copy, "a, order='K', subok=False", result=results.like_source, methods=("copy",),
         a="array_vjp(g, a)")
 defrule(np.array, "object, dtype=None, *, copy=True, order='K', subok=False, ndmin=0, "
@@ -275,12 +284,19 @@ deftangent(transpose_method, linear="a")
 
 @numba_twin(array_vjp)
 def _array_vjp_numba(g, object):
-    # np.array / np.copy / x.copy() of an array: the cotangent passes through.
+    # np.array / np.copy / x.copy() of an array: the cotangent passes through (a number
+    # for every entry: filled in at the array's shape).
+    if twins.is_array(object) and twins.is_number(g):
+        return lambda g, object: np.full(object.shape, g)
     if twins.is_array(object) or twins.is_number(object):
         return lambda g, object: g
     if twins.is_tuple(object) and twins.is_array(g):
         # np.array((x, y, ...)): item i's cotangent is g[i] (items in turn may be tuples)
         items = twins.tuple_of(len(object.types), lambda k: lambda g, object: array_vjp(g[k], object[k]))
+        return lambda g, object: items(g, object)
+    if twins.is_tuple(object) and twins.is_number(g):
+        # the same cotangent for every entry: each item gets it
+        items = twins.tuple_of(len(object.types), lambda k: lambda g, object: array_vjp(g, object[k]))
         return lambda g, object: items(g, object)
     return None
 
