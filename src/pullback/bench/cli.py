@@ -88,15 +88,16 @@ def _shown_case(rows, workload):
     return max(ok, key=lambda r: (sum(s["case"] == r["case"] for s in ok), r["n"]))["case"]
 
 
-def _plots(rows, workloads, out):
-    """Write the PNGs; returns (paths, notes)."""
+def _plots(rows, workloads, out, cap_s=5.0):
+    """Write the PNGs; returns (paths, notes).  ``cap_s``: the time cap of a warm
+    gradient call, where a tool skipped as too slow is marked."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         return [], ["matplotlib is not installed: no plots (pip install matplotlib)"]
     paths = []
     for w in workloads:
-        if w.sweep and plots.sweep(rows, w.name, out / f"{w.name}_sweep.png"):
+        if w.sweep and plots.sweep(rows, w.name, out / f"{w.name}_sweep.png", cap_s):
             paths.append(out / f"{w.name}_sweep.png")
     shown = {w.name: _shown_case(rows, w.name) for w in workloads if w.sweep}
     if plots.ratios(rows, out / "ratios.png", shown):
@@ -135,7 +136,7 @@ def main(args) -> int:
         rows = run(workloads, tools, settings, show_progress=not args.no_progress)
     notes.append("NumPy's BLAS ran on one thread (OpenBLAS)" if pinned else
                  "NumPy's BLAS threads were left as they are (no OpenBLAS found to set)")
-    pngs, plot_notes = _plots(rows, workloads, out)
+    pngs, plot_notes = _plots(rows, workloads, out, settings.cap_s)
     notes += plot_notes
     noisy = sum(1 for r in rows if (r.get("spread") or 0) > 0.25)
     if noisy:
