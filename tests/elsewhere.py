@@ -4,5 +4,5 @@ import numpy as np
 
 def spread(x):
     # Several lines, so that this file's line numbers differ from the caller's.
-    y = np.full(3, x)
-    return np.sum(y)
+    y = np.ones(3) * x
+    return np.sum(y.view(np.float64))

@@ -151,3 +151,32 @@ def test_numba_backend_calls_a_rule_without_a_twin_as_python_and_says_so(monkeyp
         got = pullback.grad(f, jit=True)(x)
     assert_close(got, pullback.grad(f)(x), rtol=1e-12)
     assert_fd_close(got, fd_estimate(f, (x,)))
+
+
+def monte_carlo_call(S0, sigma, z):
+    """A European call priced over the paths z (steps x paths), each path starting
+    from np.full(n, S0)."""
+    n = z.shape[1]
+    a = np.full(n, S0)
+    for t in range(z.shape[0]):
+        a = a * np.exp(sigma * z[t] * 0.1 - 0.005 * sigma ** 2)
+    return np.mean(np.maximum(a - 1.0, 0.0))
+
+
+def filled_like(x, c, row):
+    return np.sum(np.full_like(x, c) * x) + np.sum(np.full((3, 2), row) * np.sin(x[:2]))
+
+
+def test_np_full_and_full_like_carry_the_fill_values_derivative(jit):
+    z = np.random.default_rng(3).standard_normal((5, 16))
+    args = (1.05, 0.4, z)
+    grads = pullback.grad(monte_carlo_call, argnums=(0, 1), jit=jit)(*args)
+    for k, g in enumerate(grads):
+        assert_fd_close(g, fd_estimate(monte_carlo_call, args, k), rtol=1e-6)
+    args = (np.array([0.3, -1.2, 0.8]), 0.5, np.array([1.5, -0.4]))
+    grads = pullback.grad(filled_like, argnums=(0, 1, 2), jit=jit)(*args)
+    for k, g in enumerate(grads):
+        assert_fd_close(g, fd_estimate(filled_like, args, k), rtol=1e-6)
+    # forward mode: the tangent of the fill value, filled
+    _, tangent = pullback.jvp(filled_like, args, (np.zeros(3), 1.0, np.array([0.0, 1.0])))
+    assert tangent == pytest.approx(grads[1] + grads[2][1], rel=1e-12)

@@ -147,3 +147,41 @@ def test_only_takes_a_list_of_workloads():
     assert cli._workloads("heat, rnn,mlp") == ["heat", "rnn", "mlp"]
     with pytest.raises(Exception, match="unknown workload nope"):
         cli._workloads("heat,nope")
+
+
+def _row(tool, n, status="ok", grad_s=None, workload="horner"):
+    primal_s = 1e-4 * n
+    return dict(workload=workload, case=f"N={n}", n=n, tool=tool, status=status,
+                primal_s=primal_s if status == "ok" else None, grad_s=grad_s,
+                ratio=grad_s / primal_s if status == "ok" else None)
+
+
+@pytest.mark.skipif(not HAVE_MPL, reason="matplotlib is not installed")
+def test_a_tool_skipped_as_too_slow_is_marked_slow_on_the_plots(tmp_path):
+    """A slow tool must not look like a missing one: its skipped sizes are marked at the
+    time cap on the sweep, and its bar's place says "slow"."""
+    from pullback.bench import plots
+    rows = [_row("fast", 10, grad_s=1e-3), _row("fast", 100, grad_s=1e-2),
+            _row("sometimes", 10, grad_s=2.0), _row("sometimes", 100, "skipped"),
+            _row("never", 10, "skipped"), _row("never", 100, "skipped"),
+            _row("broken", 10, "error"), _row("broken", 100, "not supported")]
+    fig = plots.sweep_figure(rows, "horner", cap_s=5.0)
+    ax = fig.axes[0]
+    marks = {line.get_label(): list(zip(*line.get_data())) for line in ax.lines}
+    assert marks["sometimes: slow"] == [(100, 5.0)]
+    assert marks["never (slow)"] == [(10, 5.0), (100, 5.0)]
+    assert [t.get_text() for t in ax.texts] == ["slow"] * 3
+    assert not [label for label in marks if label.startswith("broken")]   # missing, not slow
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "never (slow)" in legend and any("time cap (5 s)" in t for t in legend)
+
+    fig = plots.ratios_figure(rows, {"horner": "N=100"})
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.texts] == ["slow", "slow"]      # sometimes and never
+    assert {t.get_color() for t in ax.texts} == {"C1", "C2"}         # in their tools' colours
+    assert "never" in [t.get_text() for t in ax.get_legend().get_texts()]
+    # with nothing slow, no mark and no cap line
+    fig = plots.sweep_figure(rows[:2], "horner")
+    assert not fig.axes[0].texts and len(fig.axes[0].lines) == 2
+    assert plots.sweep(rows, "horner", tmp_path / "s.png") and plots.ratios(
+        rows, tmp_path / "r.png", {"horner": "N=100"})

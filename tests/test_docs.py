@@ -72,6 +72,31 @@ def test_readme_examples_run():
     assert ran and not [r for r in ran if r.skipped]
 
 
+def _cubes(x):
+    return np.sum(x ** 3)
+
+
+def test_readme_api_table_says_what_each_call_returns():
+    """Each row of README.md's API table says what the call returns; where a result
+    is a tuple to index (hvp's, back's, one entry per argument even for one), the
+    table says so, and it is true (a user once wrote hv[1] for one primal)."""
+    import pullback
+    text = (ROOT / "README.md").read_text()
+    table = text.split("## API", 1)[1].split("\n\n", 2)[1]
+    rows = [line.split(" | ") for line in table.splitlines()]
+    assert rows[0] == ["| call", "returns |"] and all(len(r) == 2 and r[1].strip(" |")
+                                                     for r in rows[2:])
+    x, v = np.array([1.0, 2.0]), np.array([0.5, -1.0])
+    hv = pullback.hvp(_cubes, (x,), (v,))
+    assert type(hv) is tuple and len(hv) == 1
+    np.testing.assert_allclose(hv[0], 6.0 * x * v)      # the Hessian of sum(x**3): 6 diag(x)
+    assert "returns a tuple with one entry per primal" in table
+    assert "`hvp(f, (x,), (v,))[0]`" in table
+    _, back = pullback.vjp(_cubes, x)
+    assert type(back(1.0)) is tuple and len(back(1.0)) == 1
+    assert "one cotangent per positional argument, also for one argument (`back(g)[0]`)" in table
+
+
 def test_readme_is_a_short_guide_with_its_two_commands():
     """README.md is a user's guide; the history and the long tables live in docs/.
     Its two commands stay as they are: .ci/run runs the test command."""
@@ -168,7 +193,8 @@ def test_the_primitives_table_is_the_registry():
                or fn.__module__.startswith("array_api_compat.") for fn in helpers)
     for line in ("| `np.prod` | derivative rule | `a` | `a.prod()` |",
                  "| `len` | no derivative flows (non-differentiable) |",
-                 "| `np.full` | kind only, no rule yet |",
+                 "| `a.view()` | kind only, no rule yet |",
+                 "| `np.full` | derivative rule | `fill_value` |",
                  "| `np.reshape` | derivative rule | `a` |  | yes |",
                  "| `np.absolute` (also `np.abs`) | derivative rule | `x` |",
                  "| `np.logaddexp` | derivative rule | `x1`, `x2` |",

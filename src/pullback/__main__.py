@@ -1,4 +1,9 @@
-"""The ``pullback`` command (also ``python -m pullback``): ``demo``, ``show`` and ``bench``."""
+"""The ``pullback`` command (also ``python -m pullback``): ``demo``, ``show`` and ``bench``.
+
+Every error it reports is one line on stderr, naming the command, with exit status
+2 for a wrong command line and 1 for anything else; never a traceback, unless
+``PULLBACK_DEBUG=1`` asks for pullback's frames.
+"""
 from __future__ import annotations
 
 import argparse
@@ -82,16 +87,34 @@ def show(target: str, jit: bool, argnums) -> int:
         for part in function_name.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError) as exc:
-        print(f"pullback show: cannot find {target}: {exc}", file=sys.stderr)
+        print(f"pullback show: cannot find {target}: {one_line(exc)}", file=sys.stderr)
         return 2
-    g = pullback.grad(obj, argnums=argnums, jit=jit)
-    try:
-        source = g.source
-    except pullback.PullbackError as exc:
-        print(f"pullback show: {exc}", file=sys.stderr)
+    except Exception as exc:        # the module itself raised while it was imported
+        print(f"pullback show: importing {module_name} raised {type(exc).__name__}: "
+              f"{one_line(exc)}", file=sys.stderr)
         return 1
+    source = pullback.grad(obj, argnums=argnums, jit=jit).source
     print(_highlight(source))
     return 0
+
+
+def one_line(exc: BaseException) -> str:
+    """``exc``'s message on one line: pullback's own errors name the user's file and
+    line on lines of their own, which are joined with "; "."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return "; ".join(lines) or type(exc).__name__
+
+
+def _debug() -> bool:
+    return os.environ.get("PULLBACK_DEBUG", "") not in ("", "0")
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (argparse's own print the usage
+    first); its subcommands' parsers are of this class too."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _highlight(source: str) -> str:
@@ -108,12 +131,18 @@ def _highlight(source: str) -> str:
 
 
 def _argnums(text: str):
-    nums = tuple(int(t) for t in text.split(",") if t.strip())
+    try:
+        nums = tuple(int(t) for t in text.split(",") if t.strip())
+    except ValueError:
+        nums = ()
+    if not nums:
+        raise argparse.ArgumentTypeError(f"expected integers separated by commas (0 or 0,2), "
+                                         f"got {text!r}")
     return nums[0] if len(nums) == 1 else nums
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    ap = _Parser(
         prog="pullback", description="Reverse-mode automatic differentiation of plain Python "
         "by source transformation.")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
@@ -139,6 +168,23 @@ def parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     ap = parser()
     args = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        return _run(ap, args)
+    except KeyboardInterrupt:
+        print(f"pullback {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if _debug():
+            raise
+        # pullback's own errors, and the API's refusals of bad input, say what is
+        # wrong and what to write instead: their message is the report.
+        what = "" if isinstance(exc, (pullback.PullbackError, TypeError, ValueError)) \
+            else f"{type(exc).__name__}: "
+        print(f"pullback {args.command}: {what}{one_line(exc)}", file=sys.stderr)
+        return 1
+
+
+def _run(ap, args) -> int:
     if args.command == "demo":
         return demo()
     if args.command == "show":

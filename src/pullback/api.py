@@ -4,7 +4,6 @@ The transform itself, and its cache, live in :mod:`pullback.pipeline`.
 """
 from __future__ import annotations
 
-import os
 import types
 
 import numpy as np
@@ -12,6 +11,7 @@ import numpy as np
 from .arguments import (
     _check_argnums,
     _check_differentiable,
+    _converter,
     _example_args,
     _full_args,
     _name,
@@ -19,6 +19,8 @@ from .arguments import (
     _refuse_complex,
     _signature,
     _split_method,
+    _to_user,
+    _unshared,
 )
 from .core.errors import PullbackError
 from .core.kinds import kind_of_value
@@ -27,7 +29,10 @@ from .frontend.parse import unwrap
 from .pipeline import Compiled, choose_backend, derivative, still_valid
 from .rules import registry
 from .trees import (
+    _NO_AUX,
     FlatArgs,
+    _check_cotangent,
+    _check_scalar,
     aux_seed,
     cotangent_seed,
     flatten_args,
@@ -36,58 +41,15 @@ from .trees import (
     output_value,
     split_aux,
 )
+from .user_errors import cut_for_user, for_user, locate
 
 
-def _to_user(grad, arg):
-    """The gradient in the type and shape of its argument."""
-    t = type(arg)
-    if t is float:
-        return _float_grad(grad, arg)
-    if t is np.ndarray or isinstance(arg, np.ndarray):
-        return _array_grad(grad, arg)
-    if isinstance(arg, (float, np.floating)) and not isinstance(arg, np.ndarray):
-        return type(arg)(grad) if isinstance(arg, np.floating) else float(grad)
-    if isinstance(arg, complex):
-        return complex(grad)
-    return grad
+class _Finished:
+    """The result of a call made in full off the fast path (pytree arguments)."""
+    __slots__ = ("result",)
 
-
-def _float_grad(grad, arg):
-    """The gradient of a Python float argument: a Python float."""
-    return grad if type(grad) is float else float(grad)
-
-
-def _array_grad(grad, arg):
-    """The gradient of an array argument: a fresh, writeable, C-contiguous array of
-    its dtype (a float dtype for an integer array) and shape."""
-    if type(grad) is np.ndarray and grad.dtype == arg.dtype and grad.shape == arg.shape:
-        if grad.flags.carray and grad is not arg:     # C-contiguous, aligned, writeable
-            return grad
-        return np.array(grad)    # never a read-only broadcast view, never the input
-    g = np.asarray(grad, dtype=np.result_type(arg.dtype, np.float64) if arg.dtype.kind != "f"
-                   else arg.dtype)
-    if g.shape != arg.shape:
-        g = np.broadcast_to(g, arg.shape).copy()
-    return g
-
-
-def _unshared(grads: list) -> tuple:
-    """The gradients, none sharing memory with another: ``f(a, b) = sum(a + b)``
-    gives ``a`` and ``b`` one cotangent array, and a user who scales one gradient in
-    place must not change the other."""
-    for k in range(1, len(grads)):
-        g = grads[k]
-        if type(g) is np.ndarray and any(type(o) is np.ndarray and np.may_share_memory(g, o)
-                                         for o in grads[:k]):
-            grads[k] = g.copy()
-    return tuple(grads)
-
-
-def _converter(arg):
-    """The function that gives the user the gradient of an argument like ``arg``
-    (chosen once per argument kinds, so a call skips the type tests)."""
-    t = type(arg)
-    return _float_grad if t is float else _array_grad if t is np.ndarray else _to_user
+    def __init__(self, result):
+        self.result = result
 
 
 class GradientFunction:
@@ -139,6 +101,15 @@ class GradientFunction:
         if c.result_items is not None:
             _check_scalar((None,) * c.result_items, self.f, self._api)
 
+    def _refuse_array_result(self, c):
+        """An array result, known from its kind, is refused before the derivative runs:
+        its reverse sweep would start from the scalar seed 1.0, which a VJP of an array
+        result (np.array of a list, stack, a transpose) cannot take."""
+        if not self.has_aux and c.out_tree is None and c.result_items is None \
+                and c.result_ndim is not None and c.result_ndim > 0:
+            raise TypeError(f"{self._api} requires {_name(self.f)} to return a scalar, but it "
+                            f"returns a {c.result_ndim}-D array; use vjp for non-scalar outputs")
+
     def _value(self, c, value):
         """The function's value, checked: a scalar, or with has_aux (scalar, aux)."""
         value = output_value(c, value)
@@ -167,11 +138,18 @@ class GradientFunction:
             c = derivative(self.f, wrt, kinds, self.backend, call_vjp, structures=flat.structures,
                            has_aux=self.has_aux)
             self._check_result(c)
+            self._refuse_array_result(c)
             self._last = c
             seed = aux_seed(1, output_leaves(c, name, self._api), 1.0) if self.has_aux else 1.0
+        except PullbackError as exc:
+            raise for_user(exc) from None
+        try:
             value, grads = c.fn(*flat.args, seed)
         except PullbackError as exc:
             raise for_user(exc) from None
+        except Exception as exc:
+            _failed(self, exc, c, flat.args, seed, args)
+            raise
         loss, value = self._value(c, value)
         by_index = dict(zip(wrt, _unshared(list(grads))))
         out = tuple(flat.gradient(i, by_index, _to_user) for i in nums)
@@ -181,52 +159,72 @@ class GradientFunction:
         return (value, out) if self.with_value else out
 
     def __call__(self, *args, **kwargs):
-        if self._bound:
-            args = self._bound + args
-        if kwargs or len(args) != self._nparams:
-            args = _full_args(self.f, args, kwargs)
-        # Fast path: the same argument kinds as a previous call.  (This runs on every
-        # call: a list comprehension over the arrays' dtype objects costs least.)
-        key = tuple([(a.dtype, a.ndim) if type(a) is np.ndarray else type(a) for a in args])
-        entry = self._fast.get(key)
-        # A key with an entry had no pytree to differentiate (a container there is refused
-        # on the plain path, and a pytree call keeps no entry).
-        if entry is None and may_hold_tree(args):
-            out = self._call_tree(args)
-            if out is not None:
-                return out
         try:
+            if self._bound:
+                args = self._bound + args
+            if kwargs or len(args) != self._nparams:
+                args = _full_args(self.f, args, kwargs)
+            # Fast path: the same argument kinds as a previous call.  (This runs on every
+            # call: a list comprehension over the arrays' dtype objects costs least.)
+            key = tuple([(a.dtype, a.ndim) if type(a) is np.ndarray else type(a) for a in args])
+            entry = self._fast.get(key)
             if entry is None or entry[0].stale or (entry[0].dependencies
                                                    and not still_valid(entry[0])):
-                c, nums, single = self.compiled(*args)
-                # (index in the gradients, index in args, converter) per gradient
-                plan = tuple([(k, i, _converter(args[i])) for k, i in enumerate(nums)])
-                # has_aux: the loss's cotangent, zeros for the aux's items
-                seed = aux_seed(1, output_leaves(c, _name(self.f), self._api), 1.0) \
-                    if self.has_aux else 1.0
-                entry = self._fast[key] = (c, plan, single, seed)
+                entry = self._new_entry(key, args)
+                if type(entry) is _Finished:       # a call with pytree arguments
+                    return entry.result
             c, plan, single, seed = entry
             fn = c.fn
-            value, grads = fn(*args, seed)
+            try:
+                value, grads = fn(*args, seed)
+            except PullbackError as exc:
+                raise for_user(exc) from None
+            except Exception as exc:    # raised while the derivative ran
+                _failed(self, exc, c, args, seed)
+                raise
             if type(fn) is not types.FunctionType and getattr(fn, "ok", False):
                 c.fn = fn.dispatcher
+            if self.has_aux:
+                _, value = self._value(c, value)        # (loss, aux), the loss checked
+            elif type(value) is not float and type(value) is not np.float64:
+                _check_scalar(output_value(c, value), self.f, self._api)
+            if single:
+                _, i, convert = plan[0]
+                out = convert(grads[0], args[i])
+            else:   # (a plain loop: a comprehension costs a function call in Python 3.11)
+                out = []
+                for k, i, convert in plan:
+                    out.append(convert(grads[k], args[i]))
+                out = _unshared(out)
+            if self.has_aux and not self.with_value:
+                return out, value[1]
+            return (value, out) if self.with_value else out
+        except Exception as exc:
+            # The API's refusals, and errors located while the derivative ran (above):
+            # shown without pullback's frames (pullback.user_errors).
+            cut_for_user(exc)
+            raise
+
+    def _new_entry(self, key, args):
+        """The fast path's entry for argument kinds ``key``: the derivative, and per
+        gradient (its index in the gradients, in args, its converter), whether there
+        is one, and the seed (has_aux: the loss's cotangent, zeros for the aux's).  A
+        call with pytree arguments runs here instead, and keeps no entry (so a key with
+        an entry has no pytree: a container there is refused on the plain path)."""
+        if may_hold_tree(args):
+            out = self._call_tree(args)
+            if out is not None:
+                return _Finished(out)
+        try:
+            c, nums, single = self.compiled(*args)
+            self._refuse_array_result(c)
+            seed = aux_seed(1, output_leaves(c, _name(self.f), self._api), 1.0) \
+                if self.has_aux else 1.0
         except PullbackError as exc:
             raise for_user(exc) from None
-        if self.has_aux:
-            _, value = self._value(c, value)        # (loss, aux), the loss checked
-        elif type(value) is not float and type(value) is not np.float64:
-            _check_scalar(output_value(c, value), self.f, self._api)
-        if single:
-            _, i, convert = plan[0]
-            out = convert(grads[0], args[i])
-        else:   # (a plain loop: a comprehension costs a function call in Python 3.11)
-            out = []
-            for k, i, convert in plan:
-                out.append(convert(grads[k], args[i]))
-            out = _unshared(out)
-        if self.has_aux and not self.with_value:
-            return out, value[1]
-        return (value, out) if self.with_value else out
+        plan = tuple([(k, i, _converter(args[i])) for k, i in enumerate(nums)])
+        entry = self._fast[key] = (c, plan, single, seed)
+        return entry
 
     @property
     def source(self) -> str:
@@ -236,8 +234,9 @@ class GradientFunction:
             args = _example_args(self.f)
             try:
                 self.compiled(*(self._bound + args[len(self._bound):]))
-            except PullbackError as exc:
-                raise for_user(exc) from None
+            except Exception as exc:
+                cut_for_user(exc)
+                raise
         return self._last.source
 
     def __repr__(self):
@@ -250,42 +249,38 @@ class GradientFunction:
                                    self.has_aux))
 
 
-def for_user(exc: PullbackError) -> PullbackError:
-    """``exc`` without pullback's internal frames: its message already names the
-    user's file, line and the fix.  ``PULLBACK_DEBUG=1`` keeps the frames."""
-    if os.environ.get("PULLBACK_DEBUG", "") not in ("", "0"):
-        return exc
-    return exc.with_traceback(None)
+def _failed(gf, exc, c, args, seed, primal_args=None):
+    """``exc``, raised while ``gf``'s derivative ``c`` ran at ``args``: a result whose
+    rank kind inference did not know (a user's rule, np.kron) that is no scalar is
+    refused as such, since the reverse sweep started from the seed 1.0 (a VJP of
+    an array result may fail on it); otherwise ``exc`` gets a note naming the
+    user's line (:func:`.user_errors.locate`).  The primal runs again, on this
+    path only, to tell the two apart."""
+    if not gf.has_aux and c.out_tree is None and c.result_items is None \
+            and c.result_ndim == -1:
+        primal_args = args if primal_args is None else primal_args
+        npos, kwonly = _signature(gf.f)
+        npos = len(primal_args) if npos < 0 else npos
+        try:
+            value = gf.backend.primal(gf.f, unwrap(gf.f)[0])(
+                *primal_args[:npos], **dict(zip(kwonly, primal_args[npos:])))
+        except Exception:
+            value = None
+        if value is not None and np.ndim(value) != 0:
+            _check_scalar(value, gf.f, gf._api)
+    locate(exc, c.lines, c.python, (*args, seed))
 
 
-def _check_scalar(value, f, api):
-    """``grad`` and ``value_and_grad`` differentiate a scalar result: a tuple or an
-    array is refused, never summed."""
-    if isinstance(value, (tuple, list)):
-        raise TypeError(f"{api} requires {_name(f)} to return a scalar, but it returned "
-                        f"a {type(value).__name__} of {len(value)} values, such as "
-                        f"(loss, aux). {_NO_AUX}, or return the loss alone, or use vjp "
-                        "and give back() one cotangent per item")
-    if np.ndim(value) != 0:
-        raise TypeError(f"{api} requires {_name(f)} to return a scalar, but it returned "
-                        f"shape {np.shape(value)}; use vjp for non-scalar outputs")
-
-
-_NO_AUX = ("pass has_aux=True to differentiate the first item and return the second "
-           "untouched (a pair (loss, aux))")
-
-
-def _check_cotangent(value, cotangent, f):
-    """``back(cotangent)`` of a tuple result takes one cotangent per item: a single
-    one would differentiate the sum of the items."""
-    if isinstance(value, (tuple, list)) and not (
-            isinstance(cotangent, (tuple, list)) and len(cotangent) == len(value)):
-        n = len(value)
-        raise TypeError(f"vjp: {_name(f)} returned a {type(value).__name__} of {n} values, "
-                        f"so back() takes a tuple of {n} cotangents, one per item (e.g. "
-                        f"({', '.join(['1.0'] + ['0.0'] * (n - 1))}) for the first item "
-                        f"alone), but got {type(cotangent).__name__} {cotangent!r}; "
-                        f"{_NO_AUX}")
+def _run(c: Compiled, args: tuple):
+    """``c.fn(*args)``: the derivative run, an error it raises located at the user's
+    line it comes from and cut to the caller's frame (:func:`.user_errors.locate`)."""
+    try:
+        return c.fn(*args)
+    except PullbackError as exc:
+        raise for_user(exc) from None
+    except Exception as exc:
+        locate(exc, c.lines, c.python, args)
+        raise
 
 
 def grad(f, argnums=0, jit=None, has_aux=False):
@@ -306,13 +301,21 @@ def grad(f, argnums=0, jit=None, has_aux=False):
     >>> pullback.grad(lambda x: x * x)(3.0)
     6.0
     """
-    return GradientFunction(f, argnums, jit, with_value=False, has_aux=has_aux)
+    try:
+        return GradientFunction(f, argnums, jit, with_value=False, has_aux=has_aux)
+    except Exception as exc:
+        cut_for_user(exc)
+        raise
 
 
 def value_and_grad(f, argnums=0, jit=None, has_aux=False):
     """Like :func:`grad`, but the function returns ``(value, gradient)``, and with
     ``has_aux=True`` ``((loss, aux), gradient)``."""
-    return GradientFunction(f, argnums, jit, with_value=True, has_aux=has_aux)
+    try:
+        return GradientFunction(f, argnums, jit, with_value=True, has_aux=has_aux)
+    except Exception as exc:
+        cut_for_user(exc)
+        raise
 
 
 def vjp(f, *args, jit=None, has_aux=False, **kwargs):
@@ -328,53 +331,61 @@ def vjp(f, *args, jit=None, has_aux=False, **kwargs):
     even if ``f`` writes into its arguments, and ``back`` differentiates at the
     arguments as they were when ``vjp`` was called.
     """
-    f, bound = _split_method(f)
-    args = _full_args(f, bound + args, kwargs)
-    nb, name = len(bound), _name(f)
-    npos, kwonly = _signature(f)
-    if npos < 0:
-        npos = len(args)
-    _refuse_complex(args[nb:], name)
-    flat = flatten_args(args, range(nb, npos), name, _param_names(f), need_float=True) \
-        if may_hold_tree(args) else None
-    if flat is None:
-        flat = FlatArgs(args, (None,) * len(args), tuple((i, i + 1) for i in range(len(args))))
-    nums = tuple(j for i in range(nb, npos) for j in flat.floats(i))
-    backend = choose_backend(f, jit, bool(bound))
-    leaves = _copy_arrays(flat.args)    # a snapshot: the point back() differentiates at
-    primal = backend.primal(f, unwrap(f)[0])
-    call = tuple(tree_map(_copy_leaf, a) for a in args)     # f may write into its arguments
-    value = primal(*call[:npos], **dict(zip(kwonly, call[npos:])))
-    aux = None
-    if has_aux:
-        value, aux = split_aux(value, name, "vjp")
-    if not nums:
-        return _with_aux(value, lambda ct: tuple(None for _ in range(npos - nb)), aux, has_aux)
-    kinds = tuple(kind_of_value(a) for a in leaves)
     try:
-        c = derivative(f, nums, kinds, backend, call_vjp, structures=flat.structures,
-                       has_aux=has_aux)
-    except PullbackError as exc:
-        raise for_user(exc) from None
-    tree_out = c.out_tree is not None and (not has_aux or isinstance(c.out_tree.children[0], Tree))
-    n_all = output_leaves(c, name, "vjp") if has_aux else None
-
-    def back(cotangent):
-        if tree_out:
-            seed = cotangent_seed(cotangent, value, name)
-        else:
-            _check_cotangent(value, cotangent, f)
-            seed = (cotangent,) if has_aux else cotangent
+        f, bound = _split_method(f)
+        args = _full_args(f, bound + args, kwargs)
+        nb, name = len(bound), _name(f)
+        npos, kwonly = _signature(f)
+        if npos < 0:
+            npos = len(args)
+        _refuse_complex(args[nb:], name)
+        flat = flatten_args(args, range(nb, npos), name, _param_names(f), need_float=True) \
+            if may_hold_tree(args) else None
+        if flat is None:
+            flat = FlatArgs(args, (None,) * len(args),
+                            tuple((i, i + 1) for i in range(len(args))))
+        nums = tuple(j for i in range(nb, npos) for j in flat.floats(i))
+        backend = choose_backend(f, jit, bool(bound))
+        leaves = _copy_arrays(flat.args)    # a snapshot: the point back() differentiates at
+        primal = backend.primal(f, unwrap(f)[0])
+        call = tuple(tree_map(_copy_leaf, a) for a in args)     # f may write into its arguments
+        value = primal(*call[:npos], **dict(zip(kwonly, call[npos:])))
+        aux = None
         if has_aux:
-            seed = tuple(seed) + (0.0,) * (n_all - len(seed))
+            value, aux = split_aux(value, name, "vjp")
+        if not nums:
+            return _with_aux(value, lambda ct: tuple(None for _ in range(npos - nb)), aux,
+                             has_aux)
+        kinds = tuple(kind_of_value(a) for a in leaves)
         try:
-            _, grads = c.fn(*leaves, seed)
+            c = derivative(f, nums, kinds, backend, call_vjp, structures=flat.structures,
+                           has_aux=has_aux)
         except PullbackError as exc:
             raise for_user(exc) from None
-        by_index = dict(zip(nums, _unshared(list(grads))))
-        return tuple(flat.gradient(i, by_index, _to_user) for i in range(nb, npos))
-    back.source = c.source
-    return _with_aux(value, back, aux, has_aux)
+        tree_out = c.out_tree is not None and (not has_aux
+                                               or isinstance(c.out_tree.children[0], Tree))
+        n_all = output_leaves(c, name, "vjp") if has_aux else None
+
+        def back(cotangent):
+            try:
+                if tree_out:
+                    seed = cotangent_seed(cotangent, value, name)
+                else:
+                    _check_cotangent(value, cotangent, f)
+                    seed = (cotangent,) if has_aux else cotangent
+                if has_aux:
+                    seed = tuple(seed) + (0.0,) * (n_all - len(seed))
+                _, grads = _run(c, (*leaves, seed))
+                by_index = dict(zip(nums, _unshared(list(grads))))
+                return tuple(flat.gradient(i, by_index, _to_user) for i in range(nb, npos))
+            except Exception as exc:
+                cut_for_user(exc)
+                raise
+        back.source = c.source
+        return _with_aux(value, back, aux, has_aux)
+    except Exception as exc:
+        cut_for_user(exc)
+        raise
 
 
 def _with_aux(value, back, aux, has_aux):
@@ -399,18 +410,22 @@ def call_vjp(f, g, *args):
 
 def show(g, *args) -> None:
     """Print the derivative source of ``g = grad(f)`` (for ``args`` if given)."""
-    if args and may_hold_tree(args):
-        g(*args)        # pytree arguments: flattened by a call, which makes the derivative
-        print(g._last.source)
-    elif args:
-        full = g._bound + args
-        try:
-            g.compiled(*(full if len(full) == g._nparams else _full_args(g.f, full, {})))
-        except PullbackError as exc:
-            raise for_user(exc) from None
-        print(g._last.source)
-    else:
-        print(g.source)
+    try:
+        if args and may_hold_tree(args):
+            g(*args)        # pytree arguments: flattened by a call, which makes the derivative
+            print(g._last.source)
+        elif args:
+            full = g._bound + args
+            try:
+                g.compiled(*(full if len(full) == g._nparams else _full_args(g.f, full, {})))
+            except PullbackError as exc:
+                raise for_user(exc) from None
+            print(g._last.source)
+        else:
+            print(g.source)
+    except Exception as exc:
+        cut_for_user(exc)
+        raise
 
 
 def rule(fn, *, argnums=None):
@@ -447,8 +462,12 @@ def rule(fn, *, argnums=None):
     ``fn`` and the VJP must be Numba-compilable.
     """
     def register(vjp):
-        registry.defvjp(fn, vjp, argnums=argnums)   # drops the derivatives built before
-        return vjp
+        try:
+            registry.defvjp(fn, vjp, argnums=argnums)   # drops the derivatives built before
+            return vjp
+        except Exception as exc:
+            cut_for_user(exc)
+            raise
     return register
 
 

@@ -1,6 +1,6 @@
 """The arguments of the API's functions: binding them to the parameters, checking
-them (argnums, complex and non-float values), and example arguments for showing
-source before any call."""
+them (argnums, complex and non-float values), example arguments for showing
+source before any call, and the gradients given back in each argument's type."""
 from __future__ import annotations
 
 import ast
@@ -153,3 +153,55 @@ def _example_args(f):
             dims[n.iter.id] = max(dims[n.iter.id], 1)
     return tuple(kwdefaults[p] if p in kwdefaults else 0.5 if dims[p] == 0
                  else np.full((3,) * dims[p], 0.5) for p in params)
+
+
+def _to_user(grad, arg):
+    """The gradient in the type and shape of its argument."""
+    t = type(arg)
+    if t is float:
+        return _float_grad(grad, arg)
+    if t is np.ndarray or isinstance(arg, np.ndarray):
+        return _array_grad(grad, arg)
+    if isinstance(arg, (float, np.floating)) and not isinstance(arg, np.ndarray):
+        return type(arg)(grad) if isinstance(arg, np.floating) else float(grad)
+    if isinstance(arg, complex):
+        return complex(grad)
+    return grad
+
+
+def _float_grad(grad, arg):
+    """The gradient of a Python float argument: a Python float."""
+    return grad if type(grad) is float else float(grad)
+
+
+def _array_grad(grad, arg):
+    """The gradient of an array argument: a fresh, writeable, C-contiguous array of
+    its dtype (a float dtype for an integer array) and shape."""
+    if type(grad) is np.ndarray and grad.dtype == arg.dtype and grad.shape == arg.shape:
+        if grad.flags.carray and grad is not arg:     # C-contiguous, aligned, writeable
+            return grad
+        return np.array(grad)    # never a read-only broadcast view, never the input
+    g = np.asarray(grad, dtype=np.result_type(arg.dtype, np.float64) if arg.dtype.kind != "f"
+                   else arg.dtype)
+    if g.shape != arg.shape:
+        g = np.broadcast_to(g, arg.shape).copy()
+    return g
+
+
+def _unshared(grads: list) -> tuple:
+    """The gradients, none sharing memory with another: ``f(a, b) = sum(a + b)``
+    gives ``a`` and ``b`` one cotangent array, and a user who scales one gradient in
+    place must not change the other."""
+    for k in range(1, len(grads)):
+        g = grads[k]
+        if type(g) is np.ndarray and any(type(o) is np.ndarray and np.may_share_memory(g, o)
+                                         for o in grads[:k]):
+            grads[k] = g.copy()
+    return tuple(grads)
+
+
+def _converter(arg):
+    """The function that gives the user the gradient of an argument like ``arg``
+    (chosen once per argument kinds, so a call skips the type tests)."""
+    t = type(arg)
+    return _float_grad if t is float else _array_grad if t is np.ndarray else _to_user

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .api import grad
+from .user_errors import cut_for_user
 
 
 @dataclass(frozen=True)
@@ -46,26 +47,30 @@ def check_grad(f, *args, argnums=0, eps=1e-6, rtol=1e-5, jit=None) -> GradCheck:
     ``eps * max(1, |x|)``.  Returns a :class:`GradCheck` (truthy when the worst
     relative error, ``|a - n| / max(1, |a|, |n|)``, is within ``rtol``).
     """
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    grads = grad(f, argnums=nums, jit=jit)(*args)
-    worst = None
-    for k, g in zip(nums, grads):
-        x = args[k]
-        xa = np.array(x, dtype=float)
-        ga = np.asarray(g, dtype=float)
-        for idx in np.ndindex(xa.shape):
-            h = eps * max(1.0, abs(xa[idx]))
+    try:
+        nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+        grads = grad(f, argnums=nums, jit=jit)(*args)
+        worst = None
+        for k, g in zip(nums, grads):
+            x = args[k]
+            xa = np.array(x, dtype=float)
+            ga = np.asarray(g, dtype=float)
+            for idx in np.ndindex(xa.shape):
+                h = eps * max(1.0, abs(xa[idx]))
 
-            def at(v):
-                xs = xa.copy()
-                xs[idx] = v
-                call = list(args)
-                call[k] = float(xs) if np.ndim(x) == 0 else xs
-                return float(f(*call))
-            numeric = (at(xa[idx] + h) - at(xa[idx] - h)) / (2 * h)
-            err = _rel(float(ga[idx]), numeric)
-            if worst is None or err > worst.max_rel_error:
-                worst = GradCheck(float(err), k, idx, float(ga[idx]), float(numeric), rtol)
-    if worst is None:       # only empty arrays: nothing to disagree about
-        worst = GradCheck(0.0, nums[0], (), 0.0, 0.0, rtol)
-    return worst
+                def at(v):
+                    xs = xa.copy()
+                    xs[idx] = v
+                    call = list(args)
+                    call[k] = float(xs) if np.ndim(x) == 0 else xs
+                    return float(f(*call))
+                numeric = (at(xa[idx] + h) - at(xa[idx] - h)) / (2 * h)
+                err = _rel(float(ga[idx]), numeric)
+                if worst is None or err > worst.max_rel_error:
+                    worst = GradCheck(float(err), k, idx, float(ga[idx]), float(numeric), rtol)
+        if worst is None:       # only empty arrays: nothing to disagree about
+            worst = GradCheck(0.0, nums[0], (), 0.0, 0.0, rtol)
+        return worst
+    except Exception as exc:
+        cut_for_user(exc)
+        raise

@@ -49,6 +49,7 @@ from .rules.nondiff import stop_gradient
 from .rules.tangents import Tangent
 from .rules.templates import read_templates
 from .rules.twins import function_from_source
+from .user_errors import cut_for_user
 
 __all__ = ["custom_vjp", "custom_jvp", "stop_gradient"]
 
@@ -123,13 +124,21 @@ def custom_vjp(fun):
     cotangent).  Called directly, the function is ``fun``.  In differentiated code
     the reverse sweep calls ``fwd`` again at the call's arguments (one extra call),
     then ``bwd``.  Under ``jit=True`` both must be ``numba.njit`` functions."""
-    wrapper, primitive, params = _wrap(fun, "custom_vjp")
+    try:
+        wrapper, primitive, params = _wrap(fun, "custom_vjp")
 
-    def defvjp(fwd, bwd):
-        """Use ``fwd`` and ``bwd`` for the derivative (again: they replace the last)."""
-        _define_vjp(primitive, params, fwd, bwd)
-    wrapper.defvjp = defvjp
-    return wrapper
+        def defvjp(fwd, bwd):
+            """Use ``fwd`` and ``bwd`` for the derivative (again: they replace the last)."""
+            try:
+                _define_vjp(primitive, params, fwd, bwd)
+            except Exception as exc:
+                cut_for_user(exc)
+                raise
+        wrapper.defvjp = defvjp
+        return wrapper
+    except Exception as exc:
+        cut_for_user(exc)
+        raise
 
 
 def _define_vjp(primitive, params, fwd, bwd):
@@ -205,14 +214,22 @@ def custom_jvp(fun):
     calls it once per differentiated argument; reverse mode transposes it by
     :func:`pullback.vjp` of the rule at run time (plain Python; refused under
     ``jit=True``)."""
-    wrapper, primitive, params = _wrap(fun, "custom_jvp")
+    try:
+        wrapper, primitive, params = _wrap(fun, "custom_jvp")
 
-    def defjvp(jvp):
-        """Use ``jvp`` for the tangent (again: it replaces the last); returns ``jvp``."""
-        _define_jvp(primitive, params, jvp)
-        return jvp
-    wrapper.defjvp = defjvp
-    return wrapper
+        def defjvp(jvp):
+            """Use ``jvp`` for the tangent (again: it replaces the last); returns ``jvp``."""
+            try:
+                _define_jvp(primitive, params, jvp)
+                return jvp
+            except Exception as exc:
+                cut_for_user(exc)
+                raise
+        wrapper.defjvp = defjvp
+        return wrapper
+    except Exception as exc:
+        cut_for_user(exc)
+        raise
 
 
 def _define_jvp(primitive, params, jvp):

@@ -17,6 +17,7 @@ import itertools
 import linecache
 import math
 import types
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -51,6 +52,35 @@ class _SignedConstants(ast.NodeTransformer):
         if _negative(node.value):
             return ast.copy_location(ast.UnaryOp(ast.USub(), ast.Constant(-node.value)), node)
         return node
+
+
+class Origin(str):
+    """The user's source line (stripped) that a generated line was made for, as a
+    string, with ``lineno``: its number in the user's file (None when not known)."""
+
+    lineno: int | None
+
+    def __new__(cls, text: str, lineno: int | None = None):
+        out = super().__new__(cls, text)
+        out.lineno = lineno
+        return out
+
+
+@dataclass(frozen=True)
+class LineMap:
+    """Where the lines of a generated function come from: ``filename``, the file its
+    code is compiled from (the ``co_filename`` of its frames), and ``origins[k]``,
+    the :class:`Origin` of its line ``k`` (counted as its frames count them) or None.
+    ``user_file`` and ``function``: the user's function the derivative is of, whose
+    file the origins' line numbers count in (statements inlined from another file
+    carry the line of the user's call)."""
+    filename: str
+    origins: tuple
+    user_file: str = ""
+    function: str = ""
+
+    def origin(self, lineno: int) -> Origin | None:
+        return self.origins[lineno] if 0 <= lineno < len(self.origins) else None
 
 
 def _unparse(node) -> str:
@@ -101,7 +131,7 @@ def _lines(stmts, indent: str, origins: list) -> list[str]:
             if c is not None:
                 line = line[:len(line) - len(line.lstrip())] + "# " + c.text
                 if c.source is not None:
-                    origins.append(c.source)
+                    origins.append(Origin(c.source, c.line))
                     out.append(indent + line)
                     continue
             origins.append(origins[-1] if origins else None)
@@ -152,8 +182,8 @@ def render(gen: Generated, fname: str) -> tuple[str, list]:
 def build(gen: Generated, fname: str, user_globals: dict, user_closure: dict,
           externals: dict, backend):
     """Compile the generated source into a function (and njit it for Numba): the
-    callable, its source, and the data it reads from the user's globals and closure
-    (:func:`live_values`)."""
+    callable, its source, the data it reads from the user's globals and closure
+    (:func:`live_values`), and where its lines come from (a :class:`LineMap`)."""
     src, origins = render(gen, fname)   # first: writing it fixes the tapes' workspace
     # The default workspace: an empty array per kept tape (never written: the first
     # push grows it into an array of this call's own).
@@ -282,7 +312,8 @@ def _compile(src: str, origins: list, fname: str, bound: dict, user_globals: dic
     fn = types.FunctionType(fn_code, user_globals, fname, defaults, cells)
     shown = maker_src if filename.startswith("<") else diskcache.MODULE_HEADER + src
     linecache.cache[filename] = (len(shown), None, shown.splitlines(True), filename)
-    return backend.finish(fn, src, filename, origins, live), src, read
+    return backend.finish(fn, src, filename, origins, live), src, read, \
+        LineMap(filename, tuple(origins))
 
 
 def check_bound(src: str, outer: set) -> None:

@@ -43,6 +43,7 @@ from .trees import (
     tree_map,
     tree_unflatten,
 )
+from .user_errors import cut_for_user, locate
 
 
 def _tangent_of(primal, tangent, i, fname):
@@ -77,18 +78,22 @@ def jvp(f, primals, tangents, jit=None, has_aux=False):
     >>> pullback.jvp(lambda x, y: x * y, (3.0, 2.0), (1.0, 0.0))
     (6.0, 2.0)
     """
-    if has_aux:
-        value, tangent = jvp(f, primals, tangents, jit)
-        out, aux = split_aux(value, _name(f), "jvp")
-        return out, tangent[0], aux
-    if hasattr(f, "gradient_function") and not f.with_value:    # grad(grad(g)), nesting.py
-        f = f.gradient_function(_full_args(f.f, tuple(primals), {}))
-    if isinstance(f, GradientFunction) and not f.with_value and not f._bound:
-        return _jvp_of_grad(f, primals, tangents, jit)
-    flat = _flat_trees(f, primals, tangents, "jvp")
-    if flat is not None:
-        return _jvp_call(f, flat[0].args, flat[1], flat[2], jit, flat[0].structures)
-    return _jvp_plain(f, primals, tangents, jit)
+    try:
+        if has_aux:
+            value, tangent = jvp(f, primals, tangents, jit)
+            out, aux = split_aux(value, _name(f), "jvp")
+            return out, tangent[0], aux
+        if hasattr(f, "gradient_function") and not f.with_value:    # grad(grad(g)), nesting.py
+            f = f.gradient_function(_full_args(f.f, tuple(primals), {}))
+        if isinstance(f, GradientFunction) and not f.with_value and not f._bound:
+            return _jvp_of_grad(f, primals, tangents, jit)
+        flat = _flat_trees(f, primals, tangents, "jvp")
+        if flat is not None:
+            return _jvp_call(f, flat[0].args, flat[1], flat[2], jit, flat[0].structures)
+        return _jvp_plain(f, primals, tangents, jit)
+    except Exception as exc:
+        cut_for_user(exc)
+        raise
 
 
 # f -> {(jit, the primals' types, which tangents are None): (tangent program, nums)}:
@@ -150,8 +155,15 @@ def _tangent_program(f, args, nums, jit, structures=()):
 def _run(compiled, *args):
     """``compiled.fn(*args)``; once Numba compiled it, later calls go to the
     dispatcher directly (as grad's do).  The generated function copies any argument
-    it writes in place, so the caller's arrays are never touched."""
-    out = compiled.fn(*args)
+    it writes in place, so the caller's arrays are never touched.  An error it
+    raises names the user's line it was generated for."""
+    try:
+        out = compiled.fn(*args)
+    except PullbackError as exc:
+        raise for_user(exc) from None
+    except Exception as exc:    # raised while it ran: name the user's line (user_errors)
+        locate(exc, compiled.lines, compiled.python, args)
+        raise
     if type(compiled.fn) is not types.FunctionType and getattr(compiled.fn, "ok", False):
         compiled.fn = compiled.fn.dispatcher
     return out
@@ -192,14 +204,18 @@ def hvp(f, primals, tangents, jit=None):
     ``minimize(f, x0, jac=grad(f), hessp=lambda x, p: hvp(f, (x,), (p,))[0],
     method="trust-ncg")``.
     """
-    flat = _flat_trees(f, primals, tangents, "hvp")
-    if flat is not None:
-        fa = flat[0]
-        out = _hvp_call(f, fa.args, flat[1], flat[2], jit, fa.structures)
-        grads = {i: g for i, g in enumerate(out) if g is not None}
-        return tuple(fa.gradient(k, grads, lambda g, a: g) for k in range(len(fa.spans)))
-    args, nums, dots = _checked(f, primals, tangents, "hvp")
-    return _hvp_call(f, args, nums, dots, jit)
+    try:
+        flat = _flat_trees(f, primals, tangents, "hvp")
+        if flat is not None:
+            fa = flat[0]
+            out = _hvp_call(f, fa.args, flat[1], flat[2], jit, fa.structures)
+            grads = {i: g for i, g in enumerate(out) if g is not None}
+            return tuple(fa.gradient(k, grads, lambda g, a: g) for k in range(len(fa.spans)))
+        args, nums, dots = _checked(f, primals, tangents, "hvp")
+        return _hvp_call(f, args, nums, dots, jit)
+    except Exception as exc:
+        cut_for_user(exc)
+        raise
 
 
 def _flat_trees(f, primals, tangents, api):
@@ -291,28 +307,32 @@ def hessian(f, argnums=0, jit=None):
     (:mod:`pullback.jacobian_trees`).  The second-order program is looked up once
     per call; each column is one call of it."""
     def hess(*args):
-        fname = _name(f)
-        nums, single = _check_argnums(argnums, len(args), fname)
-        if any(is_container(args[i]) for i in nums):
-            return hessian_tree(hvp, f, args, nums, single, jit)
-        _check_differentiable(args, nums, fname)
-        dots = _zero_tangents(args, nums)
-        # The blocks of the arguments asked for only: no entry of H v for the others.
-        run = _second_order(f, args, nums, tuple(dots.values()), jit, wrt=nums)
-        blocks = {}
-        for j in nums:
-            n = max(np.size(args[j]), 1)
-            columns = {i: np.empty((max(np.size(args[i]), 1), n)) for i in nums}
-            for k in range(n):
-                _put(dots, j, k, 1.0)
-                _, grads = run(tuple(dots.values()))
+        try:
+            fname = _name(f)
+            nums, single = _check_argnums(argnums, len(args), fname)
+            if any(is_container(args[i]) for i in nums):
+                return hessian_tree(hvp, f, args, nums, single, jit)
+            _check_differentiable(args, nums, fname)
+            dots = _zero_tangents(args, nums)
+            # The blocks of the arguments asked for only: no entry of H v for the others.
+            run = _second_order(f, args, nums, tuple(dots.values()), jit, wrt=nums)
+            blocks = {}
+            for j in nums:
+                n = max(np.size(args[j]), 1)
+                columns = {i: np.empty((max(np.size(args[i]), 1), n)) for i in nums}
+                for k in range(n):
+                    _put(dots, j, k, 1.0)
+                    _, grads = run(tuple(dots.values()))
+                    for i in nums:
+                        columns[i][:, k] = np.ravel(grads[i])
+                    _put(dots, j, k, 0.0)
                 for i in nums:
-                    columns[i][:, k] = np.ravel(grads[i])
-                _put(dots, j, k, 0.0)
-            for i in nums:
-                blocks[i, j] = columns[i].reshape(np.shape(args[i]) + np.shape(args[j]))
-        out = [[_scalar(blocks[i, j]) for j in nums] for i in nums]
-        return out[0][0] if single else tuple(tuple(row) for row in out)
+                    blocks[i, j] = columns[i].reshape(np.shape(args[i]) + np.shape(args[j]))
+            out = [[_scalar(blocks[i, j]) for j in nums] for i in nums]
+            return out[0][0] if single else tuple(tuple(row) for row in out)
+        except Exception as exc:
+            cut_for_user(exc)
+            raise
     hess.__name__ = f"hessian({_name(f)})"
     return hess
 
@@ -357,34 +377,38 @@ def jacfwd(f, argnums=0, jit=None, has_aux=False):
     structure (:mod:`pullback.jacobian_trees`).  With ``has_aux=True``, ``f`` returns
     ``(value, aux)`` and the call returns ``(jacobian, aux)``."""
     def jacobian(*args):
-        fname = _name(f)
-        nums, single = _check_argnums(argnums, len(args), fname)
-        if has_aux or any(is_container(args[i]) for i in nums):
-            parts = [jacfwd_tree(jvp, f, args, i, jit, has_aux) for i in nums]
-            out = _shaped([p[0] for p in parts], single)
-            return (out, parts[-1][1]) if has_aux else out
-        _check_differentiable(args, nums, fname)
-        dots = _zero_tangents(args, nums)
-        try:    # one tangent program for every column (the other arguments held fixed)
-            program = _tangent_program(f, args, nums, jit)
-        except PullbackError as exc:
-            raise for_user(exc) from None
-        out = []
-        for i in nums:
-            columns, value = [], None
-            for k in range(max(np.size(args[i]), 1)):
-                _put(dots, i, k, 1.0)
-                try:
-                    value, column = _jvp_result(program, *_run(program, *args,
-                                                               *dots.values()))
-                except PullbackError as exc:
-                    raise for_user(exc) from None
-                columns.append(np.array(column, dtype=float))     # a copy
-                _put(dots, i, k, 0.0)
-            shape = np.shape(value) + np.shape(args[i])
-            out.append(np.moveaxis(np.array(columns), 0, -1).reshape(shape) if columns[0].ndim
-                       else np.array(columns).reshape(shape))
-        return _shaped(out, single)
+        try:
+            fname = _name(f)
+            nums, single = _check_argnums(argnums, len(args), fname)
+            if has_aux or any(is_container(args[i]) for i in nums):
+                parts = [jacfwd_tree(jvp, f, args, i, jit, has_aux) for i in nums]
+                out = _shaped([p[0] for p in parts], single)
+                return (out, parts[-1][1]) if has_aux else out
+            _check_differentiable(args, nums, fname)
+            dots = _zero_tangents(args, nums)
+            try:    # one tangent program for every column (the other arguments held fixed)
+                program = _tangent_program(f, args, nums, jit)
+            except PullbackError as exc:
+                raise for_user(exc) from None
+            out = []
+            for i in nums:
+                columns, value = [], None
+                for k in range(max(np.size(args[i]), 1)):
+                    _put(dots, i, k, 1.0)
+                    try:
+                        value, column = _jvp_result(program, *_run(program, *args,
+                                                                   *dots.values()))
+                    except PullbackError as exc:
+                        raise for_user(exc) from None
+                    columns.append(np.array(column, dtype=float))     # a copy
+                    _put(dots, i, k, 0.0)
+                shape = np.shape(value) + np.shape(args[i])
+                out.append(np.moveaxis(np.array(columns), 0, -1).reshape(shape) if columns[0].ndim
+                           else np.array(columns).reshape(shape))
+            return _shaped(out, single)
+        except Exception as exc:
+            cut_for_user(exc)
+            raise
     jacobian.__name__ = f"jacfwd({_name(f)})"
     return jacobian
 
@@ -397,25 +421,29 @@ def jacrev(f, argnums=0, jit=None, has_aux=False):
     float).  With ``has_aux=True``, ``f`` returns ``(value, aux)`` and the call
     returns ``(jacobian, aux)``."""
     def jacobian(*args):
-        fname = _name(f)
-        nums, single = _check_argnums(argnums, len(args), fname)
-        _check_differentiable(args, [i for i in nums if not is_container(args[i])], fname)
-        if has_aux:
-            value, back, aux = vjp(f, *args, jit=jit, has_aux=True)
-        else:
-            value, back = vjp(f, *args, jit=jit)
-        if isinstance(value, tuple):
-            raise TypeError(f"jacrev: {fname} returns a tuple; return one array (stack the "
-                            "items) to take its Jacobian")
-        rows = [back(_unit(value, k)) for k in range(max(np.size(value), 1))]
-        out = []
-        for i in nums:
-            if is_container(args[i]):
-                out.append(tree_map(lambda *ls: _stacked(ls, value), *[r[i] for r in rows]))
-                continue
-            stacked = np.array([np.asarray(r[i], dtype=float) for r in rows])
-            out.append(stacked.reshape(np.shape(value) + np.shape(args[i])))
-        return (_shaped(out, single), aux) if has_aux else _shaped(out, single)
+        try:
+            fname = _name(f)
+            nums, single = _check_argnums(argnums, len(args), fname)
+            _check_differentiable(args, [i for i in nums if not is_container(args[i])], fname)
+            if has_aux:
+                value, back, aux = vjp(f, *args, jit=jit, has_aux=True)
+            else:
+                value, back = vjp(f, *args, jit=jit)
+            if isinstance(value, tuple):
+                raise TypeError(f"jacrev: {fname} returns a tuple; return one array (stack the "
+                                "items) to take its Jacobian")
+            rows = [back(_unit(value, k)) for k in range(max(np.size(value), 1))]
+            out = []
+            for i in nums:
+                if is_container(args[i]):
+                    out.append(tree_map(lambda *ls: _stacked(ls, value), *[r[i] for r in rows]))
+                    continue
+                stacked = np.array([np.asarray(r[i], dtype=float) for r in rows])
+                out.append(stacked.reshape(np.shape(value) + np.shape(args[i])))
+            return (_shaped(out, single), aux) if has_aux else _shaped(out, single)
+        except Exception as exc:
+            cut_for_user(exc)
+            raise
     jacobian.__name__ = f"jacrev({_name(f)})"
     return jacobian
 

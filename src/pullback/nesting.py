@@ -56,6 +56,7 @@ from .rules import registry
 from .rules.tangents import Tangent
 from .rules.templates import read_templates
 from .rules.twins import function_from_source
+from .user_errors import cut_for_user
 
 #: The module the generated partial derivatives name (never ``pullback.*``, whose
 #: functions the compile cache keys by name alone).
@@ -175,8 +176,12 @@ class HigherGradient:
         return gf
 
     def __call__(self, *args, **kwargs):
-        args = _full_args(self.f, args, kwargs)
-        return self.gradient_function(args)(*args)
+        try:
+            args = _full_args(self.f, args, kwargs)
+            return self.gradient_function(args)(*args)
+        except Exception as exc:
+            cut_for_user(exc)
+            raise
 
     def __repr__(self):
         return f"<pullback {self.__name__}>"
@@ -202,16 +207,24 @@ def grad(f, argnums=0, jit=None, has_aux=False):
     >>> pullback.grad(pullback.grad(lambda x: x ** 3))(2.0)
     12.0
     """
-    if isinstance(f, (GradientFunction, HigherGradient)) and not has_aux:
-        return grad_of(f, argnums, jit, with_value=False)
-    return api.grad(f, argnums, jit, has_aux)
+    try:
+        if isinstance(f, (GradientFunction, HigherGradient)) and not has_aux:
+            return grad_of(f, argnums, jit, with_value=False)
+        return api.grad(f, argnums, jit, has_aux)
+    except Exception as exc:
+        cut_for_user(exc)
+        raise
 
 
 def value_and_grad(f, argnums=0, jit=None, has_aux=False):
     """:func:`pullback.api.value_and_grad`, nesting as :func:`grad` does."""
-    if isinstance(f, (GradientFunction, HigherGradient)) and not has_aux:
-        return grad_of(f, argnums, jit, with_value=True)
-    return api.value_and_grad(f, argnums, jit, has_aux)
+    try:
+        if isinstance(f, (GradientFunction, HigherGradient)) and not has_aux:
+            return grad_of(f, argnums, jit, with_value=True)
+        return api.value_and_grad(f, argnums, jit, has_aux)
+    except Exception as exc:
+        cut_for_user(exc)
+        raise
 
 
 def grad_of(g, argnums, jit, with_value):

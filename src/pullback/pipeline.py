@@ -55,8 +55,13 @@ class Compiled:
     rebound: dict = field(default_factory=dict)   # Numba: cell ids -> this derivative rebound
     epoch: int = field(default_factory=lambda: _EPOCH[0])   # when it was made
     result_items: int | None = None   # the number of items of a tuple result, if known
+    result_ndim: int | None = None    # the rank of the result, if known (-1 or None: not)
     # A pytree result (core/trees.py): fn returns the tuple of its leaves.
     out_tree: object = None
+    lines: object = None      # where the generated lines come from (emit.LineMap)
+    # The generated code run as Python, for compiled code (Numba's LazyNumba.as_python):
+    # what names the user's line of an error the compiled code raises.
+    python: object = None
 
     @property
     def stale(self) -> bool:
@@ -195,8 +200,10 @@ def _rebound(c: Compiled, py, backend) -> Compiled:
         by_cell = {id(cell): closure[name] for name, cell in c.closure.items()}
         deps = [(by_cell.get(id(ns), ns) if key is None else ns, key, obj)
                 for ns, key, obj in c.dependencies]
-        out = Compiled(rebind(c.fn, c.source, c.closure, closure, backend), c.source, deps, c.wrt,
-                       closure, c.pins, result_items=c.result_items, out_tree=c.out_tree)
+        fn = rebind(c.fn, c.source, c.closure, closure, backend)
+        out = Compiled(fn, c.source, deps, c.wrt, closure, c.pins, result_items=c.result_items,
+                       result_ndim=c.result_ndim, out_tree=c.out_tree, lines=c.lines,
+                       python=getattr(fn, "as_python", None))
         if not isinstance(out.fn, types.FunctionType):
             c.rebound[ids] = out        # keeps the cells alive, so their ids stay theirs
     return out
@@ -251,19 +258,23 @@ def _derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp, mode: str 
         made = forward(p.fn, p.kinds, p.active, p.wrt, p.parsed.at_line, p.lookup, p.helpers,
                        backend)
         fname = f"{p.fn.name}_jvp".replace("<", "").replace(">", "")
-        compiled_fn, src, read = build_forward(made, fname, p.parsed.globals, p.parsed.closure,
-                                         p.externals, backend)
+        compiled_fn, src, read, lines = build_forward(made, fname, p.parsed.globals,
+                                                      p.parsed.closure, p.externals, backend)
     else:
         gen = ReverseTransform(p.fn, p.kinds, p.active, p.wrt, backend, p.parsed.at_line,
                                p.lookup, optimisations, p.helpers).run()
         gen = dataclasses.replace(gen, helpers={
             name: _run_time(obj, call_vjp) for name, obj in gen.helpers.items()})
         fname = f"{p.fn.name}_grad".replace("<", "").replace(">", "")
-        compiled_fn, src, read = build(gen, fname, p.parsed.globals, p.parsed.closure, p.externals,
-                                 backend)
-    dependencies = list(p.dependencies) + _read_dependencies(read)
-    compiled = Compiled(compiled_fn, src, dependencies, tuple(p.wrt), dict(p.parsed.closure), pins,
-                        result_items=_result_items(p.fn, p.kinds), out_tree=p.out_tree)
+        compiled_fn, src, read, lines = build(gen, fname, p.parsed.globals, p.parsed.closure,
+                                              p.externals, backend)
+    compiled = Compiled(compiled_fn, src, list(p.dependencies) + _read_dependencies(read), tuple(p.wrt),
+                        dict(p.parsed.closure), pins,
+                        result_items=_result_items(p.fn, p.kinds),
+                        result_ndim=_result_ndim(p.fn, p.kinds), out_tree=p.out_tree,
+                        lines=dataclasses.replace(lines, user_file=p.parsed.filename,
+                                                  function=p.parsed.fn.__qualname__),
+                        python=getattr(compiled_fn, "as_python", None))
     _CACHE[key] = compiled
     return compiled
 
@@ -322,3 +333,12 @@ def _result_items(fn_ir, kinds_env) -> int | None:
                 return len(items)
     return None
 
+
+def _result_ndim(fn_ir, kinds_env) -> int | None:
+    """The rank of the function's result as kind inference knows it (the body ends
+    in its one Return): an int, -1 when not known, None when it is no number."""
+    ret = fn_ir.body[-1] if fn_ir.body else None
+    if isinstance(ret, ir.Return) and isinstance(ret.value, ast.Name):
+        k = kinds_env.get(ret.value.id)
+        return k.ndim if k is not None else -1
+    return -1

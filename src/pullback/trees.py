@@ -12,6 +12,8 @@ A pytree result is returned by the derivative as the tuple of its leaves and
 rebuilt here; ``back`` takes a cotangent of the same structure.
 
 ``tree_flatten``, ``tree_unflatten`` and ``tree_map`` are exported for users.
+The checks of a result as ``grad`` and ``back`` take it (a scalar; one cotangent
+per item of a tuple) are here too.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .analysis.activity import COMPLEX_UNSUPPORTED
+from .arguments import _name
 from .core.kinds import kind_of_value
 from .core.trees import (
     flatten,
@@ -163,3 +166,33 @@ def split_aux(value, fname, api):
         raise TypeError(f"{api}(..., has_aux=True) requires {fname} to return a pair "
                         f"(output, aux), but it returned {what}")
     return value[0], value[1]
+
+
+def _check_scalar(value, f, api):
+    """``grad`` and ``value_and_grad`` differentiate a scalar result: a tuple or an
+    array is refused, never summed."""
+    if isinstance(value, (tuple, list)):
+        raise TypeError(f"{api} requires {_name(f)} to return a scalar, but it returned "
+                        f"a {type(value).__name__} of {len(value)} values, such as "
+                        f"(loss, aux). {_NO_AUX}, or return the loss alone, or use vjp "
+                        "and give back() one cotangent per item")
+    if np.ndim(value) != 0:
+        raise TypeError(f"{api} requires {_name(f)} to return a scalar, but it returned "
+                        f"shape {np.shape(value)}; use vjp for non-scalar outputs")
+
+
+_NO_AUX = ("pass has_aux=True to differentiate the first item and return the second "
+           "untouched (a pair (loss, aux))")
+
+
+def _check_cotangent(value, cotangent, f):
+    """``back(cotangent)`` of a tuple result takes one cotangent per item: a single
+    one would differentiate the sum of the items."""
+    if isinstance(value, (tuple, list)) and not (
+            isinstance(cotangent, (tuple, list)) and len(cotangent) == len(value)):
+        n = len(value)
+        raise TypeError(f"vjp: {_name(f)} returned a {type(value).__name__} of {n} values, "
+                        f"so back() takes a tuple of {n} cotangents, one per item (e.g. "
+                        f"({', '.join(['1.0'] + ['0.0'] * (n - 1))}) for the first item "
+                        f"alone), but got {type(cotangent).__name__} {cotangent!r}; "
+                        f"{_NO_AUX}")

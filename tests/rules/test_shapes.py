@@ -3,6 +3,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pullback.rules.registry import lookup as rule_of
 from pullback.rules.shapes import (
     astype,
     concatenate_vjp,
@@ -13,7 +14,7 @@ from pullback.rules.shapes import (
     transpose_vjp,
 )
 
-from .checks import SETTINGS, check_vjp, rule_vjp, seeds, shapes
+from .checks import SETTINGS, check_rule, check_vjp, rule_vjp, seeds, shapes
 from .checks import array_values as values
 
 nonempty = st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple)
@@ -148,6 +149,53 @@ def test_identities():
     ct = rule_vjp(astype, "a")(np.ones((2, 3)), None, x32, np.float64)
     assert ct.dtype == np.float32
     check_vjp(astype, rule_vjp(astype, "a"), [x, np.float64], 0)
+
+
+@SETTINGS
+@given(shape=nonempty, seed=seeds)
+def test_full_and_full_like_send_the_sum_of_g_to_the_fill_value(shape, seed):
+    # A number fill value gets the sum of g; an array one, g summed over the axes it
+    # was broadcast along; the shape (and full_like's array) gets nothing.
+    x = values(seed, shape)
+    row = values(seed + 1, shape[-1:])
+    check_rule(np.full, [shape, 1.5])
+    check_rule(np.full, [shape, row])
+    check_rule(np.full_like, [x, -0.7])
+    check_rule(np.full_like, [x, row])
+    ct = rule_vjp(np.full, "fill_value")(np.ones(shape), None, shape, 1.5)
+    assert ct == pytest.approx(float(np.prod(shape))) and np.ndim(ct) == 0
+    assert not np.any(rule_vjp(np.full_like, "a")(np.ones(shape), None, x, 2.0))
+
+
+def test_joining_vjps_take_a_number_cotangent_for_every_entry():
+    # grad seeds the reverse sweep with 1.0: a VJP of an array result must not index
+    # it (np.array of a list failed with "'float' object is not subscriptable").  A
+    # number g is the cotangent g * ones of the result: checked as <g, f(x)>.
+    a, b = values(1, (2, 3)), values(2, (2, 3))
+    for fn, param in ((np.stack, "arrays"), (np.concatenate, "arrays"), (np.array, "object")):
+        r = rule_vjp(fn, param)
+        check_vjp(lambda a: fn([a, b]), lambda g, ans, a, r=r: r(g, ans, [a, b])[0], [a], 0,
+                  g=1.5)
+    cts = rule_vjp(np.array, "object")(2.0, None, [0.5, np.ones(2)])
+    assert cts[0] == 2.0 and np.array_equal(cts[1], [2.0, 2.0])
+
+
+def test_stack_and_concatenate_of_a_display_know_their_rank():
+    import ast
+
+    from pullback.core.kinds import FLOAT, Kind
+    vec, mat = Kind(1, "f"), Kind(2, "f")
+    call = ast.parse("f(a)", mode="eval").body
+    flat = ast.parse("f(a, axis=None)", mode="eval").body
+    stack, cat = rule_of(np.stack).result, rule_of(np.concatenate).result
+    assert stack(np.stack, [Kind(None, "o", (vec, vec))], {}, call) == mat
+    assert stack(np.stack, [Kind(None, "o", (FLOAT, FLOAT))], {}, call) == vec
+    assert cat(np.concatenate, [Kind(None, "o", (mat, mat))], {}, call) == mat
+    assert cat(np.concatenate, [Kind(None, "o", (mat, mat))], {"axis": Kind(None, "o")},
+               flat) == vec
+    # items of different ranks, or not known: of unknown rank, as before
+    assert stack(np.stack, [Kind(None, "o", (vec, mat))], {}, call).ndim == -1
+    assert cat(np.concatenate, [Kind(-1, "f")], {}, call).ndim == -1
 
 
 # ---------------------------------------------------------------------------

@@ -62,7 +62,10 @@ def _stack_vjp(rng, dt):
     return [call(like(rng, np.stack(parts, axis)), parts, axis) for axis in (0, 1, -1)]
 
 
-EXAMPLES[R + "shapes.array_vjp"] = lambda rng, dt: [call(arr(rng, dt, (3, 4)), arr(rng, dt, (3, 4)))]
+EXAMPLES[R + "shapes.array_vjp"] = lambda rng, dt: [
+    call(arr(rng, dt, (3, 4)), arr(rng, dt, (3, 4))),
+    call(arr(rng, dt, (2, 3)), (arr(rng, dt, (3,)), arr(rng, dt, (3,)))),
+    call(num(rng, dt), (arr(rng, dt, (3,)), arr(rng, dt, (2,))))]   # g a number: each item gets it
 EXAMPLES[R + "shapes.reshape_vjp"] = _reshape_vjp
 EXAMPLES["numpy.squeeze"] = _squeeze
 EXAMPLES[R + "shapes.squeeze_vjp"] = _squeeze_vjp
@@ -292,3 +295,19 @@ EXAMPLES[R + "diagonals.diagonal_vjp"] = _diagonal_vjp
 EXAMPLES[R + "diagonals.diag_vjp"] = _diag_vjp
 EXAMPLES["numpy.trace"] = _trace
 EXAMPLES[R + "diagonals.trace_vjp"] = _trace_vjp
+
+
+def _full(rng, dt):
+    m, n = sizes(rng, 2)
+    return [call((m, n), num(rng, dt)), call(n, num(rng, dt)), call((m, n), arr(rng, dt, (n,))),
+            call((m, n), arr(rng, dt, (m, 1))), call(n, num(rng, dt), dt)]
+
+
+def _full_like(rng, dt):
+    a = arr(rng, dt, sizes(rng, 2))
+    return [call(a, num(rng, dt)), call(a, arr(rng, dt, a.shape[1:])), call(a, 0.5, dt),
+            call(a, arr(rng, dt, (a.shape[0], 1)))]
+
+
+EXAMPLES["numpy.full"] = _full
+EXAMPLES["numpy.full_like"] = _full_like

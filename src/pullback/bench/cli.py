@@ -31,7 +31,11 @@ tools (--tools KEY,...):
 
 
 def _ints(text):
-    return tuple(int(float(t)) for t in text.split(",") if t.strip())
+    try:
+        return tuple(int(float(t)) for t in text.split(",") if t.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}") \
+            from None
 
 
 def _keys(text):
@@ -84,15 +88,16 @@ def _shown_case(rows, workload):
     return max(ok, key=lambda r: (sum(s["case"] == r["case"] for s in ok), r["n"]))["case"]
 
 
-def _plots(rows, workloads, out):
-    """Write the PNGs; returns (paths, notes)."""
+def _plots(rows, workloads, out, cap_s=5.0):
+    """Write the PNGs; returns (paths, notes).  ``cap_s``: the time cap of a warm
+    gradient call, where a tool skipped as too slow is marked."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         return [], ["matplotlib is not installed: no plots (pip install matplotlib)"]
     paths = []
     for w in workloads:
-        if w.sweep and plots.sweep(rows, w.name, out / f"{w.name}_sweep.png"):
+        if w.sweep and plots.sweep(rows, w.name, out / f"{w.name}_sweep.png", cap_s):
             paths.append(out / f"{w.name}_sweep.png")
     shown = {w.name: _shown_case(rows, w.name) for w in workloads if w.sweep}
     if plots.ratios(rows, out / "ratios.png", shown):
@@ -118,14 +123,20 @@ def main(args) -> int:
     for note in notes:
         if "skipped" in note:
             print(f"note: {note}", file=sys.stderr)
+    out = pathlib.Path(args.out)
+    try:        # before the run: a folder that cannot be made fails in a second, not at the end
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"pullback bench: cannot write the results to {str(out)!r} "
+              f"({exc.strerror or exc}); pass --out DIR, a folder that can be created",
+              file=sys.stderr)
+        return 1
     settings = Settings.make(args.quick, sizes=args.sizes, rounds=args.rounds)
     with one_blas_thread() as pinned:
         rows = run(workloads, tools, settings, show_progress=not args.no_progress)
     notes.append("NumPy's BLAS ran on one thread (OpenBLAS)" if pinned else
                  "NumPy's BLAS threads were left as they are (no OpenBLAS found to set)")
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    pngs, plot_notes = _plots(rows, workloads, out)
+    pngs, plot_notes = _plots(rows, workloads, out, settings.cap_s)
     notes += plot_notes
     noisy = sum(1 for r in rows if (r.get("spread") or 0) > 0.25)
     if noisy:

@@ -24,6 +24,7 @@ from ..core.errors import MissingRuleError, UnsupportedSyntaxError, located
 from ..core.kinds import MISSING, Kind, kind_of_atom
 from ..core.names import HelperNames, Helpers, Names
 from ..core.runtime import fit, zeros_tangent
+from ..reverse.ops import from_line
 from ..rules import registry, tangents
 from ..rules.scalar import OPERATORS, numpy_form
 from ..rules.templates import substitute
@@ -80,9 +81,17 @@ class _Writer:
 
     # ---------------------------------------------------------------- statements
     def block(self, stmts) -> list:
+        """The statements' code, each run of them from one line of the user's after a
+        ``# from:`` comment naming it (an error raised there names it too)."""
         out = []
+        last_line = None
         for s in stmts:
-            out += ir.dispatch(_STATEMENTS, s)(self, s)
+            code = ir.dispatch(_STATEMENTS, s)(self, s)
+            if code and s.line != last_line and s.line in self.fn.source_lines \
+                    and not isinstance(s, ir.Return):
+                out.append(from_line(self.fn.source_lines[s.line], s.line))
+                last_line = s.line
+            out += code
         return out
 
     def assign(self, s: ir.Assign) -> list:

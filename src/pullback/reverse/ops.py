@@ -196,13 +196,15 @@ def helper_call(tr, expr):
 
 class Comment(ast.stmt):
     """``# text``, a line of its own in the generated code.  ``source``: the user's
-    source line that the statements after it come from (``# from: ...``), else None;
-    the emitter prints it and keeps, for each generated line, the user's line it
-    comes from (the Numba backend quotes it in its errors)."""
+    source line that the statements after it come from (``# from: ...``), else None,
+    and ``line`` its number in the user's file; the emitter prints it and keeps, for
+    each generated line, the user's line it comes from (the Numba backend quotes it
+    in its errors, the API in an error raised while the derivative runs)."""
 
-    _fields = ("text", "source")
+    _fields = ("text", "source", "line")
     text: str
     source: str | None = None
+    line: int | None = None
 
 
 class ZeroAdjoint(ast.Assign):
@@ -260,9 +262,10 @@ def comment(text, source=None) -> Comment:
     return Comment(text, source)
 
 
-def from_line(line: str) -> Comment:
-    """``# from: <line>``: the statements after it come from the user's ``line``."""
-    return Comment(f"from: {line}", line)
+def from_line(line: str, lineno: int | None = None) -> Comment:
+    """``# from: <line>``: the statements after it come from the user's ``line``
+    (line ``lineno`` of the user's file)."""
+    return Comment(f"from: {line}", line, lineno)
 
 
 def fold(e):

@@ -102,7 +102,7 @@ def fwd_block(tr, stmts) -> list:
     last_line = None
     for s in stmts:
         if s.line != last_line and s.line in tr.fn.source_lines and not isinstance(s, ir.Return):
-            out.append(from_line(tr.fn.source_lines[s.line]))
+            out.append(from_line(tr.fn.source_lines[s.line], s.line))
             last_line = s.line
         out += ir.dispatch(_FORWARD, s)(tr, s)
     return out
@@ -213,7 +213,7 @@ def rev_block(tr, stmts) -> list:
         code = ir.dispatch(_REVERSE, s)(tr, s)
         if s.line != last_line and s.line in tr.fn.source_lines and not isinstance(s, ir.Return):
             if code:
-                out.append(from_line(tr.fn.source_lines[s.line]))
+                out.append(from_line(tr.fn.source_lines[s.line], s.line))
                 last_line = s.line
         out += code
     return out

@@ -2,8 +2,8 @@
 
 Integers, booleans, indices, shapes and fresh arrays carry no derivative from
 their arguments: their cotangent is zero, so the transform generates nothing
-for them.  Array factories that take a differentiable value (``np.full``) are
-registered with their kind only; differentiating through them asks for a rule.
+for them.  Array factories that take a differentiable value (``np.full``) have
+derivative rules of their own (``rules/shapes.py``).
 """
 from __future__ import annotations
 
@@ -88,10 +88,6 @@ def _scan_outputs_numba(n, y):
         return lambda n, y: np.zeros(n)
     return None
 
-
-# Their fill value could carry a derivative; no rule for it yet.
-defprimitive(np.full, result=results.new_array)
-defprimitive(np.full_like, result=results.like_source)
 
 # Views made by functions and methods that have no derivative rule yet.
 defprimitive(np.ndarray.view, result=results.unknown, view=True, methods=("view",))

@@ -81,6 +81,38 @@ def unknown(fn, args, kws, call) -> Kind:
     return item if n is None else Kind(None, "o", (item,) * n)
 
 
+def _items_of_one_rank(k: Kind) -> Kind | None:
+    """The kind of the items of a tuple or list display (``[a, b]``) when they are
+    known numbers or arrays of one rank, else None."""
+    items = k.items
+    if not items or len({i.ndim for i in items}) != 1 or items[0].ndim is None \
+            or items[0].ndim < 0 or any(i.dtype not in DTYPE_ORDER for i in items):
+        return None
+    return broadcast(items)
+
+
+def _axis_is_none(call) -> bool:
+    """Whether the call passes ``axis=None`` (by keyword, or second by position)."""
+    given = [k.value for k in call.keywords if k.arg == "axis"] + list(call.args[1:2])
+    return any(isinstance(a, ast.Constant) and a.value is None for a in given)
+
+
+def stacked(fn, args, kws, call) -> Kind:
+    """``np.stack(arrays)``: one more dimension than its items, when they are known
+    and of one rank (a display ``[a, b]``); else as :func:`unknown`."""
+    item = _items_of_one_rank(_first(args)) if not (set(kws) & {"out", "dtype"}) else None
+    return Kind(item.ndim + 1, item.dtype) if item is not None else unknown(fn, args, kws, call)
+
+
+def concatenated(fn, args, kws, call) -> Kind:
+    """``np.concatenate(arrays)``: the rank of its items when they are known arrays of
+    one rank (one dimension with ``axis=None``); else as :func:`unknown`."""
+    item = _items_of_one_rank(_first(args)) if not (set(kws) & {"out", "dtype"}) else None
+    if item is None or item.ndim == 0:
+        return unknown(fn, args, kws, call)
+    return Kind(1 if _axis_is_none(call) else item.ndim, item.dtype)
+
+
 @functools.lru_cache(maxsize=512)
 def returned_tuple_length(fn) -> int | None:
     """n when every ``return`` of ``fn``'s own body returns a tuple display of n

@@ -2,7 +2,10 @@
 
 reshape, ravel, flatten, transpose (and the ``.T`` attribute through
 :func:`transpose_vjp`), swapaxes, moveaxis, squeeze, expand_dims,
-broadcast_to, concatenate, stack, and the identities copy/array/asarray/astype.
+broadcast_to, concatenate, stack, the identities copy/array/asarray/astype, and
+full/full_like (a broadcast of the fill value: its cotangent is ``g`` summed onto
+the fill value's shape; the shape, or the array ``full_like`` copies the shape of,
+carries none).
 
 Conventions are those of :mod:`pullback.rules.elementwise` (``g`` first, then
 the primal arguments; the cotangent of one argument, with its shape).  Two
@@ -26,6 +29,7 @@ import numpy as np
 from . import results, twins
 from .elementwise import as_array, like_arg, namespace, shape_of, unbroadcast
 from .forms import numba_twin
+from .reductions_second import zero_cotangent  # noqa: F401 - named by a template
 from .registry import defrule
 from .tangents import deftangent
 
@@ -123,8 +127,11 @@ def broadcast_to_vjp(g, array):
 def concatenate_vjp(g, arrays, axis=0):
     """Cotangents of the inputs of ``np.concatenate(arrays, axis)``: a list of slices of ``g``.
 
-    ``axis=None`` concatenates the flattened inputs.
+    ``axis=None`` concatenates the flattened inputs.  A number ``g`` (the same
+    cotangent for every entry) gives each input that number, at its shape.
     """
+    if not shape_of(g):
+        return [reshape_vjp(g, x) for x in arrays]
     xp = namespace(g, *arrays)
     G = as_array(xp, g, *arrays)
     cts = []
@@ -145,7 +152,10 @@ def concatenate_vjp(g, arrays, axis=0):
 
 
 def stack_vjp(g, arrays, axis=0):
-    """Cotangents of the inputs of ``np.stack(arrays, axis)``: a list, one slice of ``g`` each."""
+    """Cotangents of the inputs of ``np.stack(arrays, axis)``: a list, one slice of ``g`` each
+    (for a number ``g``, that number at each input's shape)."""
+    if not shape_of(g):
+        return [reshape_vjp(g, x) for x in arrays]
     xp = namespace(g, *arrays)
     G = as_array(xp, g, *arrays)
     ax = axis % G.ndim
@@ -158,9 +168,12 @@ def array_vjp(g, object):
 
     For an array argument that is ``g`` (reshaped for ``ndmin``); for a list or
     tuple it is a list of the cotangents of the items (``g[i]``, read per item:
-    such lists live on the host anyway).
+    such lists live on the host anyway).  A number ``g`` stands for the same
+    cotangent at every entry, so each item gets it: no shape of ``g`` is assumed.
     """
     if isinstance(object, (list, tuple)):
+        if not shape_of(g):
+            return [array_vjp(g, item) for item in object]
         return [array_vjp(g[i], item) for i, item in enumerate(object)]
     return reshape_vjp(g, object)
 
@@ -225,10 +238,17 @@ defrule(np.squeeze, "a, axis=None", view=True, result=results.squeezed, methods=
 defrule(np.expand_dims, "a, axis", view=True, result=results.expanded, a="squeeze_vjp(g, a)")
 defrule(np.broadcast_to, "array, shape, subok=False", view=True, result=results.reshaped,
         array="broadcast_to_vjp(g, array)")
+# np.full(shape, v) is broadcast_to(v, shape), copied: unbroadcast (which has a Numba
+# twin) sums g onto v's shape, a number for a number.
+defrule(np.full, "shape, fill_value, dtype=None, order='C', *, device=None, like=None",
+        result=results.new_array, fill_value="unbroadcast(g, fill_value)")
+defrule(np.full_like, "a, fill_value, dtype=None, order='K', subok=True, shape=None, *, "
+        "device=None", result=results.like_source, fill_value="unbroadcast(g, fill_value)",
+        a="zero_cotangent(a)")        # a gives the shape and dtype only
 defrule(np.concatenate, "arrays, /, axis=0, out=None, *, dtype=None, casting='same_kind'",
-        result=results.unknown, arrays="concatenate_vjp(g, arrays, axis)")
+        result=results.concatenated, arrays="concatenate_vjp(g, arrays, axis)")
 defrule(np.stack, "arrays, axis=0, out=None, *, dtype=None, casting='same_kind'",
-        result=results.unknown, arrays="stack_vjp(g, arrays, axis)")
+        result=results.stacked, arrays="stack_vjp(g, arrays, axis)")
 defrule(np.copy, "a, order='K', subok=False", result=results.like_source, methods=("copy",),
         a="array_vjp(g, a)")
 defrule(np.array, "object, dtype=None, *, copy=True, order='K', subok=False, ndmin=0, "
@@ -243,6 +263,8 @@ for _linear in (np.reshape, np.ravel, flatten, np.transpose, np.swapaxes, np.mov
     deftangent(_linear, linear="a")
 deftangent(np.broadcast_to, linear="array")
 deftangent(np.array, linear="object")
+deftangent(np.full, linear="fill_value")
+deftangent(np.full_like, linear="fill_value", constant="a")
 for _joining in (np.concatenate, np.stack):
     deftangent(_joining, linear="arrays")
 _SLOTS = 32
@@ -262,12 +284,19 @@ deftangent(transpose_method, linear="a")
 
 @numba_twin(array_vjp)
 def _array_vjp_numba(g, object):
-    # np.array / np.copy / x.copy() of an array: the cotangent passes through.
+    # np.array / np.copy / x.copy() of an array: the cotangent passes through (a number
+    # for every entry: filled in at the array's shape).
+    if twins.is_array(object) and twins.is_number(g):
+        return lambda g, object: np.full(object.shape, g)
     if twins.is_array(object) or twins.is_number(object):
         return lambda g, object: g
     if twins.is_tuple(object) and twins.is_array(g):
         # np.array((x, y, ...)): item i's cotangent is g[i] (items in turn may be tuples)
         items = twins.tuple_of(len(object.types), lambda k: lambda g, object: array_vjp(g[k], object[k]))
+        return lambda g, object: items(g, object)
+    if twins.is_tuple(object) and twins.is_number(g):
+        # the same cotangent for every entry: each item gets it
+        items = twins.tuple_of(len(object.types), lambda k: lambda g, object: array_vjp(g, object[k]))
         return lambda g, object: items(g, object)
     return None
 
@@ -438,3 +467,32 @@ def _astype_vjp_numba(g, a):
     if twins.is_number(g) and twins.is_number(a):
         return lambda g, a: g
     return None
+
+
+@numba_twin(np.full)
+def _full_numba(shape, fill_value, dtype=None, order="C"):
+    """Numba's np.full takes a number to fill with: an array fill value (broadcast
+    along the shape, as NumPy does) is written as the copy of a broadcast."""
+    if twins.literal(order, "C") != "C":
+        twins.unsupported("np.full with order other than 'C'")
+    if not twins.is_array(fill_value):
+        return lambda shape, fill_value, dtype=None, order="C": np.full(shape, fill_value, dtype)
+    if not twins.is_none(dtype):
+        twins.unsupported("np.full of an array fill value with dtype=")
+    return lambda shape, fill_value, dtype=None, order="C": \
+        np.broadcast_to(fill_value, shape).copy()
+
+
+@numba_twin(np.full_like)
+def _full_like_numba(a, fill_value, dtype=None, order="K", subok=True, shape=None):
+    """As :func:`_full_numba`: an array fill value broadcast along ``a``'s shape, in
+    ``a``'s dtype."""
+    if not twins.is_none(shape):
+        twins.unsupported("np.full_like with shape=")
+    if not twins.is_array(fill_value):
+        return lambda a, fill_value, dtype=None, order="K", subok=True, shape=None: \
+            np.full_like(a, fill_value, dtype)
+    if not twins.is_none(dtype):
+        twins.unsupported("np.full_like of an array fill value with dtype=")
+    return lambda a, fill_value, dtype=None, order="K", subok=True, shape=None: \
+        np.broadcast_to(fill_value, a.shape).astype(a.dtype)

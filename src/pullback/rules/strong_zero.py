@@ -32,25 +32,56 @@ from .tangents import deftangent
 from .twins import is_array, is_number
 
 
+def _floats(u, d) -> bool:
+    """Whether ``u`` and ``d`` are both Python floats or NumPy float64 numbers."""
+    tu, td = type(u), type(d)
+    return (tu is float or tu is np.float64) and (td is float or td is np.float64)
+
+
 def scaled(u, d):
-    """``u * d``, 0 wherever ``u`` is 0 (``d`` may be infinite or NaN there)."""
-    r = u * d
-    t = type(r)
-    if t is np.float64 or t is float:       # a number: the common case first
-        return r if r - r == 0 or u != 0 else t(0.0)
-    return _zero_where_zero(u, r)
+    """``u * d``, 0 wherever ``u`` is 0 (``d`` may be infinite or NaN there).
+
+    Raises no RuntimeWarning: the product that is NaN where ``u`` is 0 is the
+    derivative's business, not the user's (numbers are multiplied as Python floats,
+    the same IEEE product, and anything else under ``np.errstate``)."""
+    if _floats(u, d):
+        r = float(u) * float(d)
+        if not (r - r == 0 or u != 0):
+            r = 0.0
+        return r if type(u) is float and type(d) is float else np.float64(r)
+    with np.errstate(all="ignore"):
+        r = u * d
+        t = type(r)
+        if t is np.float64 or t is float:
+            return r if r - r == 0 or u != 0 else t(0.0)
+        return _zero_where_zero(u, r)
 
 
 def divided(u, d):
-    """``u / d``, 0 wherever ``u`` is 0 (``d`` may be 0 or NaN there)."""
-    try:
-        r = u / d
-    except ZeroDivisionError:       # two Python floats: NumPy's inf or NaN instead
-        r = np.float64(u) / d
-    t = type(r)
-    if t is np.float64 or t is float:
-        return r if r - r == 0 or u != 0 else t(0.0)
-    return _zero_where_zero(u, r)
+    """``u / d``, 0 wherever ``u`` is 0 (``d`` may be 0 or NaN there).
+
+    Raises no RuntimeWarning (as :func:`scaled`); a number divided by 0 is NumPy's
+    inf or NaN, a NumPy float64 as NumPy's division gives it."""
+    if _floats(u, d):
+        fu, fd = float(u), float(d)
+        if fd != 0.0:
+            r = fu / fd
+        elif fu == 0.0 or fu != fu:
+            r = math.nan
+        else:
+            r = math.copysign(math.inf, fu) * math.copysign(1.0, fd)
+        if not (r - r == 0 or u != 0):
+            r = 0.0
+        return r if type(u) is float and type(d) is float and fd != 0.0 else np.float64(r)
+    with np.errstate(all="ignore"):
+        try:
+            r = u / d
+        except ZeroDivisionError:       # Python numbers: NumPy's inf or NaN instead
+            r = np.float64(u) / d
+        t = type(r)
+        if t is np.float64 or t is float:
+            return r if r - r == 0 or u != 0 else t(0.0)
+        return _zero_where_zero(u, r)
 
 
 def _zero_where_zero(u, r):
