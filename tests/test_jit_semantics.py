@@ -181,3 +181,16 @@ def test_a_bound_method_under_jit_runs_on_python_and_says_so_once():
     np.testing.assert_allclose(g(x), 2 * m.c * x)
     m.c = 5.0                                   # an attribute read at call time
     np.testing.assert_allclose(g(x), 2 * m.c * x)
+
+
+def slogdet_field(S):
+    return np.linalg.slogdet(S).logabsdet
+
+
+def test_a_field_of_a_named_tuple_result_is_refused_by_line_not_dropped(jit_mode):
+    # It gave a zero gradient: the attribute was taken for one with no derivative.
+    S = np.array([[2.0, 0.3], [0.3, 1.0]])
+    with pytest.raises(pullback.UnsupportedSyntaxError, match=r"\.logabsdet.*slogdet\(S\)\[1\]"):
+        pullback.grad(slogdet_field, jit=jit_mode != "python")(S)
+    with pytest.raises(pullback.UnsupportedSyntaxError, match=r"\.logabsdet"):
+        pullback.jvp(slogdet_field, (S,), (S,), jit=jit_mode != "python")

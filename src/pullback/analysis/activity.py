@@ -245,6 +245,10 @@ _INFER = ir.table("kind inference", {
 
 
 # ---------------------------------------------------------------- activity
+#: Attributes of an array or number that carry no derivative (``imag`` of the real
+#: values pullback differentiates is 0).
+NO_DERIVATIVE_ATTRIBUTES = frozenset({"shape", "size", "ndim", "dtype", "itemsize", "nbytes",
+                                      "strides", "flags", "imag"})
 COMPLEX_UNSUPPORTED = "complex differentiation is not supported yet"
 
 
@@ -279,7 +283,10 @@ def _differentiable_operands(s, kinds) -> set[str]:
         return ir.atom_names(e.value) | {n for n in ir.atom_names(e.slice)
                                          if kinds.get(n) is not None and kinds[n].dtype in "fc"}
     if isinstance(e, ast.Attribute):
-        return ir.atom_names(e.value) if e.attr in ("T", "mT", "real", "imag") else set()
+        # An attribute that is not a number's shape or type (a field of a named tuple,
+        # np.linalg.slogdet(S).logabsdet) carries the derivative: the transforms
+        # differentiate it or refuse it by line, never drop it.
+        return set() if e.attr in NO_DERIVATIVE_ATTRIBUTES else ir.atom_names(e.value)
     if isinstance(e, ast.Call):
         fn = registry.method(s.method) if s.method is not None else s.callee
         rule = registry.lookup(fn) if fn is not None else None

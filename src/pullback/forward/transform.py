@@ -19,11 +19,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..analysis.activity import NO_DERIVATIVE_ATTRIBUTES
 from ..core import ir
 from ..core.errors import MissingRuleError, UnsupportedSyntaxError, located
 from ..core.kinds import MISSING, Kind, kind_of_atom
 from ..core.names import HelperNames, Helpers, Names
 from ..core.runtime import fit, zeros_tangent
+from ..reverse.adjoints import refused_attribute
 from ..reverse.ops import from_line
 from ..rules import registry, tangents
 from ..rules.scalar import OPERATORS, numpy_form
@@ -145,9 +147,11 @@ class _Writer:
         if isinstance(e, (ast.Constant, ast.Compare, ast.BoolOp)):
             return None
         if isinstance(e, ast.Attribute):
-            if e.attr in ("T", "mT", "real") and self.is_active(e.value):
+            if not self.is_active(e.value) or e.attr in NO_DERIVATIVE_ATTRIBUTES:
+                return None
+            if e.attr in ("T", "mT", "real"):
                 return lambda ans: ast.Attribute(ast.Name(self.dot(e.value.id)), e.attr, ast.Load())
-            return None
+            raise self.refuse(s, *refused_attribute(e))
         if isinstance(e, ast.Subscript):
             if not self.is_active(e.value):
                 return None

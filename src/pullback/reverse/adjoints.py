@@ -179,11 +179,22 @@ def _name_adjoint(w, s, e, g):
 
 def _attribute_adjoint(w, s, e, g):
     tr = w.tr
-    if e.attr in ("T", "mT") and tr.is_active(e.value):
+    if not tr.is_active(e.value):
+        return []
+    if e.attr in ("T", "mT"):
         return [accum(w, e.value.id, ast.Attribute(g, e.attr, ast.Load()))]
-    if e.attr in ("real",) and tr.is_active(e.value):
+    if e.attr in ("real",):
         return [accum(w, e.value.id, g)]
-    return []
+    raise tr.error(s, *refused_attribute(e))
+
+
+def refused_attribute(e) -> tuple:
+    """What to say of an attribute whose derivative is not followed (a field of a
+    named tuple: ``np.linalg.slogdet(S).logabsdet``), and what to write instead."""
+    return (f"the attribute `.{e.attr}` of a value that carries a derivative (a field of a "
+            "named tuple, such as np.linalg.slogdet's or eigh's result, is not followed)",
+            "unpack the result (`sign, logabsdet = np.linalg.slogdet(S)`) or take its item "
+            "by index (`np.linalg.slogdet(S)[1]`)")
 
 
 def _operator_adjoint(w, s, e, g):
