@@ -194,3 +194,40 @@ def test_a_field_of_a_named_tuple_result_is_refused_by_line_not_dropped(jit_mode
         pullback.grad(slogdet_field, jit=jit_mode != "python")(S)
     with pytest.raises(pullback.UnsupportedSyntaxError, match=r"\.logabsdet"):
         pullback.jvp(slogdet_field, (S,), (S,), jit=jit_mode != "python")
+
+
+def eigenvalues_of_diag(p):
+    w, V = np.linalg.eigh(np.diag(p))
+    return w[0] + np.sum(w)
+
+
+def test_an_item_of_an_array_whose_kind_was_not_known_adds_to_its_cotangent():
+    # w's kind is not known (np.diag's result): w[0]'s cotangent replaced np.sum's.
+    p = np.array([0.3, 0.5, 0.7])
+    np.testing.assert_allclose(pullback.grad(eigenvalues_of_diag)(p),
+                               fd_grad(eigenvalues_of_diag, (p,), 0), rtol=1e-7)
+
+
+def aux_written_in_place(p):
+    h = p * 1.0
+    h[0] *= 2.0
+    return np.sum(h), h
+
+
+def returned_after_a_write(p):
+    h = p * 1.0
+    h[np.array([1])] *= 3.0
+    return h
+
+
+def test_a_returned_array_keeps_the_writes_into_it(jit_mode):
+    # The reverse sweep restored the overwritten entries in the very array returned.
+    p, jit = np.array([0.3, 0.5, 0.7]), jit_mode != "python"
+    for _ in range(2):
+        (value, aux), dp = pullback.value_and_grad(aux_written_in_place, has_aux=True, jit=jit)(p)
+        np.testing.assert_allclose(aux, [0.6, 0.5, 0.7])
+        np.testing.assert_allclose(dp, [2.0, 1.0, 1.0])
+        out, back = pullback.vjp(returned_after_a_write, p, jit=jit)
+        np.testing.assert_allclose(out, [0.3, 1.5, 0.7])
+        np.testing.assert_allclose(back(np.ones(3))[0], [1.0, 3.0, 1.0])
+        pullback.finish_compiling()

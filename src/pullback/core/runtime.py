@@ -184,7 +184,15 @@ def item_cotangent(cotangent, k):
 
 
 def add_item(cotangent, value, k, g):
-    """The cotangent of a tuple ``value`` with ``g`` added at item ``k``."""
+    """The cotangent of a tuple ``value`` with ``g`` added at item ``k``.  A ``value``
+    that turns out to be an array (its kind was not known when transforming:
+    ``w[0]`` of ``w, V = np.linalg.eigh(np.diag(p))``) gets an array's cotangent,
+    what ``cotangent`` holds with ``g`` added at row ``k``: a list would replace
+    the contributions the array already had."""
+    if isinstance(value, np.ndarray):
+        out = np.array(buffer_like(cotangent, value), dtype=np.result_type(value, 1.0))
+        out[k] += g
+        return out
     if isinstance(cotangent, (list, tuple)):
         out = list(cotangent)
     else:

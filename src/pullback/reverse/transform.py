@@ -127,7 +127,8 @@ class ReverseTransform:
             # A parameter's adjoint is returned, not read by a later statement.
             swept = cleanup.propagate_copies({self.d(n) for n in self.storage.names(storage.LOCAL)
                                               if n not in params}, swept)
-        reverse = self.tape.between() + sweeps.init_adjoints(self) + swept
+        reverse = self.tape.between() + sweeps.init_adjoints(self) + \
+            self._detach_returned(body) + swept
         for p in sorted(set(self.storage.names(storage.LIST)) & set(self.wrt)):
             dn = self.d(p)
             reverse.append(assign(dn, call(ast.Attribute(ast.Name(self.helper(np, "np")), "array",
@@ -141,6 +142,25 @@ class ReverseTransform:
         return Generated(self.fn.name, self.fn.params, self.wrt, adjoint_names, forward,
                          reverse, ret.value, self.helpers, self.fn.copied_params,
                          self.tape.workspace)
+
+    def _detach_returned(self, body) -> list:
+        """``h = h.copy()`` for each array the function returns (or returns in a tuple,
+        a ``has_aux`` aux) whose overwritten elements the reverse sweep restores in
+        place: it restores them into the copy, and the value returned keeps what the
+        function computed.  Not for an array read through a view, which must see
+        the restores (such a returned array is restored as before)."""
+        tuples = {s.target: s.expr for s in ir.walk(body)
+                  if isinstance(s, ir.Assign) and isinstance(s.expr, ast.Tuple)}
+        returned, todo = set(), list(ir.atom_names(body[-1].value))
+        while todo:
+            n = todo.pop()
+            if n not in returned:
+                returned.add(n)
+                todo += ir.atom_names(tuples[n]) if n in tuples else []
+        restored = {s.array for s in ir.walk(body)
+                    if isinstance(s, ir.SetItem) and self.saves_element(s)}
+        return [assign(a, call(ast.Attribute(ast.Name(a), "copy", ast.Load())))
+                for a in sorted(returned & restored - set(self.read_through_views))]
 
     def _peepholes(self, forward, reverse):
         """Additions made in place, slices of adjoints kept instead of zeroed and
