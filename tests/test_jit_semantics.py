@@ -231,3 +231,45 @@ def test_a_returned_array_keeps_the_writes_into_it(jit_mode):
         np.testing.assert_allclose(out, [0.3, 1.5, 0.7])
         np.testing.assert_allclose(back(np.ones(3))[0], [1.0, 3.0, 1.0])
         pullback.finish_compiling()
+
+
+PAIR = (0.5, 1.5)
+
+
+def global_pair_item_updated(x):
+    s = PAIR[1]
+    s += x
+    return s * x
+
+
+def accumulate_pair(x, p):
+    A = pullback.accumulate(lambda acc, v: (acc[0] * v, acc[1] + v), p, (x, 1.0))
+    return np.sum(A)
+
+
+def test_an_item_of_a_global_tuple_of_numbers_is_a_number(jit_mode):
+    # s = PAIR[1] was taken for a view of an array, and s += x refused.
+    assert pullback.grad(global_pair_item_updated, jit=jit_mode != "python")(0.3) == \
+        pytest.approx(1.5 + 2 * 0.3)
+
+
+def test_accumulate_with_a_pair_carry():
+    # A tuple's cotangent that came as a row of the stacked outputs was added to each
+    # item whole (a ValueError when the gradient was made an array).
+    p = np.array([0.3, 0.5, 0.7])
+    dx, dp = pullback.grad(accumulate_pair, argnums=(0, 1))(0.3, p)
+    assert dx == pytest.approx(fd_grad(accumulate_pair, (0.3, p), 0), rel=1e-7)
+    np.testing.assert_allclose(dp, fd_grad(accumulate_pair, (0.3, p), 1), rtol=1e-7)
+
+
+def aux_holding_an_array(x):
+    return x * x, (x, np.ones(2) * x)
+
+
+def test_has_aux_with_a_tuple_aux_holding_an_array(jit_mode):
+    g = pullback.grad(aux_holding_an_array, has_aux=True, jit=jit_mode != "python")
+    for _ in range(2):
+        dx, (a, b) = g(0.3)
+        assert dx == pytest.approx(0.6) and a == 0.3
+        np.testing.assert_allclose(b, [0.3, 0.3])
+        pullback.finish_compiling()

@@ -91,7 +91,7 @@ class KindInference:
         if e.id in self.env:
             return self.env[e.id]
         k = self.value_kind(e.id)
-        if k is None or k.dtype == "o":
+        if k is None or (k.dtype == "o" and k.items is None):
             return OTHER
         self.env[e.id] = k      # a global or closure number or array: its kind now
         return k

@@ -219,6 +219,11 @@ def _accumulate(total, more):
     if is_tuple(total) and is_tuple(more) and len(total) == len(more):
         sums = tuple_of(len(total), lambda k: lambda total, more: runtime.accumulate(total[k], more[k]))
         return lambda total, more: sums(total, more)
+    if is_tuple(total) and is_number(more):
+        # A number added to each item, as runtime.accumulate does (a has_aux seed's
+        # 0.0 for an aux item that is itself a tuple).
+        each = tuple_of(len(total), lambda k: lambda total, more: runtime.accumulate(total[k], more))
+        return lambda total, more: each(total, more)
     if (is_number(total) or is_array(total)) and (is_number(more) or is_array(more)):
         return lambda total, more: total + more
     if _is_list_of_arrays(total) and _is_list_of_arrays(more):

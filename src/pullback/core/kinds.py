@@ -70,6 +70,12 @@ def kind_of_value(v) -> Kind:
         return Kind(len(shape), k if k in "bifc" else "o")
     if isinstance(v, tuple) and all(isinstance(x, (int, np.integer)) for x in v):
         return Kind(len(v), "t")
+    if isinstance(v, tuple) and v and len(v) <= 64:
+        # A tuple of numbers and arrays (a global PAIR = (0.5, 1.5)): its items' kinds,
+        # so that PAIR[1] is known to be a number.
+        items = tuple(kind_of_value(x) for x in v)
+        if all(k.dtype in "bifc" or k.items is not None for k in items):
+            return Kind(None, "o", items)
     return OTHER
 
 

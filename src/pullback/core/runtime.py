@@ -170,6 +170,10 @@ def accumulate(total, more):
             return [accumulate(a, b) for a, b in zip(total, more)]
         return [accumulate(total, b) if np.ndim(total) == 0 and total == 0 else b for b in more]
     if isinstance(total, (list, tuple)):
+        if isinstance(more, np.ndarray) and more.ndim and len(more) == len(total):
+            # A tuple's cotangent that came as an array row (a fold's stacked output
+            # of tuple steps): item by item.
+            return [accumulate(a, m) for a, m in zip(total, more)]
         return [accumulate(a, more) for a in total]
     return total + more
 
@@ -195,6 +199,8 @@ def add_item(cotangent, value, k, g):
         return out
     if isinstance(cotangent, (list, tuple)):
         out = list(cotangent)
+    elif isinstance(cotangent, np.ndarray) and cotangent.ndim and len(cotangent) == len(value):
+        out = list(cotangent)       # a tuple's cotangent that came as an array row
     else:
         out = [0.0] * len(value)
     out[k] = accumulate(out[k], g)     # an item may be a tuple itself
