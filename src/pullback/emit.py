@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+import functools
 import itertools
 import linecache
 import math
@@ -245,14 +246,8 @@ def live_values(src: str, bound: dict, user_globals: dict, user_closure: dict) -
     values into its code (:attr:`.Backend.freezes_globals`) takes them as
     arguments instead, read at each call, so that a global rebound or an array
     changed in place between calls is seen as the primal sees it."""
-    fn = ast.parse(src).body[0]
-    stored = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
-    read = set()
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Name):
-            (read if isinstance(node.ctx, ast.Load) else stored).add(node.id)
     out = []
-    for name in sorted(read - stored - set(bound)):
+    for name in sorted(free_names(src)[1] - set(bound)):
         if name in user_closure:
             try:
                 value = user_closure[name].cell_contents
@@ -316,21 +311,29 @@ def _compile(src: str, origins: list, fname: str, bound: dict, user_globals: dic
         LineMap(filename, tuple(origins))
 
 
-def check_bound(src: str, outer: set) -> None:
-    """Every name the generated function reads must be bound somewhere: one of its
-    parameters, a name it assigns, or ``outer`` (a helper, a value bound at transform
-    time, the user's globals and closure) or a builtin.  A name bound nowhere is a
-    transform bug that would surface as a NameError when the gradient runs (or a
-    Numba typing error); it is reported here, by name, instead."""
+@functools.lru_cache(maxsize=64)
+def free_names(src: str) -> tuple[str, frozenset]:
+    """The name of the generated function ``src`` and the names it reads without
+    binding them itself (not a parameter, not assigned in it)."""
     fn = ast.parse(src).body[0]
     stored = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
     read = set()
     for node in ast.walk(fn):
         if isinstance(node, ast.Name):
             (read if isinstance(node.ctx, ast.Load) else stored).add(node.id)
-    unbound = sorted(n for n in read - stored - outer if not hasattr(builtins, n))
+    return fn.name, frozenset(read - stored)
+
+
+def check_bound(src: str, outer: set) -> None:
+    """Every name the generated function reads must be bound somewhere: one of its
+    parameters, a name it assigns, or ``outer`` (a helper, a value bound at transform
+    time, the user's globals and closure) or a builtin.  A name bound nowhere is a
+    transform bug that would surface as a NameError when the gradient runs (or a
+    Numba typing error); it is reported here, by name, instead."""
+    name, free = free_names(src)
+    unbound = sorted(n for n in free - outer if not hasattr(builtins, n))
     if unbound:
-        raise InternalError(f"the generated derivative {fn.name} reads "
+        raise InternalError(f"the generated derivative {name} reads "
                             f"{', '.join(map(repr, unbound))}, which it never binds "
                             f"(a bug in pullback: please report it with the function)")
 
