@@ -395,29 +395,36 @@ def check_vjp(fn, program: Program, ref: Reference, jit: bool) -> Outcome:
 
 
 def check_reference(fn, program: Program, cases: list[Case], jit: bool) -> Outcome:
-    """value_and_grad against the reference derivative's on each argument set: the
-    Python backend's reference, which checks a Numba derivative too, at one compile."""
+    """value_and_grad against the reference derivative's on each argument set (every
+    optimisation off, the Python backend), to 1e-12; under jit=True also against the
+    Python backend's own (optimised) derivative, and the Numba derivative's code run
+    as Python (the interim path of the default background-compile mode) against both.
+
+    The derivatives compared are generated before the reference is: a derivative
+    is generated at its first call, with the optimisations current then, so one
+    first called inside ``optimise.reference()`` would be the reference itself."""
     def body():
         optimised = pullback.value_and_grad(fn, argnums=program.wrt, jit=jit)
+        python = pullback.value_and_grad(fn, argnums=program.wrt, jit=False) if jit else None
+        # Generated here, outside the reference block (see above).
+        compiled = [g.compiled(*fresh(cases[0].args))[0] for g in (optimised, python) if g]
         # Under jit=True the first calls run the Numba derivative's code as Python
         # while Numba compiles it (pullback.core.background): that tier too.
-        # (Run before the other checks: a call that ran compiled leaves the dispatcher.)
+        # (Made before the other checks run: a call that ran compiled leaves the dispatcher.)
         # ``python``, not ``as_python``: a read of an unassigned variable must show
         # here, not be answered by the compiled code.
-        tier = getattr(optimised.compiled(*fresh(cases[0].args))[0].fn, "python", None) \
-            if jit else None
+        tier = getattr(compiled[0].fn, "python", None) if jit else None
         with optimise.reference():
             plain = pullback.value_and_grad(fn, argnums=program.wrt, jit=False)
-            for case in cases:
-                want = plain(*fresh(case.args))
-                why = differs(optimised(*fresh(case.args)), want)
+            wants = [plain(*fresh(case.args)) for case in cases]
+        theirs = [("optimised", optimised), ("the Python backend's derivative", python),
+                  ("the Numba derivative run as Python", tier)]
+        for case, want in zip(cases, wants):
+            for name, g in theirs:
+                why = differs(g(*fresh(case.args)), want) if g is not None else None
                 if why:
-                    return labelled(("wrong", f"optimised against the reference derivative: "
+                    return labelled(("wrong", f"{name} against the reference derivative: "
                                               f"{why}"), case)
-                why = differs(tier(*fresh(case.args)), want) if tier is not None else None
-                if why:
-                    return labelled(("wrong", "the Numba derivative run as Python against the "
-                                              f"reference derivative: {why}"), case)
         return None
     return guarded("reference", body)
 
