@@ -7,7 +7,9 @@ off.  A construct whose known bug is not fixed yet is listed in
 ``KNOWN_BROKEN_NUMBA`` with its cause, and left out of the default (CI) profile
 of that backend, so that the rest of the grammar keeps running.  Deleting an
 entry once its cause is fixed turns the construct back on; ``--fuzz-all`` turns
-everything on.
+everything on.  ``UNSUPPORTED_NUMBA`` lists what the Numba backend refuses by
+design (documented), also left out of its profile: those programs could only be
+refused.
 """
 from __future__ import annotations
 

@@ -1121,7 +1121,7 @@ class Builder:
     def custom_statement(self, sc: Scope, decorator: str) -> None:
         """A custom function's result assigned back to its argument's name (``s =
         f(s)``, ``h = f(h)``, ``p = f(p)``: the parameters where their reassignment is
-        on), or added into a sum (``s += norm(a) ** 1.5``)."""
+        on; arrays outside loops), or added into a sum (``s += norm(a) ** 1.5``)."""
         mine = [v for v in sc.floats if v not in self.float_params]
         floats = mine + (self.float_params if self.on("param_reassign") else [])
         arrays = sorted(sc.writable) + (sorted(self.array_params)
@@ -1139,8 +1139,10 @@ class Builder:
         def into_sum():
             array = self.array_expr(sc, self.some_length(sc), 0)
             self.emit(sc, f"{self.choice(mine)} += {self.custom_norm(decorator, array)}")
+        # An array only outside loops: a write into it earlier in a loop's body would
+        # meet the result the next time round (see Builder.aliased).
         self.pick([(None, back_float, 2), (None, into_sum, 2)]
-                  + ([(None, back_array, 2)] if arrays else []))
+                  + ([(None, back_array, 2)] if arrays and sc.loop is None else []))
 
     # ---------------------------------------------------------- folds
     def fold(self, sc: Scope) -> None:
@@ -1204,7 +1206,8 @@ class Builder:
                 return f"{x} * {self.choice(('0.5', v))} + {self.expr(body, 1)}"
             return self.pick([(None, lambda: f"{x} * {v} + {self.expr(body, 1)}"),
                               (None, lambda: f"{x} + {v} * {self.expr(body, 1)}"),
-                              (None, lambda: f"{x} * 0.5 + {self.expr(body, 1)}")])
+                              (None, lambda: f"{x} * 0.5 + {self.expr(body, 1)}"),
+                              (None, lambda: x)])     # passed on unchanged
         result = rebuild(plan.shape, [update(k, x) for k, x in enumerate(inside)])
 
         def output() -> str:
@@ -1241,6 +1244,8 @@ class Builder:
                 self.read_pairs(sc, ys, n)
             else:
                 sc.arrays[ys] = n
+            if self.coin():
+                return      # the final carry never read, as often (the outputs are)
         elif plan.kind in ("foldl", "foldr"):
             self.emit(sc, f"{rebuild(plan.shape, outs, top=True)} = "
                           f"pullback.{plan.kind}({step}, {xs}, {init})")

@@ -49,6 +49,7 @@ import numpy as np
 from reference import differs
 
 import pullback
+from pullback.backends.lazy_numba import _as_python
 from pullback.core import optimise
 from pullback.core.errors import InternalError
 from pullback.trees import aux_seed, output_leaves, output_value
@@ -481,7 +482,7 @@ def check_reference(fn, program: Program, cases: list[Case], jit: bool) -> Outco
         # Made before the other checks run: a call that ran compiled leaves the
         # dispatcher.  ``python``, not ``as_python``: a read of an unassigned
         # variable must show here, not be answered by the compiled code.
-        tier = interim(compiled[0], aux) if jit else None
+        tier = interim(compiled[0], aux) if jit else None     # (None: none found)
         with optimise.reference():
             plain = pullback.value_and_grad(fn, argnums=program.wrt, jit=False, has_aux=aux)
             wants = []
@@ -508,8 +509,22 @@ def check_reference(fn, program: Program, cases: list[Case], jit: bool) -> Outco
 def interim(compiled, has_aux: bool):
     """The Numba derivative's code run as Python (LazyNumba.python), called as
     value_and_grad calls it: the seed of a has_aux result (the loss's cotangent,
-    zeros for the aux's leaves), its value rebuilt from the leaves."""
-    tier = compiled.fn.python
+    zeros for the aux's leaves), its value rebuilt from the leaves.
+
+    ``compiled.fn`` is the LazyNumba until a call ran compiled, then what it
+    dispatches to (the API takes that): a wrapper naming its LazyNumba (``lazy``),
+    or Numba's dispatcher itself where the derivative takes no workspace and no
+    live value (a program whose source an earlier one had: the same module)."""
+    fn = compiled.fn
+    lazy = fn if hasattr(fn, "python") else getattr(fn, "lazy", None)
+    if lazy is not None:
+        tier = lazy.python
+    elif hasattr(fn, "py_func"):
+        tier = _as_python(fn.py_func)
+    elif hasattr(fn, "dispatcher"):     # a wrapper naming its dispatcher alone (older
+        return None                     # pullback): no tier to be found, none checked
+    else:
+        raise AssertionError(f"no Python tier to be found from {fn!r}")
     if not has_aux:
         return tier
     seed = aux_seed(1, output_leaves(compiled, "f", "value_and_grad"), 1.0)
