@@ -94,6 +94,8 @@ FEATURES: dict[str, str] = {
                       "place)",
     "outside_tuple": "a global or closure value that is a pair of numbers, read by item (with "
                      "global_values or closure_values)",
+    "outside_copy": "a local copy of a global or closure array, h = W.copy() (with global_values "
+                    "or closure_values, and local_array)",
     "folds": "pullback.scan (forward and reverse=True), foldl and foldr with tuple carries, and "
              "accumulate of a number; the step a def nested in f (unpacking its carry, reading "
              "f's values), a module-level def, or a lambda (indexing its carry)",
@@ -136,6 +138,10 @@ KNOWN_BROKEN: dict[str, str] = {
                          "h[np.array([0])] *= 2.0) comes back as it was before the write: the "
                          "reverse sweep undoes the write in the array returned (the reference "
                          "derivative for any write, the optimised one through an index array)",
+    "outside_copy": "new: a copy of a global array (h = W.copy()) has a kind the transform does "
+                    "not know: a fold over it gives results taken for possible views (u += x "
+                    "refused), and a scan over it is refused under Numba ('the reverse sweep "
+                    "needs it saved before it is first assigned')",
     "outside_tuple": "new: a number read from a global or closure tuple (s = T[1], or computed "
                      "from it) is taken for a possible view: a later s += ... is refused as a "
                      "write into shared memory",

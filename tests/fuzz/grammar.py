@@ -636,7 +636,7 @@ class Builder:
                 ("inner_grad", lambda: self.emit(
                     sc, f"{self.choice(mine)} += {self.scan_call(sc, derivative=True)}")),
                 ("tuple_index", lambda: self.new_tuple(sc)),
-                ("folds", lambda: self.fold(sc), 2),
+                ("folds", lambda: self.fold(sc), 4),
                 ("accumulate_tuple", lambda: self.fold(sc)),
                 ("linalg_tuple", lambda: self.linalg(sc)),
                 ("custom_vjp", lambda: self.custom_statement(sc, "custom_vjp"), 2 if sc.loop else 1),
@@ -734,11 +734,14 @@ class Builder:
     def new_array(self, sc: Scope) -> None:
         n = self.some_length(sc)
         h = self.fresh("h")
+        outside = {e.name for e in self.externals}
+        own = sorted(a for a, m in sc.arrays.items() if m == n and a not in outside)
+        theirs = sorted(a for a, m in sc.arrays.items() if m == n and a in outside)
         src = self.pick([
             (None, lambda: f"np.zeros({self.length(n)})"),
-            (None, lambda: f"{self.choice(sorted(a for a, m in sc.arrays.items() if m == n))}.copy()"),
             (None, lambda: self.array_expr(sc, n, 1) + " * 1.0"),
-        ])
+        ] + ([(None, lambda: f"{self.choice(own)}.copy()")] if own else [])
+          + ([("outside_copy", lambda: f"{self.choice(theirs)}.copy()")] if theirs else []))
         self.emit(sc, f"{h} = {src}")
         self.used.add("local_array")
         sc.arrays[h] = n

@@ -321,6 +321,27 @@ def aux_holding_an_array(x):
     return x * x, (x, np.ones(2) * x)
 
 
+TABLE = np.array([-1.48, -0.33, -1.21])
+
+
+def fold_over_a_copied_global(x):
+    h = TABLE.copy()
+    u = pullback.foldl(lambda c, v: c * v + x, h, x)
+    u += x
+    return u
+
+
+def carry_step(carry, v):
+    a, b = carry
+    return (a + v * (0.5 - v), b), a * v
+
+
+def scan_over_a_copied_global(x, y):
+    h = TABLE.copy()
+    (u, w), ys = pullback.scan(carry_step, (x, y), h)
+    return np.sum(ys)
+
+
 P3 = np.array([0.3, 0.5, 0.7])
 S2 = np.array([[2.0, 0.3], [0.3, 1.0]])
 NAMED_FIELD = ("new: a field of slogdet's or eigh's result has no derivative: zero on the Python "
@@ -333,6 +354,12 @@ PAIR_ITEM = ("new: s = PAIR[1] of a global tuple, then s += x, is refused as a w
              "(features: outside_tuple)")
 AUX_UNDONE = ("new: an aux array written in place comes back as it was before the write (the "
               "reverse sweep undoes it in the array returned) (features: aux_written_array)")
+COPIED_GLOBAL = ("new: a copy of a global array (h = TABLE.copy()) has a kind the transform does "
+                 "not know: a fold over it gives a result taken for a possible view, and u += x "
+                 "is refused (features: outside_copy)")
+COPIED_GLOBAL_SCAN = ("new: a scan over a copy of a global array is refused under Numba: 'the "
+                      "reverse sweep needs it saved before it is first assigned, and its type is "
+                      "not known' (features: outside_copy)")
 SCAN_PAIR = "new: a scan whose step outputs a pair is refused under Numba (features: scan_tuple_output)"
 AUX_OTHER = "new: a string aux, or a tuple aux holding an array, is refused under Numba (features: aux_other)"
 
@@ -392,6 +419,10 @@ CASES = {
                                  xfail={"python": AUX_UNDONE, "numba": AUX_UNDONE}),
     "scan_pair_output": Case(scan_pair_output, (0.3, P3), 1.215, (4.05, np.array([0.0, 0.81, 0.45])),
                              xfail={"numba": SCAN_PAIR}),
+    "fold_over_a_copied_global": Case(fold_over_a_copied_global, (0.3,), 0.1795008, (0.598336,),
+                                      xfail={"python": COPIED_GLOBAL, "numba": COPIED_GLOBAL}),
+    "scan_over_a_copied_global": Case(scan_over_a_copied_global, (0.3, 0.2), 3.938235,
+                                      (-3.02, 0.0), xfail={"numba": COPIED_GLOBAL_SCAN}),
     "string_aux": Case(string_aux, (0.3,), 0.09, (0.6,), has_aux=True, aux="label",
                        xfail={"numba": AUX_OTHER}),
     "aux_holding_an_array": Case(aux_holding_an_array, (0.3,), 0.09, (0.6,), has_aux=True,
