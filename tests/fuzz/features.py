@@ -7,7 +7,9 @@ off.  A construct whose known bug is not fixed yet is listed in
 ``KNOWN_BROKEN_NUMBA`` with its cause, and left out of the default (CI) profile
 of that backend, so that the rest of the grammar keeps running.  Deleting an
 entry once its cause is fixed turns the construct back on; ``--fuzz-all`` turns
-everything on.
+everything on.  ``UNSUPPORTED_NUMBA`` lists what the Numba backend refuses by
+design (documented), also left out of its profile: those programs could only be
+refused.
 """
 from __future__ import annotations
 
@@ -83,23 +85,93 @@ FEATURES: dict[str, str] = {
                    "modules); when off, each f gets a docstring naming its program",
     "dead_param": "a parameter the result may not depend on (when off, every return "
                   "also adds each parameter)",
+    "global_values": "module-level globals read by f and by its module-level helpers (a number, "
+                     "an array of a fixed length); between calls of the "
+                     "gradient functions the oracle rebinds the numbers and changes the array "
+                     "in place, then rebinds them all (Program.states)",
+    "closure_values": "f made inside make() and reading its closure cells (a number, an array), "
+                      "changed between calls as the globals are (nonlocal rebinding, writes in "
+                      "place)",
+    "outside_tuple": "a global or closure value that is a pair of numbers, read by item (with "
+                     "global_values or closure_values)",
+    "outside_copy": "a local copy of a global or closure array, h = W.copy() (with global_values "
+                    "or closure_values, and local_array)",
+    "folds": "pullback.scan (forward and reverse=True), foldl and foldr with tuple carries, and "
+             "accumulate of a number; the step a def nested in f (unpacking its carry, reading "
+             "f's values), a module-level def, or a lambda (indexing its carry)",
+    "nested_carry": "fold carries nested, (u, (w, z)) and ((u, w), z), and with an array leaf "
+                    "(with folds)",
+    "scan_tuple_output": "a scan whose step outputs a pair: ys is 2-D (with folds)",
+    "accumulate_tuple": "accumulate of a pair: its running values are 2-D",
+    "custom_vjp": "module-level @pullback.custom_vjp functions with plain-Python fwd and bwd (of a "
+                  "number, of two, a norm of an array, elementwise on an array), called in "
+                  "expressions and loops, assigned back to their argument (s = f(s), p = f(p)) "
+                  "and summed (s += norm(a) ** 1.5)",
+    "custom_jvp": "the same functions as @pullback.custom_jvp with a plain-Python jvp rule",
+    "has_aux": "f returns (loss, aux), differentiated with has_aux=True: the aux a number, an "
+               "array or a dict of numbers",
+    "aux_other": "an aux that is a string, a dict holding one, or a tuple holding an array",
+    "aux_written_array": "an aux that is a local array, by name (maybe written in place before "
+                         "the return)",
+    "linalg_tuple": "np.linalg.slogdet and eigh of a symmetric matrix with well separated "
+                    "eigenvalues made from the arguments, their results unpacked or indexed "
+                    "(eigenvectors read squared)",
+    "diag_build": "that matrix's diagonal made by np.diag(d) instead of np.eye(n) * d (with "
+                  "linalg_tuple)",
+    "named_fields": "the slogdet and eigh results read by field: r.logabsdet, r.sign, "
+                    "e.eigenvalues, e.eigenvectors (with linalg_tuple)",
 }
 
 # Constructs left out of the default (CI) profile because a known cause still
 # makes them fail, on both backends.  Delete an entry when its cause is fixed
 # (tests/fuzz/test_regressions.py has each cause's smallest program).
-KNOWN_BROKEN: dict[str, str] = {}
+KNOWN_BROKEN: dict[str, str] = {
+    "named_fields": "new: a field of slogdet's or eigh's result (r.logabsdet, e.eigenvalues) has "
+                    "no derivative: a zero gradient on the Python backend, refused under Numba "
+                    "('Unknown attribute')",
+    "diag_build": "new: eigh of a matrix made with np.diag(d): its result's items are taken for a "
+                  "tuple's, and w[0] + np.sum(w) loses np.sum's cotangent (add_item; Python: "
+                  "wrong, Numba: refused)",
+    "accumulate_tuple": "new: accumulate of a pair: the Python backend's derivative raises "
+                        "ValueError (an array element set with a sequence); refused under Numba",
+    "aux_written_array": "new: an aux that is a local array written in place (h[i] *= 2.0, "
+                         "h[np.array([0])] *= 2.0) comes back as it was before the write: the "
+                         "reverse sweep undoes the write in the array returned (the reference "
+                         "derivative for any write, the optimised one through an index array)",
+    "outside_copy": "new: a copy of a global array (h = W.copy()) has a kind the transform does "
+                    "not know: a fold over it gives results taken for possible views (u += x "
+                    "refused), and a scan over it is refused under Numba ('the reverse sweep "
+                    "needs it saved before it is first assigned')",
+    "outside_tuple": "new: a number read from a global or closure tuple (s = T[1], or computed "
+                     "from it) is taken for a possible view: a later s += ... is refused as a "
+                     "write into shared memory",
+}
 
 # The same, for causes seen on one backend only.
 KNOWN_BROKEN_PYTHON: dict[str, str] = {}
-KNOWN_BROKEN_NUMBA: dict[str, str] = {}
+KNOWN_BROKEN_NUMBA: dict[str, str] = {
+    "scan_tuple_output": "new: a scan whose step outputs a pair is refused under Numba "
+                         "(no unbroadcast for its typing)",
+    "aux_other": "new: a string aux, or a tuple aux holding an array, is refused under Numba "
+                 "(zeros_like of a string; accumulate of the tuple)",
+}
+
+# Constructs a backend refuses by design (documented), left out of its CI profile:
+# their programs could only be refused.
+UNSUPPORTED_NUMBA: dict[str, str] = {
+    "custom_jvp": "a custom_jvp function is refused under jit=True (docs/rules.md: its jvp rule "
+                  "runs as plain Python)",
+}
 
 BACKENDS = ("python", "numba")
 
 
 def known_broken(backend: str) -> dict[str, str]:
-    """The constructs switched off in the CI profile of ``backend``, with their causes."""
-    return {**KNOWN_BROKEN, **(KNOWN_BROKEN_NUMBA if backend == "numba" else KNOWN_BROKEN_PYTHON)}
+    """The constructs switched off in the CI profile of ``backend``, with their causes
+    (and those the backend refuses by design)."""
+    if backend == "numba":
+        return {**KNOWN_BROKEN, **KNOWN_BROKEN_NUMBA, **UNSUPPORTED_NUMBA}
+    return {**KNOWN_BROKEN, **KNOWN_BROKEN_PYTHON}
 
 
 def ci_features(backend: str) -> frozenset[str]:

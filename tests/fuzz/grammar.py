@@ -25,6 +25,7 @@ Every choice is a Hypothesis draw, so a failing program shrinks: loops towards
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 from dataclasses import dataclass
@@ -43,6 +44,12 @@ class Program:
     constructs: frozenset[str]        # the features the program actually uses
     name: str = "f"
     other_args: tuple | None = None   # a second argument set, arrays of another length
+    # The module's set_state(k), k < states, sets the values f reads from outside its
+    # arguments (globals, closure cells) to those of state k: the oracle calls the
+    # gradient functions again after moving from state 0 to 1 (numbers rebound, arrays
+    # changed in place) and to 2 (rebound again).  1: f reads no such value.
+    states: int = 1
+    has_aux: bool = False             # f returns (loss, aux): differentiated with has_aux=True
 
     def __repr__(self) -> str:      # what Hypothesis prints for a falsifying example
         other = "" if self.other_args is None else f"other_args = {format_args(self.other_args)}\n"
@@ -78,6 +85,106 @@ def format_args(args) -> str:
             return "np.array([" + ", ".join(repr(float(v)) for v in a) + "])"
         return repr(a)
     return "(" + ", ".join(one(a) for a in args) + ("," if len(args) == 1 else "") + ")"
+
+
+#: The states of the values f reads from outside its arguments (Program.states).
+STATES = 3
+
+
+@dataclass(frozen=True)
+class External:
+    """A value f reads from outside its arguments: a global of the module, or a cell
+    of f's closure (``cell``).  ``values`` holds its value at each state: a number, a
+    tuple of two numbers, or the entries of a 1-D array (of one length throughout)."""
+
+    name: str
+    kind: str               # "float", "tuple" or "array"
+    values: tuple
+    cell: bool
+
+    def initial(self) -> str:
+        return self.value(0)
+
+    def value(self, state: int) -> str:
+        v = self.values[state]
+        if self.kind == "array":
+            return f"np.array({[float(x) for x in v]})"
+        return repr(tuple(float(x) for x in v)) if self.kind == "tuple" else repr(float(v))
+
+    def setter(self, state: int) -> str:
+        """The statement that moves it to ``state``: state 1 changes an array in place
+        (the object f read at state 0 is the one changed), the others rebind."""
+        if self.kind == "array" and state == 1:
+            return f"{self.name}[:] = {self.value(state)}"
+        return f"{self.name} = {self.value(state)}"
+
+
+def state_function(name: str, externals: list[External], scope: str, tail: list[str]) -> list[str]:
+    """``def name(state)`` setting ``externals`` (declared ``scope``: global or
+    nonlocal) to ``state``'s values, then running ``tail``."""
+    lines = [f"def {name}(state):"]
+    if externals:
+        lines.append(f"    {scope} " + ", ".join(e.name for e in externals))
+        for state in range(STATES):
+            lines.append(f"    {'if' if state == 0 else 'elif'} state == {state}:")
+            lines += [f"        {e.setter(state)}" for e in externals]
+    return lines + [f"    {line}" for line in tail] + ([] if externals or tail else ["    pass"])
+
+
+#: The functions of the custom_vjp / custom_jvp constructs, by kind: a number of a
+#: number (``a``), of two (``a, b``), of an array (``v``: a norm), or an array of an
+#: array (elementwise).  ``body`` is the function; ``d`` holds the partial derivative
+#: of each parameter (elementwise for an array one, None: zero), what fwd/bwd
+#: and the jvp rule return, so that pullback's result can be checked against finite
+#: differences of ``body``.  ``C`` is a drawn constant.
+CUSTOM_TEMPLATES = {
+    "scalar": [("a * a * C + a", ("2.0 * C * a + 1.0",)),
+               ("math.tanh(a) * C", ("C * (1.0 - math.tanh(a) ** 2)",)),
+               ("math.sin(a) + C * a", ("math.cos(a) + C",)),
+               ("a / (1.0 + a * a)", ("(1.0 - a * a) / (1.0 + a * a) ** 2",))],
+    "pair": [("a * b + C * a", ("b + C", "a")),
+             ("math.sin(a) * b", ("math.cos(a) * b", "math.sin(a)")),
+             ("a * np.sign(b) + C * a", ("np.sign(b) + C", None))],
+    "norm": [("np.sqrt(np.sum(v * v) + 0.25)", ("v / np.sqrt(np.sum(v * v) + 0.25)",)),
+             ("np.sum(np.tanh(v)) * C", ("C * (1.0 - np.tanh(v) ** 2)",))],
+    "vec": [("np.tanh(v) * C", ("C * (1.0 - np.tanh(v) ** 2)",)),
+            ("v * C + 0.5", ("C",))],
+}
+CUSTOM_PARAMS = {"scalar": ("a",), "pair": ("a", "b"), "norm": ("v",), "vec": ("v",)}
+
+
+def custom_function(name: str, decorator: str, kind: str, template: int, c: str,
+                    residuals: int) -> list[str]:
+    """A module-level ``@pullback.custom_vjp`` (with plain-Python fwd and bwd) or
+    ``@pullback.custom_jvp`` (with a plain-Python jvp rule) function; ``residuals``
+    picks what fwd hands bwd: its parameters as a tuple, or (one parameter) the
+    parameter itself, or None where bwd needs nothing."""
+    body, partials = CUSTOM_TEMPLATES[kind][template]
+    body = body.replace("C", c)
+    partials = [None if d is None else d.replace("C", c) for d in partials]
+    params = CUSTOM_PARAMS[kind]
+    args = ", ".join(params)
+    lines = [f"@pullback.{decorator}", f"def {name}({args}):", f"    return {body}", "", ""]
+    if decorator == "custom_vjp":
+        if residuals == 2 and all(d is None or not any(p in d for p in params) for d in partials):
+            res, unpack = "None", []
+        elif residuals == 1 and len(params) == 1:
+            res, unpack = params[0], [f"    {params[0]} = res"]
+        else:
+            res, unpack = f"({args},)", [f"    {args}, = res"]
+        value = f"{name}({args})" if residuals == 1 else body
+        cots = ", ".join("None" if d is None else f"g * ({d})" for d in partials)
+        lines += [f"def {name}_fwd({args}):", f"    return {value}, {res}", "", "",
+                  f"def {name}_bwd(res, g):", *unpack, f"    return ({cots},)", "", "",
+                  f"{name}.defvjp({name}_fwd, {name}_bwd)"]
+    else:
+        tangents = ", ".join(f"t{p}" for p in params)
+        terms = [f"({d}) * t{p}" if kind in ("scalar", "pair", "vec") else f"np.sum(({d}) * t{p})"
+                 for p, d in zip(params, partials) if d is not None]
+        lines += [f"@{name}.defjvp", f"def {name}_jvp(primals, tangents):",
+                  f"    {args}, = primals", f"    {tangents}, = tangents",
+                  f"    return {name}({args}), {' + '.join(terms)}"]
+    return lines
 
 
 @dataclass
@@ -134,6 +241,46 @@ RULED_HELPER = [
 ]
 
 
+@dataclass(frozen=True)
+class Fold:
+    """What Builder.fold draws before writing a fold: which one, its carry's shape
+    (``"L"`` a leaf, lists of them tuples), the leaf that is an array (of ``length``),
+    how its step is written (a nested ``def``, a ``module``-level def, a ``lambda``),
+    and whether a scan's step outputs a pair."""
+
+    kind: str
+    shape: object
+    array_leaf: int | None
+    length: Size | None
+    style: str
+    pair_output: bool
+
+
+def flat(shape) -> list:
+    """The leaves of a carry's shape (``"L"``, or nested lists of them)."""
+    return [shape] if isinstance(shape, str) else [x for part in shape for x in flat(part)]
+
+
+def paths(shape, prefix=()) -> list[tuple[int, ...]]:
+    """The index path of each leaf of ``shape``: ``[L, [L, L]]`` -> (0,), (1, 0), (1, 1)."""
+    if isinstance(shape, str):
+        return [prefix]
+    return [p for k, part in enumerate(shape) for p in paths(part, prefix + (k,))]
+
+
+def rebuild(shape, items: list[str], top: bool = False) -> str:
+    """``items`` (one per leaf, in order) laid out as ``shape``: ``(a, (b, c))``, or,
+    as the target of an assignment (``top``), ``a, (b, c)``."""
+    items = iter(items)
+
+    def one(part, outer):
+        if isinstance(part, str):
+            return next(items)
+        inner = ", ".join(one(p, False) for p in part)
+        return inner if outer else f"({inner})"
+    return one(shape, top)
+
+
 def negate(e: str) -> str:
     return f"(-({e}))" if e.startswith("-") else f"(-{e})"
 
@@ -162,6 +309,16 @@ class Builder:
         self.array_params: dict[str, Size] = {}
         self.int_param: str | None = None
         self.lengths: tuple[int, ...] = ()   # N at each argument set
+        self.externals: list[External] = []  # globals and cells f reads (global_values, ...)
+        self.module_level = False    # writing module-level code: no closure cell in reach
+        self.customs: dict[tuple[str, str], tuple[str, list[str]]] = {}   # custom_vjp, ...
+        self.module_defs: list[list[str]] = []  # module-level fold steps
+        self.has_aux = False         # f returns (loss, aux)
+        self.aux_kind: int | None = None     # which of Builder.aux's kinds
+        # Arrays assigned a custom function's result (h = f(h)), never written into
+        # after: pullback cannot see that the result is not its argument (a
+        # clip_gradient returns it), so a write into it is refused.
+        self.aliased: set[str] = set()
 
     # ---------------------------------------------------------- drawing
     def on(self, feature: str) -> bool:
@@ -202,6 +359,21 @@ class Builder:
 
     def emit(self, sc: Scope, line: str) -> None:
         self.lines.append("    " * (sc.depth + 1) + line)
+
+    @contextlib.contextmanager
+    def module_code(self):
+        """Write module-level code (a helper, a fold's step): its own lines, no array
+        parameter, no int parameter, and of the externals only the globals."""
+        outer = self.lines, self.array_params, self.int_param, self.module_level
+        self.lines, self.array_params, self.int_param, self.module_level = [], {}, None, True
+        try:
+            yield
+        finally:
+            self.lines, self.array_params, self.int_param, self.module_level = outer
+
+    def readable(self, kind: str) -> list[External]:
+        """The externals of ``kind`` that code written now may read."""
+        return [e for e in self.externals if e.kind == kind and not (e.cell and self.module_level)]
 
     # ---------------------------------------------------------- sizes
     def least(self, size: Size) -> int:
@@ -252,6 +424,10 @@ class Builder:
             opts.append(("tuple_index", lambda: self.tuple_element(sc)))
         if self.int_param:
             opts.append(("int_param", lambda: f"float({self.int_param})"))
+        for e in self.readable("float"):
+            opts.append(("closure_values" if e.cell else "global_values", lambda e=e: e.name))
+        for e in self.readable("tuple"):
+            opts.append(("global_values", lambda e=e: f"{e.name}[{self.integer(0, 1)}]"))
         return self.pick(opts)
 
     def element(self, sc: Scope) -> str:
@@ -303,6 +479,9 @@ class Builder:
         ]
         if self.int_param:
             opts.append(("int_param", lambda: f"({e()} * {self.int_param})"))
+        for deco in self.custom_decorators():
+            opts += [(deco, lambda d=deco: f"{self.custom(d, 'scalar')}({e()})"),
+                     (deco, lambda d=deco: f"{self.custom(d, 'pair')}({e()}, {e()})")]
         return opts
 
     def array_reductions(self, sc: Scope, depth: int) -> list:
@@ -319,6 +498,8 @@ class Builder:
                 ("dot", dot),
                 ("kinks", lambda: f"np.max({a(self.some_length(sc))})"),
             ]
+            for deco in self.custom_decorators():
+                opts.append((deco, lambda d=deco: self.custom_norm(d, a(self.some_length(sc)))))
         if sc.mats:
             opts.append(("reductions", lambda: f"np.sum({self.choice(sorted(sc.mats))})"))
         return opts
@@ -361,7 +542,7 @@ class Builder:
             ("numpy_calls", lambda: f"np.{self.choice(('sin', 'cos', 'tanh'))}({a()})"),
             ("masked_singular", lambda: self.masked_singular(a())),
             ("pow", lambda: f"({a()} ** 2)"),
-        ])
+        ] + [(d, lambda d=d: f"{self.custom(d, 'vec')}({a()})") for d in self.custom_decorators()])
 
     def masked_singular(self, inner: str) -> str:
         """sqrt of an expression clamped at 0, bare or behind a select: where the
@@ -398,7 +579,38 @@ class Builder:
         terms += [f"np.sum({h})" for h in sorted(sc.mats)]
         if not self.use("dead_param"):
             terms += self.float_params + [f"np.sum({p})" for p in sorted(self.array_params)]
-        return " + ".join(terms)
+        terms += [self.external_read(e) for e in self.externals]
+        return " + ".join(terms) + (f", {self.aux(sc)}" if self.has_aux else "")
+
+    def aux(self, sc: Scope) -> str:
+        """The aux of a ``return loss, aux`` (has_aux): a number, an array, a dict of
+        numbers; with aux_other a string, a dict holding one, a tuple holding an array;
+        with aux_written_array a local array by name (maybe written in place before).
+        An array aux is otherwise a new array (``* 1.0``): an argument written into is
+        not changed by pullback (nor a local array, at the return)."""
+        def array() -> str:
+            return f"({self.array_expr(sc, self.some_length(sc), 1)}) * 1.0"
+
+        def local() -> str:
+            mine = sorted(a for a in sc.writable)
+            return self.choice(mine) if mine else array()
+
+        def size() -> str:
+            return self.length(self.some_length(sc))
+        # One kind of aux for the program: every return gives the same structure.
+        if self.aux_kind is None:
+            self.aux_kind = self.pick([(f, lambda k=k: k) for k, f in enumerate(
+                ("has_aux", "has_aux", "has_aux", "aux_other", "aux_other", "aux_other",
+                 "aux_written_array"))])
+        return [
+            ("has_aux", lambda: self.var(sc)),
+            ("has_aux", array),
+            ("has_aux", lambda: f'{{"value": {self.var(sc)}, "n": {size()}}}'),
+            ("aux_other", lambda: f'"{self.fresh("branch")}"'),
+            ("aux_other", lambda: f'{{"tag": "{self.fresh("at")}", "value": {self.var(sc)}}}'),
+            ("aux_other", lambda: f"({self.var(sc)}, {array()})"),
+            ("aux_written_array", local),
+        ][self.aux_kind][1]()
 
     # ---------------------------------------------------------- statements
     def block(self, sc: Scope, most: int = BODY) -> None:
@@ -423,16 +635,22 @@ class Builder:
                     sc, f"{self.choice(mine)} += {self.scan_call(sc)}"), 2 if sc.loop else 1),
                 ("inner_grad", lambda: self.emit(
                     sc, f"{self.choice(mine)} += {self.scan_call(sc, derivative=True)}")),
-                ("tuple_index", lambda: self.new_tuple(sc))]
+                ("tuple_index", lambda: self.new_tuple(sc)),
+                ("folds", lambda: self.fold(sc), 4),
+                ("accumulate_tuple", lambda: self.fold(sc)),
+                ("linalg_tuple", lambda: self.linalg(sc)),
+                ("custom_vjp", lambda: self.custom_statement(sc, "custom_vjp"), 2 if sc.loop else 1),
+                ("custom_jvp", lambda: self.custom_statement(sc, "custom_jvp"), 2 if sc.loop else 1)]
         if self.float_params:
             opts.append(("param_reassign", lambda: self.param_reassign(sc)))
         return opts
 
     def array_statements(self, sc: Scope, new: int) -> list:
-        local = sorted(sc.writable)
+        local = sorted(sc.writable - self.aliased)
         opts = [("slice_view", lambda: self.new_view(sc)),
-                ("array_param_reassign", lambda: self.array_param_reassign(sc)),
-                ("arg_write", lambda: self.arg_write(sc))]
+                ("array_param_reassign", lambda: self.array_param_reassign(sc))]
+        if set(self.array_params) - self.aliased:
+            opts.append(("arg_write", lambda: self.arg_write(sc)))
         if sc.depth == 0:
             opts.append(("local_array", lambda: self.new_array(sc), new))
         elif self.on("local_array"):
@@ -490,14 +708,12 @@ class Builder:
 
     def make_helper(self) -> list[str]:
         """``def helper(a, b)``: straight-line float code returning a pair."""
-        outer = self.lines, self.array_params, self.int_param
-        self.lines, self.array_params, self.int_param = [], {}, None
-        sc = Scope.top(["a", "b"], {}, {})
-        for _ in range(self.integer(0, 2)):
-            self.assign(sc)
-        self.emit(sc, f"return {self.expr(sc)}, {self.expr(sc)}")
-        body = ["def helper(a, b):"] + self.lines
-        self.lines, self.array_params, self.int_param = outer
+        with self.module_code():
+            sc = Scope.top(["a", "b"], {}, {})
+            for _ in range(self.integer(0, 2)):
+                self.assign(sc)
+            self.emit(sc, f"return {self.expr(sc)}, {self.expr(sc)}")
+            body = ["def helper(a, b):"] + self.lines
         if self.coin() and self.use("rule_tuple"):
             body += ["", ""] + RULED_HELPER
         return body
@@ -518,11 +734,14 @@ class Builder:
     def new_array(self, sc: Scope) -> None:
         n = self.some_length(sc)
         h = self.fresh("h")
+        outside = {e.name for e in self.externals}
+        own = sorted(a for a, m in sc.arrays.items() if m == n and a not in outside)
+        theirs = sorted(a for a, m in sc.arrays.items() if m == n and a in outside)
         src = self.pick([
             (None, lambda: f"np.zeros({self.length(n)})"),
-            (None, lambda: f"{self.choice(sorted(a for a, m in sc.arrays.items() if m == n))}.copy()"),
             (None, lambda: self.array_expr(sc, n, 1) + " * 1.0"),
-        ])
+        ] + ([(None, lambda: f"{self.choice(own)}.copy()")] if own else [])
+          + ([("outside_copy", lambda: f"{self.choice(theirs)}.copy()")] if theirs else []))
         self.emit(sc, f"{h} = {src}")
         self.used.add("local_array")
         sc.arrays[h] = n
@@ -636,7 +855,7 @@ class Builder:
         self.emit(sc, f"{p} = {self.array_expr(sc, self.array_params[p], 1)} * {self.expr(sc, 1)}")
 
     def arg_write(self, sc: Scope) -> None:
-        p = self.choice(sorted(self.array_params))
+        p = self.choice(sorted(set(self.array_params) - self.aliased))
         self.emit(sc, f"{p}[{self.index(sc, self.array_params[p])}] = {self.expr(sc)}")
 
     # ---------------------------------------------------------- control flow
@@ -861,22 +1080,298 @@ class Builder:
         """``def scan(a, s, lo)``: a for loop over ``a[lo:]`` that returns from
         inside when a condition on the element holds, and otherwise adds to a
         running value that it returns after the loop (pullback inlines it)."""
-        outer = self.lines, self.array_params, self.int_param
-        self.lines, self.array_params, self.int_param = [], {}, None
-        top = Scope.top(["s"], {}, {})
-        self.emit(top, f"t = {self.expr(top, 1)}")
-        top.floats.append("t")
-        self.emit(top, "for m in range(lo, len(a)):")
-        body = top.child(loop="for")
-        self.emit(body, "v = a[m]")
-        body.floats.append("v")
-        self.emit(body, f"if {self.cond(body)}:")
-        self.emit(body.child(), f"return t + v * {self.expr(body, 1)}")
-        self.emit(body, f"t = t + v * {self.expr(body, 1)}")
-        self.emit(top, "return t")
-        lines = ["def scan(a, s, lo):"] + self.lines
-        self.lines, self.array_params, self.int_param = outer
-        return lines
+        with self.module_code():
+            top = Scope.top(["s"], {}, {})
+            self.emit(top, f"t = {self.expr(top, 1)}")
+            top.floats.append("t")
+            self.emit(top, "for m in range(lo, len(a)):")
+            body = top.child(loop="for")
+            self.emit(body, "v = a[m]")
+            body.floats.append("v")
+            self.emit(body, f"if {self.cond(body)}:")
+            self.emit(body.child(), f"return t + v * {self.expr(body, 1)}")
+            self.emit(body, f"t = t + v * {self.expr(body, 1)}")
+            self.emit(top, "return t")
+            return ["def scan(a, s, lo):"] + self.lines
+
+    # ---------------------------------------------------------- custom derivatives
+    def custom(self, decorator: str, kind: str) -> str:
+        """The name of the program's ``decorator`` (custom_vjp or custom_jvp) function
+        of ``kind`` (see CUSTOM_TEMPLATES), made at its first use."""
+        key = (decorator, kind)
+        if key not in self.customs:
+            name = f"{decorator.removeprefix('custom_')}_{kind}"
+            template = self.integer(0, len(CUSTOM_TEMPLATES[kind]) - 1)
+            c = self.choice(("0.5", "2.0", "-1.5", "0.25"))
+            self.customs[key] = (name, custom_function(name, decorator, kind, template, c,
+                                                       self.integer(0, 2)))
+        return self.customs[key][0]
+
+    def custom_decorators(self) -> tuple[str, ...]:
+        """The custom-derivative constructs code written now may call: not module-level
+        code, which a derivative of a derivative (inner_grad) may differentiate in
+        forward mode, which a custom_vjp function has none of."""
+        return () if self.module_level else ("custom_vjp", "custom_jvp")
+
+    def custom_norm(self, decorator: str, array: str) -> str:
+        """The norm-like custom function of ``array``, sometimes to a power (1.5 where
+        it is positive: ``total += safe_norm(X[i]) ** 1.5``)."""
+        name = self.custom(decorator, "norm")
+        positive = "np.sqrt" in self.customs[(decorator, "norm")][1][2]
+        power = self.choice(("", " ** 2") + ((" ** 1.5",) if positive else ()))
+        return f"({name}({array}){power})"
+
+    def custom_statement(self, sc: Scope, decorator: str) -> None:
+        """A custom function's result assigned back to its argument's name (``s =
+        f(s)``, ``h = f(h)``, ``p = f(p)``: the parameters where their reassignment is
+        on; arrays outside loops), or added into a sum (``s += norm(a) ** 1.5``)."""
+        mine = [v for v in sc.floats if v not in self.float_params]
+        floats = mine + (self.float_params if self.on("param_reassign") else [])
+        arrays = sorted(sc.writable) + (sorted(self.array_params)
+                                        if self.on("array_param_reassign") else [])
+
+        def back_float():
+            v = self.choice(floats)
+            self.emit(sc, f"{v} = {self.custom(decorator, 'scalar')}({v})")
+
+        def back_array():
+            h = self.choice(arrays)
+            self.emit(sc, f"{h} = {self.custom(decorator, 'vec')}({h})")
+            self.aliased.add(h)
+
+        def into_sum():
+            array = self.array_expr(sc, self.some_length(sc), 0)
+            self.emit(sc, f"{self.choice(mine)} += {self.custom_norm(decorator, array)}")
+        # An array only outside loops: a write into it earlier in a loop's body would
+        # meet the result the next time round (see Builder.aliased).
+        self.pick([(None, back_float, 2), (None, into_sum, 2)]
+                  + ([(None, back_array, 2)] if arrays and sc.loop is None else []))
+
+    # ---------------------------------------------------------- folds
+    def fold(self, sc: Scope) -> None:
+        """``pullback.scan`` (maybe reversed), ``foldl`` or ``foldr`` over an array in
+        scope with a tuple carry (nested, or with an array leaf, with nested_carry), or
+        ``accumulate`` of a number (of a pair, with accumulate_tuple).  The step is a
+        def nested in f (unpacking its carry, reading f's values), a module-level def,
+        or a lambda (indexing its carry).  Its results join the scope: the carry's
+        leaves, scan's stacked outputs, accumulate's running values."""
+        kind = self.pick([("folds", lambda: "scan", 3), ("folds", lambda: "foldl"),
+                          ("folds", lambda: "foldr"), ("folds", lambda: "accumulate"),
+                          ("accumulate_tuple", lambda: "accumulate_tuple")])
+        if kind == "accumulate":
+            shape = "L"
+        elif kind == "accumulate_tuple":
+            shape = ["L", "L"]
+        else:
+            shape = self.pick([(None, lambda: ["L", "L"], 2), (None, lambda: ["L", "L", "L"]),
+                               ("nested_carry", lambda: ["L", ["L", "L"]]),
+                               ("nested_carry", lambda: [["L", "L"], "L"])])
+        # One leaf an array (of a length in scope) with nested_carry.
+        array_leaf = self.integer(0, len(flat(shape)) - 1) \
+            if kind in ("scan", "foldl", "foldr") and self.coin() and self.use("nested_carry") \
+            else None
+        plan = Fold(kind, shape, array_leaf, self.some_length(sc) if array_leaf is not None else None,
+                    self.choice(("def", "module", "lambda")),
+                    kind == "scan" and self.coin() and self.use("scan_tuple_output"))
+        if plan.style == "module":
+            with self.module_code():
+                step = self.fold_step(plan, Scope.top([], {}, {}))
+            self.module_defs.append(step)
+            step = step[0][4:step[0].index("(")]
+        elif plan.style == "def":
+            lines = self.fold_step(plan, sc.child(loop=None))
+            for line in lines:
+                self.emit(sc, line)
+            step = lines[0][4:lines[0].index("(")]
+        else:
+            step = self.fold_step(plan, sc.child(loop=None))
+        self.fold_call(sc, plan, step)
+
+    def fold_step(self, plan: Fold, body: Scope):
+        """The step function's lines (a def), or its text (a lambda); ``body`` is the
+        scope its expressions read, to which the carry's leaves are added."""
+        carry, v = ("c", "v") if plan.style == "lambda" else ("carry", "v")
+        count = len(flat(plan.shape))
+        # The leaves as the step reads them: names it unpacks, or c[0][1] in a lambda.
+        if plan.style == "lambda":
+            inside = [carry + "".join(f"[{k}]" for k in path) for path in paths(plan.shape)]
+        elif plan.shape == "L":
+            inside = [carry]
+        else:
+            inside = [self.fresh("a") for _ in range(count)]
+        leaves = [x for k, x in enumerate(inside) if k != plan.array_leaf]
+        body.floats += leaves + [v]
+        if plan.array_leaf is not None:
+            body.arrays[inside[plan.array_leaf]] = plan.length
+
+        def update(k: int, x: str) -> str:
+            if k == plan.array_leaf:
+                return f"{x} * {self.choice(('0.5', v))} + {self.expr(body, 1)}"
+            return self.pick([(None, lambda: f"{x} * {v} + {self.expr(body, 1)}"),
+                              (None, lambda: f"{x} + {v} * {self.expr(body, 1)}"),
+                              (None, lambda: f"{x} * 0.5 + {self.expr(body, 1)}"),
+                              (None, lambda: x)])     # passed on unchanged
+        result = rebuild(plan.shape, [update(k, x) for k, x in enumerate(inside)])
+
+        def output() -> str:
+            return f"{self.choice(leaves)} * {self.expr(body, 1)}"
+        if plan.kind == "scan":
+            y = f"({output()}, {output()})" if plan.pair_output else output()
+            result = f"{result}, {y}"
+        params = f"{v}, {carry}" if plan.kind == "foldr" else f"{carry}, {v}"
+        if plan.style == "lambda":
+            return f"lambda {params}: " + (f"({result})" if plan.kind == "scan" else result)
+        lines = [f"def {self.fresh('step')}({params}):"]
+        if plan.shape != "L":
+            lines.append(f"    {rebuild(plan.shape, inside, top=True)} = {carry}")
+        return lines + [f"    return {result}"]
+
+    def fold_call(self, sc: Scope, plan: Fold, step: str) -> None:
+        """The call of the fold, its results added to the scope."""
+        xs = self.choice(sorted(sc.arrays))
+        n = sc.arrays[xs]
+        count = len(flat(plan.shape))
+        init = rebuild(plan.shape, [self.array_expr(sc, plan.length, 1) if k == plan.array_leaf
+                                    else self.expr(sc, 1) for k in range(count)])
+        outs = [self.fresh("u") for _ in range(count)]
+        if plan.kind == "scan":
+            ys = self.fresh("ys")
+            reverse = ", reverse=True" if self.coin() else ""
+            call = f"pullback.scan({step}, {init}, {xs}{reverse})"
+            if self.coin():         # bound whole, unpacked after
+                whole = self.fresh("r")
+                self.emit(sc, f"{whole} = {call}")
+                call = whole
+            self.emit(sc, f"{rebuild(plan.shape, outs)}, {ys} = {call}")
+            if plan.pair_output:
+                self.read_pairs(sc, ys, n)
+            else:
+                sc.arrays[ys] = n
+            if self.coin():
+                return      # the final carry never read, as often (the outputs are)
+        elif plan.kind in ("foldl", "foldr"):
+            self.emit(sc, f"{rebuild(plan.shape, outs, top=True)} = "
+                          f"pullback.{plan.kind}({step}, {xs}, {init})")
+        else:
+            A = self.fresh("A")
+            self.emit(sc, f"{A} = pullback.accumulate({step}, {xs}, {init})")
+            if plan.kind == "accumulate":
+                sc.arrays[A] = n
+            else:
+                self.read_pairs(sc, A, n)
+            return
+        for k, u in enumerate(outs):
+            if k == plan.array_leaf:
+                sc.arrays[u] = plan.length
+            else:
+                sc.floats.append(u)
+
+    def read_pairs(self, sc: Scope, A: str, n: Size) -> None:
+        """A float read from ``A``, a fold's 2-D result of ``n`` rows of pairs."""
+        q = self.fresh("q")
+        self.emit(sc, f"{q} = np.sum({A}[:, {self.integer(0, 1)}]) + {A}[{self.index(sc, n)}, 1]")
+        sc.floats.append(q)
+
+    # ---------------------------------------------------------- linear algebra
+    def linalg(self, sc: Scope) -> None:
+        """A symmetric matrix with well separated eigenvalues built from the
+        arguments, ``S = eye(n) * (arange(n) + shift) + 0.05 * outer(u, u)`` (or
+        ``np.diag(arange(n) + shift)``, with diag_build; shift in [1.9, 2.1]) with
+        ``u = tanh(...)`` (its eigenvalues move by at most 0.05 * n < 0.35 from the
+        diagonal's, which are 1 apart), and one or two of np.linalg.slogdet and
+        eigh of it, unpacked, indexed, or (named_fields) read by field.  Eigenvectors
+        are read squared: their sign is LAPACK's choice."""
+        n = self.some_length(sc)
+        u, S = self.fresh("u"), self.fresh("S")
+        self.emit(sc, f"{u} = np.tanh({self.array_expr(sc, n, 1)})")
+        sc.arrays[u] = n
+        shift = f"(2.0 + 0.1 * np.tanh({self.expr(sc, 1)}))"
+        diagonal = f"np.arange({self.length(n)}) * 1.0 + {shift}"
+        diagonal = self.pick([(None, lambda: f"np.eye({self.length(n)}) * ({diagonal})"),
+                              ("diag_build", lambda: f"np.diag({diagonal})")])
+        self.emit(sc, f"{S} = {diagonal} + 0.05 * np.outer({u}, {u})")
+
+        def column(V: str) -> str:
+            j = self.integer(0, self.least(n) - 1)
+            return self.choice([f"np.sum({V}[:, {j}] ** 2 * {self.array_expr(sc, n, 0)})",
+                                f"{V}[{self.index(sc, n)}, {j}] * {V}[{self.index(sc, n)}, {j}]"])
+
+        def slogdet(fields: bool):
+            ld = self.fresh("ld")
+            if fields:
+                r = self.fresh("r")
+                self.emit(sc, f"{r} = np.linalg.slogdet({S})")
+                self.emit(sc, f"{ld} = {r}.logabsdet * {r}.sign")
+            elif self.coin():
+                sg = self.fresh("sg")
+                self.emit(sc, f"{sg}, {ld} = np.linalg.slogdet({S})")
+                sc.floats.append(sg)
+            else:
+                r = self.fresh("r")
+                self.emit(sc, f"{r} = np.linalg.slogdet({S})")
+                self.emit(sc, f"{ld} = {r}[1]")
+                sc.tuples[r] = 2
+            sc.floats.append(ld)
+
+        def eigh(fields: bool):
+            w, q = self.fresh("w"), self.fresh("q")
+            if fields or self.coin():
+                e = self.fresh("e")
+                self.emit(sc, f"{e} = np.linalg.eigh({S})")
+                values, vectors = (f"{e}.eigenvalues", f"{e}.eigenvectors") if fields \
+                    else (f"{e}[0]", f"{e}[1]")
+                self.emit(sc, f"{w} = {values}")
+            else:
+                vectors = self.fresh("V")
+                self.emit(sc, f"{w}, {vectors} = np.linalg.eigh({S})")
+            sc.arrays[w] = n
+            self.emit(sc, f"{q} = {column(vectors)}")
+            sc.floats.append(q)
+        for _ in range(self.integer(1, 2)):
+            self.pick([(None, lambda: slogdet(False)), (None, lambda: eigh(False)),
+                       ("named_fields", lambda: slogdet(True)),
+                       ("named_fields", lambda: eigh(True))])
+
+    # ---------------------------------------------------------- outside values
+    def declare_externals(self) -> None:
+        """The globals (global_values) and closure cells (closure_values) f reads:
+        one or two of each, a number, an array of a fixed length 2-4, or (with
+        outside_tuple) a pair of numbers, with a value at each of the STATES."""
+        stems = {False: {"float": "G", "array": "W", "tuple": "T"},
+                 True: {"float": "k", "array": "w", "tuple": "t"}}
+        for feature, cell in (("global_values", False), ("closure_values", True)):
+            if not (self.on(feature) and self.coin()):
+                continue
+            self.used.add(feature)
+            for _ in range(self.integer(1, 2)):
+                kind = self.pick([(None, lambda: "float"), (None, lambda: "array"),
+                                  ("outside_tuple", lambda: "tuple")])
+                size = {"float": 0, "tuple": 2, "array": self.integer(2, 4)}[kind]
+                values = tuple(self.draw(VALUES) if kind == "float"
+                               else tuple(self.draw(VALUES) for _ in range(size))
+                               for _ in range(STATES))
+                self.externals.append(External(self.fresh(stems[cell][kind]), kind, values, cell))
+
+    def read_externals(self, sc: Scope) -> None:
+        """Add each external into the accumulator (see external_read)."""
+        acc = sc.floats[-1]
+        for e in self.externals:
+            self.emit(sc, f"{acc} = {acc} + {self.external_read(e)}")
+
+    def external_read(self, e: External) -> str:
+        """A term of ``e`` times an element of an array parameter, whose derivative
+        is ``e`` (what a stale value would get wrong): f adds one into its first
+        accumulator and one into every result."""
+        p = self.choice(sorted(self.array_params))
+        j = self.integer(0, min(self.lengths) - 1)
+        if e.kind == "float":
+            read = e.name
+        elif e.kind == "tuple":
+            read = f"{e.name}[{self.integer(0, 1)}]"
+        else:
+            read = self.choice([f"np.dot({e.name}, {e.name})",
+                                f"{e.name}[{self.integer(0, len(e.values[0]) - 1)}]"])
+        return f"{read} * {p}[{j}]"
 
     # ---------------------------------------------------------- the function
     def parameters(self) -> tuple[list[str], list, list]:
@@ -906,9 +1401,11 @@ class Builder:
 
     def body(self) -> None:
         ints = {self.int_param: Size(True, 0)} if self.int_param else {}
-        sc = Scope.top(self.float_params, self.array_params, ints)
+        outside = {e.name: constant(len(e.values[0])) for e in self.readable("array")}
+        sc = Scope.top(self.float_params, {**self.array_params, **outside}, ints)
         # Declarations first, so that the statements after them can update them.
         self.assign(sc)           # an accumulator
+        self.read_externals(sc)
         if self.coin() and self.use("local_array"):
             self.new_array(sc)
         if self.coin() and self.use("local_matrix"):
@@ -927,20 +1424,47 @@ class Builder:
 
     def program(self) -> Program:
         names, args, other_args = self.parameters()
+        self.declare_externals()
+        self.has_aux = any(map(self.on, ("has_aux", "aux_other", "aux_written_array"))) \
+            and self.coin()
         self.body()
-        signature = f"def f({', '.join(names)}):"
-        helpers = [line for h in (self.helper, self.scan) if h for line in h + ["", ""]]
-        text = "\n".join(helpers + [signature] + self.lines) + "\n"
+        f = [f"def f({', '.join(names)}):"] + self.lines
+        defs = [self.helper, self.scan, *self.module_defs, *(c[1] for c in self.customs.values())]
+        helpers = [line for h in defs if h for line in h + ["", ""]]
         if not self.use("shared_code"):
             # A docstring makes f's code object differ from every other program's.
-            digest = hashlib.sha1(text.encode()).hexdigest()[:12]
-            text = text.replace(signature + "\n", f'{signature}\n    """Program {digest}."""\n', 1)
+            digest = hashlib.sha1(("\n".join(helpers + f) + "\n").encode()).hexdigest()[:12]
+            f.insert(1, f'    """Program {digest}."""')
+        text = "\n".join(self.module_text(helpers, f)) + "\n"
         imports = "import math\n\nimport numpy as np\n"
-        if "pullback.grad(" in text or "pullback.rule(" in text:
+        if "pullback." in text:
             imports += "\nimport pullback\n"
         source = imports + "\n\n" + text
         wrt = tuple(i for i, a in enumerate(args) if not isinstance(a, int))
-        return Program(source, tuple(args), wrt, frozenset(self.used), other_args=tuple(other_args))
+        return Program(source, tuple(args), wrt, frozenset(self.used), other_args=tuple(other_args),
+                       states=STATES if self.externals else 1, has_aux=self.has_aux)
+
+    def module_text(self, helpers: list[str], f: list[str]) -> list[str]:
+        """The module's lines after the imports: the globals f reads, the helpers, f
+        (made by ``make()`` around its closure cells, with closure_values), and
+        ``set_state`` (with any external value: see Program.states)."""
+        cells = [e for e in self.externals if e.cell]
+        module = [e for e in self.externals if not e.cell]
+        lines = [f"{e.name} = {e.initial()}" for e in module] + (["", ""] if module else [])
+        lines += helpers
+        if cells:
+            indent = lambda block: [f"    {line}" if line else "" for line in block]  # noqa: E731
+            lines += (["def make():"] + indent([f"{e.name} = {e.initial()}" for e in cells] + [""]
+                                               + f + [""]
+                                               + state_function("set_cells", cells, "nonlocal", [])
+                                               + ["", "return f, set_cells"])
+                      + ["", "", "f, set_cells = make()"])
+        else:
+            lines += f
+        if self.externals:
+            lines += ["", ""] + state_function("set_state", module, "global",
+                                               ["set_cells(state)"] if cells else [])
+        return lines
 
 
 @st.composite

@@ -49,8 +49,10 @@ import numpy as np
 from reference import differs
 
 import pullback
+from pullback.backends.lazy_numba import _as_python
 from pullback.core import optimise
 from pullback.core.errors import InternalError
+from pullback.trees import aux_seed, output_leaves, output_value
 
 from .grammar import Program
 
@@ -107,15 +109,25 @@ def load(program: Program, directory: Path):
     """
     digest = hashlib.sha1(program.source.encode()).hexdigest()[:16]
     name = f"fuzzprog_{digest}"
-    if name in sys.modules:
-        return getattr(sys.modules[name], program.name)
-    path = Path(directory) / f"{name}.py"
-    path.write_text(program.source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return getattr(module, program.name)
+    if name not in sys.modules:
+        path = Path(directory) / f"{name}.py"
+        path.write_text(program.source)
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    fn = getattr(sys.modules[name], program.name)
+    fn.fuzz_has_aux = program.has_aux       # what call() reads: it returns (loss, aux)
+    return fn
+
+
+def enter(fn, state: int) -> None:
+    """Set the values ``fn`` reads from outside its arguments (its module's globals,
+    its closure cells) to those of ``state``: the module's ``set_state`` (see
+    Program.states).  Nothing when it reads none."""
+    set_state = getattr(sys.modules[fn.__module__], "set_state", None)
+    if set_state is not None:
+        set_state(state)
 
 
 def fresh(args) -> list:
@@ -126,13 +138,22 @@ def fresh(args) -> list:
 # ------------------------------------------------------------------ references
 def call(fn, args) -> float | None:
     """The primal value at these arguments, or None when it is not usable."""
+    out = evaluate(fn, args)
+    return None if out is None else out[0]
+
+
+def evaluate(fn, args) -> tuple[float, object] | None:
+    """``(value, aux)`` at these arguments (aux None unless f returns ``(loss,
+    aux)``), or None when the value is not usable."""
     try:
         with np.errstate(all="ignore"):
-            value = fn(*fresh(args))
+            out = fn(*fresh(args))
     except (ArithmeticError, ValueError):
         return None            # math domain errors, overflow: not a case to judge
+    value, aux = out if getattr(fn, "fuzz_has_aux", False) else (out, None)
+    aux = copy.deepcopy(aux)    # it may be a global array, which changes in place later
     value = float(value)
-    return value if math.isfinite(value) and abs(value) < LARGEST else None
+    return (value, aux) if math.isfinite(value) and abs(value) < LARGEST else None
 
 
 def partial(fn, args, value: float, i: int, idx, h: float) -> float | None:
@@ -187,14 +208,16 @@ def fd_gradient(fn, args, value: float, wrt) -> list | None:
 class Reference:
     value: float
     grads: list
+    aux: object = None          # the plain call's aux, where f returns (loss, aux)
 
 
 def reference(fn, args, wrt) -> Reference | None:
-    value = call(fn, args)
-    if value is None:
+    out = evaluate(fn, args)
+    if out is None:
         return None
+    value, aux = out
     grads = fd_gradient(fn, args, value, wrt)
-    return None if grads is None else Reference(value, grads)
+    return None if grads is None else Reference(value, grads, aux)
 
 
 # Shadows of the kinked functions the grammar uses, recording whether a call
@@ -228,9 +251,10 @@ def _np_max(a):
 '''
 
 
-def meets_tie(program: Program, directory: Path, args: tuple | None = None) -> bool:
+def meets_tie(program: Program, directory: Path, args: tuple | None = None,
+              state: int = 0) -> bool:
     """Whether a min, max, abs or np.max meets a tie at ``args`` (by default the
-    program's first argument set).
+    program's first argument set), the values read from outside at ``state``.
 
     There pullback returns a subgradient by its convention (as JAX and PyTorch
     do), which finite differences cannot judge, even where f itself is smooth:
@@ -239,6 +263,7 @@ def meets_tie(program: Program, directory: Path, args: tuple | None = None) -> b
     source = re.sub(r"\bnp\.max\(", "_np_max(", program.source)
     source = re.sub(r"(?<![\w.])(min|max|abs)\(", r"_\1(", source)
     fn = load(dataclasses.replace(program, source=TIE_PRELUDE + source), directory)
+    enter(fn, state)
     ties = sys.modules[fn.__module__].TIES
     ties.clear()
     call(fn, program.args if args is None else args)
@@ -265,6 +290,31 @@ def grad_error(grads, ref: Reference, wrt) -> str | None:
             return f"gradient of argument {i} has shape {got.shape}, expected {np.shape(expected)}"
         if not np.all(np.abs(got - expected) <= tol):
             return f"gradient of argument {i} is {np.round(got, 6)}, expected {np.round(expected, 6)}"
+    return None
+
+
+def aux_error(aux, expected) -> str | None:
+    """Why ``aux`` is not the plain call's ``expected``: a dict, tuple or list of the
+    same structure, the same strings, numbers and arrays to VALUE_RTOL."""
+    def wrong():
+        return f"aux {aux!r}, expected {expected!r}"
+    if isinstance(expected, dict):
+        if not isinstance(aux, dict) or sorted(aux) != sorted(expected):
+            return wrong()
+        return next(filter(None, (aux_error(aux[k], expected[k]) for k in expected)), None)
+    if isinstance(expected, (tuple, list)):
+        if not isinstance(aux, (tuple, list)) or len(aux) != len(expected):
+            return wrong()
+        return next(filter(None, (aux_error(a, e) for a, e in zip(aux, expected))), None)
+    if isinstance(expected, str) or expected is None:
+        return None if aux == expected else wrong()
+    try:
+        a, b = np.asarray(aux, dtype=float), np.asarray(expected, dtype=float)
+    except (TypeError, ValueError):
+        return wrong()
+    if a.shape != b.shape or not np.allclose(a, b, rtol=VALUE_RTOL, atol=VALUE_RTOL,
+                                             equal_nan=True):
+        return wrong()
     return None
 
 
@@ -313,6 +363,15 @@ def guarded(entry: str, body) -> Outcome:
     return Outcome(problem[0], entry, problem[1]) if problem else Outcome("correct", entry)
 
 
+def split(out, has_aux: bool) -> tuple:
+    """``(value, grads, aux)`` of what value_and_grad returned: ``((value, aux),
+    grads)`` with has_aux, else ``(value, grads)`` (aux None)."""
+    if has_aux:
+        (value, aux), grads = out
+        return value, grads, aux
+    return out[0], out[1], None
+
+
 def first_problem(*checks) -> tuple[str, str] | None:
     for kind, message in checks:
         if message:
@@ -327,6 +386,7 @@ class Case:
     args: tuple
     ref: Reference
     label: str = ""
+    state: int = 0          # of the values read from outside the arguments (Program.states)
 
 
 def labelled(problem: tuple[str, str] | None, case: Case) -> tuple[str, str] | None:
@@ -341,13 +401,15 @@ def check_value_and_grad(fn, program: Program, cases: list[Case], jit: bool) -> 
     must agree with the first: a derivative that keeps state between calls
     would not), then once on each other set."""
     def body():
-        g = pullback.value_and_grad(fn, argnums=program.wrt, jit=jit)
+        g = pullback.value_and_grad(fn, argnums=program.wrt, jit=jit, has_aux=program.has_aux)
         for case in [cases[0]] + cases:
+            enter(fn, case.state)
             args = fresh(case.args)
             before = fresh(args)
-            value, grads = g(*args)
+            value, grads, aux = split(g(*args), program.has_aux)
             problem = first_problem(("mutated", mutation(args, before)),
                                     ("wrong", value_error(value, case.ref)),
+                                    ("wrong", aux_error(aux, case.ref.aux)),
                                     ("wrong", grad_error(grads, case.ref, program.wrt)))
             if problem:
                 return labelled(problem, case)
@@ -358,12 +420,14 @@ def check_value_and_grad(fn, program: Program, cases: list[Case], jit: bool) -> 
 def check_grad(fn, program: Program, cases: list[Case], jit: bool) -> Outcome:
     """grad, called on each argument set in turn."""
     def body():
-        g = pullback.grad(fn, argnums=program.wrt, jit=jit)
+        g = pullback.grad(fn, argnums=program.wrt, jit=jit, has_aux=program.has_aux)
         for case in cases:
+            enter(fn, case.state)
             args = fresh(case.args)
             before = fresh(args)
-            grads = g(*args)
+            grads, aux = g(*args) if program.has_aux else (g(*args), None)
             problem = first_problem(("mutated", mutation(args, before)),
+                                    ("wrong", aux_error(aux, case.ref.aux)),
                                     ("wrong", grad_error(grads, case.ref, program.wrt)))
             if problem:
                 return labelled(problem, case)
@@ -372,12 +436,15 @@ def check_grad(fn, program: Program, cases: list[Case], jit: bool) -> Outcome:
 
 
 def check_vjp(fn, program: Program, ref: Reference, jit: bool) -> Outcome:
-    """vjp, then its ``back`` twice; ``None`` is the cotangent of an int."""
+    """vjp, then its ``back`` twice; ``None`` is the cotangent of an int.  (At the
+    first argument set and state 0.)"""
     def body():
+        enter(fn, 0)
         args = fresh(program.args)
         before = fresh(args)
-        value, back = pullback.vjp(fn, *args, jit=jit)
-        problem = first_problem(("mutated", mutation(args, before)), ("wrong", value_error(value, ref)))
+        value, back, *aux = pullback.vjp(fn, *args, jit=jit, has_aux=program.has_aux)
+        problem = first_problem(("mutated", mutation(args, before)), ("wrong", value_error(value, ref)),
+                                ("wrong", aux_error(aux[0] if aux else None, ref.aux)))
         if problem:
             return problem
         for _ in range(2):
@@ -395,31 +462,77 @@ def check_vjp(fn, program: Program, ref: Reference, jit: bool) -> Outcome:
 
 
 def check_reference(fn, program: Program, cases: list[Case], jit: bool) -> Outcome:
-    """value_and_grad against the reference derivative's on each argument set: the
-    Python backend's reference, which checks a Numba derivative too, at one compile."""
+    """value_and_grad against the reference derivative's on each argument set (every
+    optimisation off, the Python backend), to 1e-12 (an aux to VALUE_RTOL: Numba may
+    round it otherwise); under jit=True also the Python backend's own (optimised)
+    derivative, and the Numba derivative's code run as Python, the interim path of
+    the default background-compile mode (LazyNumba.python).
+
+    The derivatives compared are generated before the reference is: a derivative
+    is generated at its first call, with the optimisations current then, so one
+    first called inside ``optimise.reference()`` would be the reference itself."""
+    aux = program.has_aux
+
     def body():
-        optimised = pullback.value_and_grad(fn, argnums=program.wrt, jit=jit)
-        # Under jit=True the first calls run the Numba derivative's code as Python
-        # while Numba compiles it (pullback.core.background): that tier too.
-        # (Run before the other checks: a call that ran compiled leaves the dispatcher.)
-        # ``python``, not ``as_python``: a read of an unassigned variable must show
-        # here, not be answered by the compiled code.
-        tier = getattr(optimised.compiled(*fresh(cases[0].args))[0].fn, "python", None) \
+        optimised = pullback.value_and_grad(fn, argnums=program.wrt, jit=jit, has_aux=aux)
+        python = pullback.value_and_grad(fn, argnums=program.wrt, jit=False, has_aux=aux) \
             if jit else None
+        # Generated here, outside the reference block (see above).
+        compiled = [g.compiled(*fresh(cases[0].args))[0] for g in (optimised, python) if g]
+        # Made before the other checks run: a call that ran compiled leaves the
+        # dispatcher.  ``python``, not ``as_python``: a read of an unassigned
+        # variable must show here, not be answered by the compiled code.
+        tier = interim(compiled[0], aux) if jit else None     # (None: none found)
         with optimise.reference():
-            plain = pullback.value_and_grad(fn, argnums=program.wrt, jit=False)
+            plain = pullback.value_and_grad(fn, argnums=program.wrt, jit=False, has_aux=aux)
+            wants = []
             for case in cases:
-                want = plain(*fresh(case.args))
-                why = differs(optimised(*fresh(case.args)), want)
+                enter(fn, case.state)
+                # (Copied: an aux may be a global array, changed in place later.)
+                wants.append(copy.deepcopy(split(plain(*fresh(case.args)), aux)))
+        theirs = [("optimised", optimised), ("the Python backend's derivative", python),
+                  ("the Numba derivative run as Python", tier)]
+        for case, want in zip(cases, wants):
+            enter(fn, case.state)
+            for name, g in theirs:
+                if g is None:
+                    continue
+                got = split(g(*fresh(case.args)), aux)
+                why = differs(got[:2], want[:2]) or aux_error(got[2], want[2])
                 if why:
-                    return labelled(("wrong", f"optimised against the reference derivative: "
+                    return labelled(("wrong", f"{name} against the reference derivative: "
                                               f"{why}"), case)
-                why = differs(tier(*fresh(case.args)), want) if tier is not None else None
-                if why:
-                    return labelled(("wrong", "the Numba derivative run as Python against the "
-                                              f"reference derivative: {why}"), case)
         return None
     return guarded("reference", body)
+
+
+def interim(compiled, has_aux: bool):
+    """The Numba derivative's code run as Python (LazyNumba.python), called as
+    value_and_grad calls it: the seed of a has_aux result (the loss's cotangent,
+    zeros for the aux's leaves), its value rebuilt from the leaves.
+
+    ``compiled.fn`` is the LazyNumba until a call ran compiled, then what it
+    dispatches to (the API takes that): a wrapper naming its LazyNumba (``lazy``),
+    or Numba's dispatcher itself where the derivative takes no workspace and no
+    live value (a program whose source an earlier one had: the same module)."""
+    fn = compiled.fn
+    lazy = fn if hasattr(fn, "python") else getattr(fn, "lazy", None)
+    if lazy is not None:
+        tier = lazy.python
+    elif hasattr(fn, "py_func"):
+        tier = _as_python(fn.py_func)
+    elif hasattr(fn, "dispatcher"):     # a wrapper naming its dispatcher alone (older
+        return None                     # pullback): no tier to be found, none checked
+    else:
+        raise AssertionError(f"no Python tier to be found from {fn!r}")
+    if not has_aux:
+        return tier
+    seed = aux_seed(1, output_leaves(compiled, "f", "value_and_grad"), 1.0)
+
+    def call(*args):
+        value, grads = tier(*args, seed)
+        return output_value(compiled, value), grads
+    return call
 
 
 def inner_product(vectors, directions) -> tuple[float, float]:
@@ -444,7 +557,7 @@ def check_jvp(fn, program: Program, cases: list[Case], jit: bool) -> Outcome:
     random direction equals the gradient's inner product with that direction, which
     catches a wrong term too small for finite differences to see."""
     def body():
-        g = pullback.value_and_grad(fn, argnums=program.wrt, jit=jit)
+        g = pullback.value_and_grad(fn, argnums=program.wrt, jit=jit, has_aux=program.has_aux)
         rng = np.random.default_rng(len(program.source))
         # One differentiated argument held fixed (a None tangent) when there are
         # several: a value written into it must still get its tangent.
@@ -453,13 +566,16 @@ def check_jvp(fn, program: Program, cases: list[Case], jit: bool) -> Outcome:
             direction = [rng.normal(size=np.shape(a)) if i in program.wrt and i != held
                          else None for i, a in enumerate(case.args)]
             direction = [float(d) if d is not None and np.ndim(d) == 0 else d for d in direction]
-            value, tangent = pullback.jvp(fn, tuple(fresh(case.args)), tuple(direction), jit=jit)
-            _, grads = g(*fresh(case.args))
+            enter(fn, case.state)
+            value, tangent, *aux = pullback.jvp(fn, tuple(fresh(case.args)), tuple(direction),
+                                                jit=jit, has_aux=program.has_aux)
+            _, grads, _ = split(g(*fresh(case.args)), program.has_aux)
             expected, scale = inner_product([gr for gr, i in zip(grads, program.wrt)
                                              if i != held],
                                             [direction[i] for i in program.wrt if i != held])
             problem = first_problem(
                 ("wrong", value_error(value, case.ref)),
+                ("wrong", aux_error(aux[0] if aux else None, case.ref.aux)),
                 ("wrong", None if abs(tangent - expected) <= JVP_RTOL * scale + 1e-300
                  or not np.isfinite(expected) else
                  f"jvp's tangent {tangent!r} against the gradient's <grad, v> {expected!r}"))
@@ -483,8 +599,9 @@ def check_second_order(fn, program: Program, cases: list[Case], jit: bool) -> Ou
     with Numba would double a Numba program's time.  A refusal of second order is
     not counted: first order is judged by the other checks."""
     def body():
-        if jit:
+        if jit or program.has_aux:          # (hvp and hessian have no has_aux)
             return None
+        enter(fn, cases[0].state)
         args, wrt = cases[0].args, program.wrt
         rng = np.random.default_rng(len(program.source) + 1)
 
@@ -527,9 +644,11 @@ def check_second_order(fn, program: Program, cases: list[Case], jit: bool) -> Ou
     return guarded("second order", body)
 
 
-def judged(fn, program: Program, args: tuple, directory: Path) -> Reference | None:
-    """The reference at ``args``, or None where it cannot be trusted."""
-    if meets_tie(program, directory, args) or grows_huge(fn, args):
+def judged(fn, program: Program, args: tuple, directory: Path, state: int = 0) -> Reference | None:
+    """The reference at ``args`` and ``state`` (of the values read from outside the
+    arguments), or None where it cannot be trusted."""
+    enter(fn, state)
+    if meets_tie(program, directory, args, state) or grows_huge(fn, args):
         return None
     return reference(fn, args, program.wrt)
 
@@ -580,11 +699,25 @@ def check(program: Program, jit: bool, directory: Path) -> Outcome:
         other = judged(fn, program, program.other_args, directory)
         if other is not None:
             cases.append(Case(program.other_args, other, "(on the second argument set, other length)"))
+    # Then the values f reads from outside its arguments change, and the gradient
+    # functions, called before, are called again at the first argument set.
+    for state in range(1, program.states):
+        moved = judged(fn, program, program.args, directory, state)
+        if moved is not None:
+            cases.append(Case(program.args, moved, STATE_LABELS[state], state))
     checks = [check_reference(fn, program, cases, jit),
               check_value_and_grad(fn, program, cases, jit),
               check_grad(fn, program, cases, jit),
               check_vjp(fn, program, ref, jit)]
-    if "rule_tuple" not in program.constructs:
-        # (A rule given by its VJP alone has no forward mode: jvp refuses it.)
+    if not program.constructs & NO_FORWARD_MODE:
         checks += [check_jvp(fn, program, cases, jit), check_second_order(fn, program, cases, jit)]
     return worst(checks)
+
+
+#: Constructs without forward mode, whose programs jvp refuses: a rule given by its
+#: VJP alone (rule_tuple), a custom_vjp function.
+NO_FORWARD_MODE = frozenset({"rule_tuple", "custom_vjp"})
+
+STATE_LABELS = {1: "(after the values f reads from outside its arguments changed: numbers "
+                   "rebound, arrays changed in place)",
+                2: "(after the values f reads from outside its arguments were rebound again)"}

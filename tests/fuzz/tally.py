@@ -49,7 +49,8 @@ class Tally:
     def write(self, program: Program, outcome: Outcome, n: int) -> None:
         self.save.mkdir(parents=True, exist_ok=True)
         path = self.save / f"{self.backend}-{n:04d}-{outcome.kind}.py"
-        path.write_text(f"# {outcome}\n# constructs: {', '.join(sorted(program.constructs))}\n"
+        path.write_text(f"# {outcome}\n# judged program {self.judged} of this run\n"
+                        f"# constructs: {', '.join(sorted(program.constructs))}\n"
                         f"{program.source}\nARGS = {format_args(program.args)}\n"
                         + ("" if program.other_args is None
                            else f"OTHER_ARGS = {format_args(program.other_args)}\n"))

@@ -5,6 +5,7 @@ None of this calls pullback's derivatives, so a failure here is the harness's.""
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -16,11 +17,34 @@ from .features import (
     KNOWN_BROKEN,
     KNOWN_BROKEN_NUMBA,
     KNOWN_BROKEN_PYTHON,
+    UNSUPPORTED_NUMBA,
     ci_features,
     parse_features,
 )
-from .grammar import Program, format_args, programs
-from .oracle import Outcome, call, fd_gradient, grows_huge, judged, load, meets_tie, partial, worst
+from .grammar import (
+    CUSTOM_PARAMS,
+    CUSTOM_TEMPLATES,
+    STATES,
+    Program,
+    custom_function,
+    format_args,
+    paths,
+    programs,
+    rebuild,
+)
+from .oracle import (
+    Outcome,
+    aux_error,
+    enter,
+    fd_gradient,
+    grows_huge,
+    judged,
+    load,
+    meets_tie,
+    partial,
+    worst,
+)
+from .oracle import call as call_f
 
 
 # ------------------------------------------------------------------ grammar
@@ -40,7 +64,7 @@ def test_programs_run(program, tmp_path_factory):
             pass
         except ValueError as exc:     # a broadcast of mismatched lengths is the grammar's fault
             assert "math domain" in str(exc), exc
-        value = call(fn, args)
+        value = call_f(fn, args)
         assert value is None or math.isfinite(value)
     lengths = {len(a) for args in (program.args, program.other_args)
                for a in args if isinstance(a, np.ndarray)}
@@ -139,15 +163,116 @@ def test_load_gives_each_source_its_own_module(tmp_path):
 
 # ------------------------------------------------------------------ features
 def test_known_broken_names_are_features():
-    for table in (KNOWN_BROKEN, KNOWN_BROKEN_PYTHON, KNOWN_BROKEN_NUMBA):
+    for table in (KNOWN_BROKEN, KNOWN_BROKEN_NUMBA, KNOWN_BROKEN_PYTHON):
         assert set(table) <= set(FEATURES)
         assert all(cause.startswith(("issue 10 cause", "new:")) for cause in table.values())
+    assert set(UNSUPPORTED_NUMBA) <= set(FEATURES)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_ci_profile_leaves_out_exactly_the_known_broken(backend):
-    off = set(KNOWN_BROKEN) | set(KNOWN_BROKEN_NUMBA if backend == "numba" else KNOWN_BROKEN_PYTHON)
+    off = set(KNOWN_BROKEN) | (set(KNOWN_BROKEN_NUMBA) | set(UNSUPPORTED_NUMBA)
+                               if backend == "numba" else set(KNOWN_BROKEN_PYTHON))
     assert ci_features(backend) == set(FEATURES) - off
+
+
+# ------------------------------------------------------------------ new constructs
+@pytest.mark.parametrize("kind, template", [(k, t) for k, ts in CUSTOM_TEMPLATES.items()
+                                            for t in range(len(ts))])
+def test_custom_templates_give_their_derivatives(kind, template):
+    """The partial derivatives a custom_vjp's bwd and a custom_jvp's rule return are
+    those of the function (else a correct pullback would look wrong)."""
+    body, partials = CUSTOM_TEMPLATES[kind][template]
+    params = CUSTOM_PARAMS[kind]
+    env = {"math": math, "np": np}
+    fn = eval(f"lambda {', '.join(params)}: {body.replace('C', '0.75')}", env)
+    rng = np.random.default_rng(template)
+    args = tuple(rng.normal(size=3) if kind in ("norm", "vec") else float(rng.normal()) + 0.3
+                 for _ in params)
+    for k, d in enumerate(partials):
+        got = 0.0 if d is None else eval(f"lambda {', '.join(params)}: {d.replace('C', '0.75')}",
+                                         env)(*args)
+        if kind == "vec":           # elementwise: the diagonal of the Jacobian
+            def entry(j):
+                return lambda *a: float(fn(*a)[j])
+            fd = np.array([fd_gradient(entry(j), args, entry(j)(*args), (k,))[0][j]
+                           for j in range(3)])
+        else:
+            def scalar(*a):
+                return float(fn(*a))
+            fd = fd_gradient(scalar, args, scalar(*args), (k,))[0]
+        np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("decorator", ["custom_vjp", "custom_jvp"])
+@pytest.mark.parametrize("residuals", [0, 1, 2])
+def test_custom_functions_run(decorator, residuals, tmp_path):
+    """Every custom function the grammar writes is valid Python, and its call is
+    its template's function (its fwd/bwd or jvp rule are checked by the random
+    programs against finite differences)."""
+    for kind, templates in CUSTOM_TEMPLATES.items():
+        for t in range(len(templates)):
+            name = f"{kind}_{t}"
+            lines = custom_function(name, decorator, kind, t, "0.5", residuals)
+            params = ", ".join(CUSTOM_PARAMS[kind])
+            source = ("import math\n\nimport numpy as np\n\nimport pullback\n\n\n"
+                      + "\n".join(lines) + f"\n\n\ndef f({params}):\n    return {name}({params})\n")
+            fn = load(Program(source, (), (), frozenset()), tmp_path)
+            args = [np.array([0.3, -0.2]) if kind in ("norm", "vec") else 0.4
+                    for _ in CUSTOM_PARAMS[kind]]
+            want = eval(f"lambda {params}: {templates[t][0].replace('C', '0.5')}",
+                        {"math": math, "np": np})
+            np.testing.assert_allclose(fn(*args), want(*args))
+
+
+def test_carry_shapes():
+    shape = ["L", ["L", "L"]]
+    assert paths(shape) == [(0,), (1, 0), (1, 1)]
+    assert rebuild(shape, ["a", "b", "c"]) == "(a, (b, c))"
+    assert rebuild(shape, ["a", "b", "c"], top=True) == "a, (b, c)"
+    assert rebuild("L", ["a"]) == "a"
+
+
+@seed(10)
+@settings(max_examples=40, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+@given(program=programs(frozenset({"global_values", "closure_values", "outside_tuple"})))
+def test_outside_values_move_between_states(program, tmp_path_factory):
+    """A program reading globals or closure cells has STATES states: set_state(1)
+    changes an array in place (the object f read at state 0 is the one changed),
+    set_state(2) rebinds it, set_state(0) brings every value back."""
+    uses = program.constructs & {"global_values", "closure_values"}
+    assert program.states == (STATES if uses else 1)
+    if not uses:
+        return
+    fn = load(program, tmp_path_factory.getbasetemp())
+    module = vars(sys.modules[fn.__module__])
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    names = list(cells) + [n for n in module if n[0] in "GWT" and n[1:].isdigit()]
+    assert names
+
+    def read(name):
+        return cells[name].cell_contents if name in cells else module[name]
+    seen = []
+    for state in range(STATES):
+        objects = {n: read(n) for n in names}
+        enter(fn, state)
+        if state == 1:
+            assert all(read(n) is objects[n] for n in names if isinstance(read(n), np.ndarray))
+        if state == 2:
+            assert all(read(n) is not objects[n] for n in names if isinstance(read(n), np.ndarray))
+        seen.append({n: np.copy(read(n)) for n in names})
+        call_f(fn, program.args)
+    enter(fn, 0)
+    assert all(np.array_equal(read(n), seen[0][n]) for n in names)
+
+
+def test_aux_error():
+    assert aux_error({"a": 1.0, "s": "x"}, {"a": 1.0, "s": "x"}) is None
+    assert aux_error({"a": 1.0}, {"b": 1.0})
+    assert aux_error((1.0, np.ones(2)), (1.0, np.ones(2))) is None
+    assert aux_error((1.0, np.ones(2)), (1.0, np.zeros(2)))
+    assert aux_error("x", "y")
+    assert aux_error(np.float64(2.0), 2.0 + 1e-12) is None
 
 
 def test_parse_features():

@@ -16,11 +16,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
+import pullback
+
 from .features import BACKENDS
 from .grammar import Program
 from .oracle import Case as ArgumentSet
 from .oracle import (
     Reference,
+    aux_error,
     check_grad,
     check_reference,
     check_value_and_grad,
@@ -39,6 +42,8 @@ class Case:
     xfail: dict = field(default_factory=dict)   # backend -> reason
     # backend -> why a located refusal (a PullbackError) is the right answer here
     refused: dict = field(default_factory=dict)
+    has_aux: bool = False            # fn returns (loss, aux); aux is what it must give
+    aux: object = None
 
     @property
     def wrt(self) -> tuple[int, ...]:
@@ -264,7 +269,99 @@ def row_of_constant_written_later(p):
     return np.sum(q) + np.sum(H) + np.sum(p)
 
 
+# Found by the constructs of the API's recent additions (features.KNOWN_BROKEN*).
+def eigenvalues_of_diag(p):
+    # np.diag's result has a kind the transform does not know: eigh's items are then
+    # taken for a tuple's, and add_item replaces np.sum's cotangent of w by a list
+    # holding w[0]'s alone.
+    w, V = np.linalg.eigh(np.diag(p))
+    return w[0] + np.sum(w)
+
+
+def slogdet_field(S):
+    return np.linalg.slogdet(S).logabsdet
+
+
+def accumulate_pair(x, p):
+    A = pullback.accumulate(lambda acc, v: (acc[0] * v, acc[1] + v), p, (x, 1.0))
+    return np.sum(A)
+
+
+PAIR = (0.5, 1.5)
+
+
+def global_pair_item_updated(x):
+    s = PAIR[1]
+    s += x
+    return s * x
+
+
+def aux_written_through_index_array(p):
+    h = p * 1.0
+    h[np.array([0])] *= 2.0
+    return np.sum(h), h
+
+
+def aux_written_in_place(p):
+    h = p * 1.0
+    h[0] *= 2.0
+    return np.sum(h), h
+
+
+def scan_pair_output(x, p):
+    c, ys = pullback.scan(lambda c, v: (c * v + x, (c, c * v)), 0.0, p)
+    return np.sum(ys)
+
+
+def string_aux(x):
+    return x * x, "label"
+
+
+def aux_holding_an_array(x):
+    return x * x, (x, np.ones(2) * x)
+
+
+TABLE = np.array([-1.48, -0.33, -1.21])
+
+
+def fold_over_a_copied_global(x):
+    h = TABLE.copy()
+    u = pullback.foldl(lambda c, v: c * v + x, h, x)
+    u += x
+    return u
+
+
+def carry_step(carry, v):
+    a, b = carry
+    return (a + v * (0.5 - v), b), a * v
+
+
+def scan_over_a_copied_global(x, y):
+    h = TABLE.copy()
+    (u, w), ys = pullback.scan(carry_step, (x, y), h)
+    return np.sum(ys)
+
+
 P3 = np.array([0.3, 0.5, 0.7])
+S2 = np.array([[2.0, 0.3], [0.3, 1.0]])
+NAMED_FIELD = ("new: a field of slogdet's or eigh's result has no derivative: zero on the Python "
+               "backend, 'Unknown attribute' under Numba (features: named_fields)")
+UNKNOWN_DIAG = ("new: eigh of np.diag(p): w[0] + np.sum(w) loses np.sum's cotangent (add_item "
+                "takes w for a tuple); refused under Numba (features: diag_build)")
+ACCUMULATE_PAIR = ("new: accumulate of a pair: ValueError in the Python derivative (an array "
+                   "element set with a sequence), refused under Numba (features: accumulate_tuple)")
+PAIR_ITEM = ("new: s = PAIR[1] of a global tuple, then s += x, is refused as a write into a view "
+             "(features: outside_tuple)")
+AUX_UNDONE = ("new: an aux array written in place comes back as it was before the write (the "
+              "reverse sweep undoes it in the array returned) (features: aux_written_array)")
+COPIED_GLOBAL = ("new: a copy of a global array (h = TABLE.copy()) has a kind the transform does "
+                 "not know: a fold over it gives a result taken for a possible view, and u += x "
+                 "is refused (features: outside_copy)")
+COPIED_GLOBAL_SCAN = ("new: a scan over a copy of a global array is refused under Numba: 'the "
+                      "reverse sweep needs it saved before it is first assigned, and its type is "
+                      "not known' (features: outside_copy)")
+SCAN_PAIR = "new: a scan whose step outputs a pair is refused under Numba (features: scan_tuple_output)"
+AUX_OTHER = "new: a string aux, or a tuple aux holding an array, is refused under Numba (features: aux_other)"
 
 CASES = {
     "neg_pow_base": Case(neg_pow_base, (0.3,), 0.675, (2.25,)),
@@ -304,6 +401,32 @@ CASES = {
                                     (1.5, np.full(3, 8.4))),
     "slice_write": Case(slice_write, (P3,), 1.6, (np.array([2.0, 2.0, 0.0]),)),
     "row_of_constant_written_later": Case(row_of_constant_written_later, (P3,), 4.5, (np.ones(3),)),
+    "eigenvalues_of_diag": Case(eigenvalues_of_diag, (P3,), 1.8, (np.array([2.0, 1.0, 1.0]),),
+                                xfail={"python": UNKNOWN_DIAG, "numba": UNKNOWN_DIAG}),
+    "slogdet_field": Case(slogdet_field, (S2,), float(np.log(1.91)),
+                          (np.array([[1.0, -0.3], [-0.3, 2.0]]) / 1.91,),
+                          xfail={"python": NAMED_FIELD, "numba": NAMED_FIELD}),
+    "accumulate_pair": Case(accumulate_pair, (0.3, P3), 5.7665,
+                            (0.555, np.array([3.555, 2.153, 1.045])),
+                            xfail={"python": ACCUMULATE_PAIR, "numba": ACCUMULATE_PAIR}),
+    "global_pair_item_updated": Case(global_pair_item_updated, (0.3,), 0.54, (2.1,),
+                                     xfail={"python": PAIR_ITEM, "numba": PAIR_ITEM}),
+    "aux_written_through_index_array": Case(
+        aux_written_through_index_array, (P3,), 1.8, (np.array([2.0, 1.0, 1.0]),), has_aux=True,
+        aux=np.array([0.6, 0.5, 0.7]), xfail={"python": AUX_UNDONE, "numba": AUX_UNDONE}),
+    "aux_written_in_place": Case(aux_written_in_place, (P3,), 1.8, (np.array([2.0, 1.0, 1.0]),),
+                                 has_aux=True, aux=np.array([0.6, 0.5, 0.7]),
+                                 xfail={"python": AUX_UNDONE, "numba": AUX_UNDONE}),
+    "scan_pair_output": Case(scan_pair_output, (0.3, P3), 1.215, (4.05, np.array([0.0, 0.81, 0.45])),
+                             xfail={"numba": SCAN_PAIR}),
+    "fold_over_a_copied_global": Case(fold_over_a_copied_global, (0.3,), 0.1795008, (0.598336,),
+                                      xfail={"python": COPIED_GLOBAL, "numba": COPIED_GLOBAL}),
+    "scan_over_a_copied_global": Case(scan_over_a_copied_global, (0.3, 0.2), 3.938235,
+                                      (-3.02, 0.0), xfail={"numba": COPIED_GLOBAL_SCAN}),
+    "string_aux": Case(string_aux, (0.3,), 0.09, (0.6,), has_aux=True, aux="label",
+                       xfail={"numba": AUX_OTHER}),
+    "aux_holding_an_array": Case(aux_holding_an_array, (0.3,), 0.09, (0.6,), has_aux=True,
+                                 aux=(0.3, np.array([0.3, 0.3])), xfail={"numba": AUX_OTHER}),
 }
 
 
@@ -321,8 +444,9 @@ def test_regression(name, backend, tmp_path):
     the gradient of the reference derivative (every optimisation off).  A refusal (PullbackError) is not enough here unless the case documents why it
     is the right answer (``refused``): these programs must work."""
     case = CASES[name]
-    program = Program(source="", args=case.args, wrt=case.wrt, constructs=frozenset())
-    ref = Reference(case.value, list(case.grads))
+    program = Program(source="", args=case.args, wrt=case.wrt, constructs=frozenset(),
+                      has_aux=case.has_aux)
+    ref = Reference(case.value, list(case.grads), case.aux)
     cases = [ArgumentSet(case.args, ref)]
     jit = backend == "numba"
     outcome = worst([check_reference(case.fn, program, cases, jit),
@@ -338,9 +462,13 @@ def test_expected_values_agree_with_finite_differences(name):
     """The analytic references above are themselves checked, against the
     oracle's finite differences, so that a typo cannot make a case pass."""
     case = CASES[name]
-    value = case.fn(*[np.copy(a) if isinstance(a, np.ndarray) else a for a in case.args])
+    fn = (lambda *a: case.fn(*a)[0]) if case.has_aux else case.fn
+    value = fn(*[np.copy(a) if isinstance(a, np.ndarray) else a for a in case.args])
     assert math.isclose(value, case.value, rel_tol=1e-12, abs_tol=1e-12)
-    fd = fd_gradient(case.fn, case.args, value, case.wrt)
+    if case.has_aux:
+        assert aux_error(case.fn(*[np.copy(a) if isinstance(a, np.ndarray) else a
+                                   for a in case.args])[1], case.aux) is None
+    fd = fd_gradient(fn, case.args, value, case.wrt)
     assert fd is not None, "finite differences are unstable at these arguments"
     for got, expected in zip(fd, case.grads):
         np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-9)
