@@ -126,25 +126,10 @@ FEATURES: dict[str, str] = {
 # makes them fail, on both backends.  Delete an entry when its cause is fixed
 # (tests/fuzz/test_regressions.py has each cause's smallest program).
 KNOWN_BROKEN: dict[str, str] = {
-    "named_fields": "new: a field of slogdet's or eigh's result (r.logabsdet, e.eigenvalues) has "
-                    "no derivative: a zero gradient on the Python backend, refused under Numba "
-                    "('Unknown attribute')",
-    "diag_build": "new: eigh of a matrix made with np.diag(d): its result's items are taken for a "
-                  "tuple's, and w[0] + np.sum(w) loses np.sum's cotangent (add_item; Python: "
-                  "wrong, Numba: refused)",
-    "accumulate_tuple": "new: accumulate of a pair: the Python backend's derivative raises "
-                        "ValueError (an array element set with a sequence); refused under Numba",
-    "aux_written_array": "new: an aux that is a local array written in place (h[i] *= 2.0, "
-                         "h[np.array([0])] *= 2.0) comes back as it was before the write: the "
-                         "reverse sweep undoes the write in the array returned (the reference "
-                         "derivative for any write, the optimised one through an index array)",
     "outside_copy": "new: a copy of a global array (h = W.copy()) has a kind the transform does "
                     "not know: a fold over it gives results taken for possible views (u += x "
                     "refused), and a scan over it is refused under Numba ('the reverse sweep "
                     "needs it saved before it is first assigned')",
-    "outside_tuple": "new: a number read from a global or closure tuple (s = T[1], or computed "
-                     "from it) is taken for a possible view: a later s += ... is refused as a "
-                     "write into shared memory",
 }
 
 # The same, for causes seen on one backend only.
@@ -152,8 +137,9 @@ KNOWN_BROKEN_PYTHON: dict[str, str] = {}
 KNOWN_BROKEN_NUMBA: dict[str, str] = {
     "scan_tuple_output": "new: a scan whose step outputs a pair is refused under Numba "
                          "(no unbroadcast for its typing)",
-    "aux_other": "new: a string aux, or a tuple aux holding an array, is refused under Numba "
-                 "(zeros_like of a string; accumulate of the tuple)",
+    "diag_build": "new: eigh of a matrix made with np.diag(d): the result's kind is not known "
+                  "before it runs, refused under Numba",
+    "accumulate_tuple": "new: accumulate of a pair is refused under Numba",
 }
 
 # Constructs a backend refuses by design (documented), left out of its CI profile:

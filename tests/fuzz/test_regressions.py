@@ -344,16 +344,11 @@ def scan_over_a_copied_global(x, y):
 
 P3 = np.array([0.3, 0.5, 0.7])
 S2 = np.array([[2.0, 0.3], [0.3, 1.0]])
-NAMED_FIELD = ("new: a field of slogdet's or eigh's result has no derivative: zero on the Python "
-               "backend, 'Unknown attribute' under Numba (features: named_fields)")
-UNKNOWN_DIAG = ("new: eigh of np.diag(p): w[0] + np.sum(w) loses np.sum's cotangent (add_item "
-                "takes w for a tuple); refused under Numba (features: diag_build)")
-ACCUMULATE_PAIR = ("new: accumulate of a pair: ValueError in the Python derivative (an array "
-                   "element set with a sequence), refused under Numba (features: accumulate_tuple)")
-PAIR_ITEM = ("new: s = PAIR[1] of a global tuple, then s += x, is refused as a write into a view "
-             "(features: outside_tuple)")
-AUX_UNDONE = ("new: an aux array written in place comes back as it was before the write (the "
-              "reverse sweep undoes it in the array returned) (features: aux_written_array)")
+NAMED_FIELD = ("a field of slogdet's or eigh's result is refused by line (it had a zero gradient): "
+               "the derivative of a named tuple's field is not followed (features: named_fields)")
+UNKNOWN_DIAG = ("eigh of np.diag(p): w's kind is not known before it runs, refused under Numba "
+                "(features: diag_build)")
+ACCUMULATE_PAIR = "accumulate of a pair is refused under Numba (features: accumulate_tuple)"
 COPIED_GLOBAL = ("new: a copy of a global array (h = TABLE.copy()) has a kind the transform does "
                  "not know: a fold over it gives a result taken for a possible view, and u += x "
                  "is refused (features: outside_copy)")
@@ -361,7 +356,6 @@ COPIED_GLOBAL_SCAN = ("new: a scan over a copy of a global array is refused unde
                       "reverse sweep needs it saved before it is first assigned, and its type is "
                       "not known' (features: outside_copy)")
 SCAN_PAIR = "new: a scan whose step outputs a pair is refused under Numba (features: scan_tuple_output)"
-AUX_OTHER = "new: a string aux, or a tuple aux holding an array, is refused under Numba (features: aux_other)"
 
 CASES = {
     "neg_pow_base": Case(neg_pow_base, (0.3,), 0.675, (2.25,)),
@@ -402,31 +396,28 @@ CASES = {
     "slice_write": Case(slice_write, (P3,), 1.6, (np.array([2.0, 2.0, 0.0]),)),
     "row_of_constant_written_later": Case(row_of_constant_written_later, (P3,), 4.5, (np.ones(3),)),
     "eigenvalues_of_diag": Case(eigenvalues_of_diag, (P3,), 1.8, (np.array([2.0, 1.0, 1.0]),),
-                                xfail={"python": UNKNOWN_DIAG, "numba": UNKNOWN_DIAG}),
+                                xfail={"numba": UNKNOWN_DIAG}),
     "slogdet_field": Case(slogdet_field, (S2,), float(np.log(1.91)),
                           (np.array([[1.0, -0.3], [-0.3, 2.0]]) / 1.91,),
                           xfail={"python": NAMED_FIELD, "numba": NAMED_FIELD}),
     "accumulate_pair": Case(accumulate_pair, (0.3, P3), 5.7665,
                             (0.555, np.array([3.555, 2.153, 1.045])),
-                            xfail={"python": ACCUMULATE_PAIR, "numba": ACCUMULATE_PAIR}),
-    "global_pair_item_updated": Case(global_pair_item_updated, (0.3,), 0.54, (2.1,),
-                                     xfail={"python": PAIR_ITEM, "numba": PAIR_ITEM}),
+                            xfail={"numba": ACCUMULATE_PAIR}),
+    "global_pair_item_updated": Case(global_pair_item_updated, (0.3,), 0.54, (2.1,)),
     "aux_written_through_index_array": Case(
         aux_written_through_index_array, (P3,), 1.8, (np.array([2.0, 1.0, 1.0]),), has_aux=True,
-        aux=np.array([0.6, 0.5, 0.7]), xfail={"python": AUX_UNDONE, "numba": AUX_UNDONE}),
+        aux=np.array([0.6, 0.5, 0.7])),
     "aux_written_in_place": Case(aux_written_in_place, (P3,), 1.8, (np.array([2.0, 1.0, 1.0]),),
-                                 has_aux=True, aux=np.array([0.6, 0.5, 0.7]),
-                                 xfail={"python": AUX_UNDONE, "numba": AUX_UNDONE}),
+                                 has_aux=True, aux=np.array([0.6, 0.5, 0.7])),
     "scan_pair_output": Case(scan_pair_output, (0.3, P3), 1.215, (4.05, np.array([0.0, 0.81, 0.45])),
                              xfail={"numba": SCAN_PAIR}),
     "fold_over_a_copied_global": Case(fold_over_a_copied_global, (0.3,), 0.1795008, (0.598336,),
                                       xfail={"python": COPIED_GLOBAL, "numba": COPIED_GLOBAL}),
     "scan_over_a_copied_global": Case(scan_over_a_copied_global, (0.3, 0.2), 3.938235,
                                       (-3.02, 0.0), xfail={"numba": COPIED_GLOBAL_SCAN}),
-    "string_aux": Case(string_aux, (0.3,), 0.09, (0.6,), has_aux=True, aux="label",
-                       xfail={"numba": AUX_OTHER}),
+    "string_aux": Case(string_aux, (0.3,), 0.09, (0.6,), has_aux=True, aux="label"),
     "aux_holding_an_array": Case(aux_holding_an_array, (0.3,), 0.09, (0.6,), has_aux=True,
-                                 aux=(0.3, np.array([0.3, 0.3])), xfail={"numba": AUX_OTHER}),
+                                 aux=(0.3, np.array([0.3, 0.3]))),
 }
 
 
