@@ -273,3 +273,23 @@ def test_has_aux_with_a_tuple_aux_holding_an_array(jit_mode):
         assert dx == pytest.approx(0.6) and a == 0.3
         np.testing.assert_allclose(b, [0.3, 0.3])
         pullback.finish_compiling()
+
+
+def _carry_step(carry, v):
+    a, b = carry
+    return (a * v + np.sum(b), b * v), a
+
+
+def scan_then_write_its_array(x, p):
+    (u, w), ys = pullback.scan(_carry_step, (x, p), p)
+    p[0] = -1.5             # after the scan, whose carry holds p itself
+    return u + np.sum(w) + np.sum(ys)
+
+
+def test_a_write_after_a_fold_whose_carry_holds_the_array(jit_mode):
+    # The reverse sweep read p through the carry tuple after the write had changed it
+    # (a random program found it under Numba; the Python backend was wrong too).
+    p = np.array([-0.47, -1.6, -0.47, -1.6])
+    for got in _calls(scan_then_write_its_array, jit_mode, -1.94, p.copy(), argnums=1):
+        np.testing.assert_allclose(got, fd_grad(scan_then_write_its_array, (-1.94, p), 1),
+                                   rtol=1e-7)

@@ -247,6 +247,12 @@ def read_through_views(stmts, kind, params, value_reads) -> set:
             made = view_made_by(st, kind, stmts, params)
             if made is not None and made[0] is not None:
                 bases.setdefault(st.target, set()).add(made[0])
+            elif isinstance(st.expr, ast.Tuple):
+                # A tuple holds its arrays themselves (a fold's carry (x, p)): reading
+                # an item reads the array, which a later write into it must not change.
+                bases.setdefault(st.target, set()).update(
+                    a.id for a in st.expr.elts
+                    if isinstance(a, ast.Name) and kind(a).ndim not in (0, None))
     out = set()
     for name in value_reads:
         out |= _base_closure(name, bases)
