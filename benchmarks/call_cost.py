@@ -9,6 +9,9 @@ For each backend it times, in one process with the candidates interleaved:
   (``c.fn``, with Numba's dispatch), and the whole ``pullback.grad`` call, whose
   difference from the derivative is the API's fixed cost (argument kinds, the
   derivative's lookup, conversion of the results);
+* a pytree argument (a NamedTuple of two arrays and two floats) against the
+  same four values passed as flat arguments, ``jit=True``: the pytree's cost per
+  call above the flat call (target: at most 10 µs);
 * the prod seed's gradient, ``np.sum(np.prod(A, axis=0))`` on MM (10 x 1000,
   no zeros) and ZZ (a zero in half the columns), split into the generated
   derivative called directly (``c.fn``) and the whole ``pullback.grad`` call,
@@ -19,6 +22,7 @@ Medians of timeit batches (pullback.bench.timing.interleaved).
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 import numpy as np
 
@@ -37,6 +41,37 @@ def square(x):
 
 def sum_of_squares(a):
     return np.sum(a * a)
+
+
+class Params(NamedTuple):
+    a: np.ndarray
+    b: np.ndarray
+    c: float
+    d: float
+
+
+def tree_loss(p, x):
+    s = 0.0
+    for i in range(len(x)):
+        s += p.a[i] * x[i] + p.b[i] * p.c + p.d
+    return s
+
+
+def flat_loss(a, b, c, d, x):
+    s = 0.0
+    for i in range(len(x)):
+        s += a[i] * x[i] + b[i] * c + d
+    return s
+
+
+def tree_cost():
+    """µs of grad(tree_loss) with a NamedTuple and of grad(flat_loss) with its leaves."""
+    rng = np.random.default_rng(0)
+    x, p = rng.random(10), Params(rng.random(10), rng.random(10), 0.5, 0.2)
+    g_tree = pullback.grad(tree_loss, jit=True)
+    g_flat = pullback.grad(flat_loss, argnums=(0, 1, 2, 3), jit=True)
+    t = timed({"tree": lambda: g_tree(p, x), "flat": lambda: g_flat(*p, x)})
+    return t["tree"] * 1e6, t["flat"] * 1e6
 
 
 def timed(funcs):
@@ -76,6 +111,10 @@ def main():
             t_f, t_d, t_g = fixed_costs(jit, f, x)
             print(f"| {'Numba' if jit else 'Python'} | {what} | {t_f:.2f} µs | {t_d:.2f} µs | "
                   f"{t_g:.2f} µs | {t_g - t_d:.2f} µs |", flush=True)
+    tree, flat = tree_cost()
+    print(f"\n| Numba, 4 leaves | pytree argument | flat arguments | the pytree's share |\n"
+          f"|---|---|---|---|\n| | {tree:.2f} µs | {flat:.2f} µs | {tree - flat:.2f} µs |",
+          flush=True)
     print("\n| backend | matrix | derivative ÷ np.prod | pullback.grad ÷ np.prod | "
           "the API's share |")
     print("|---|---|---|---|---|")

@@ -350,3 +350,39 @@ def test_returns_of_different_structures_are_refused():
     with pytest.raises(pullback.UnsupportedSyntaxError, match="different structures") as err:
         pullback.vjp(f, {"w": np.ones(2)}, np.ones(2))
     assert err.value.lineno == inspect.getsourcelines(f)[1] + 3
+
+
+SCALE = 2.0
+
+
+def _scaled_tree_loss(p, x):
+    s = 0.0
+    for k in range(len(x)):
+        s += p["a"][k] * x[k] * p["c"] * SCALE
+    return s
+
+
+def test_repeated_calls_keep_one_derivative_per_structure_and_leaf_kinds(jit_mode):
+    # A call with pytree arguments reuses the derivative of an earlier call of the
+    # same structure and leaf kinds: alternating structures, a leaf that turns from
+    # an int into a float, and a global changed between calls all give the gradient
+    # of the call itself.
+    global SCALE
+    jit = jit_mode != "python"
+    g = pullback.grad(_scaled_tree_loss, jit=jit)
+    x = RNG.standard_normal(4)
+    a = RNG.standard_normal(4)
+    for c, extra in [(0.5, {}), (0.5, {"z": 1.0}), (3, {}), (0.25, {"z": 2.0}), (0.75, {})]:
+        p = {"a": a, "c": c, **extra}
+        got = g(p, x)
+        assert set(got) == set(p)
+        assert_fd_close(got["a"], fd_estimate(lambda a: _scaled_tree_loss({**p, "a": a}, x),
+                                              (a,)))
+        want_c = float(np.sum(a * x) * SCALE)
+        assert got["c"] is None if isinstance(c, int) else abs(got["c"] - want_c) < 1e-9
+    try:
+        SCALE = 5.0
+        got = g({"a": a, "c": 0.5}, x)
+        assert abs(got["c"] - float(np.sum(a * x)) * 5.0) < 1e-9
+    finally:
+        SCALE = 2.0

@@ -24,7 +24,7 @@ from .arguments import (
 )
 from .core.errors import PullbackError
 from .core.kinds import kind_of_value
-from .core.trees import Tree, tree_map
+from .core.trees import Tree, flatten, tree_map
 from .frontend.parse import unwrap
 from .pipeline import Compiled, choose_backend, derivative, still_valid
 from .rules import registry
@@ -67,6 +67,8 @@ class GradientFunction:
         self.backend = choose_backend(self.f, jit, bool(self._bound))
         self._last: Compiled | None = None
         self._fast: dict = {}
+        self._trees: dict = {}      # pytree calls' entries (see _call_tree)
+        self._tree_argnums: dict = {}
         self._npos, kwonly = _signature(self.f)
         # With keyword-only parameters every call goes through _full_args.
         self._nparams = -1 if kwonly else self._npos
@@ -122,15 +124,59 @@ class GradientFunction:
         return value, value
 
     def _call_tree(self, args):
-        """A call with pytree arguments (pullback/trees.py), or None when it has none."""
-        nb, name = len(self._bound), _name(self.f)
+        """A call with pytree arguments (pullback/trees.py), or None when it has none.
+
+        The derivative, its differentiated leaves and seed are kept per structure
+        and leaf kinds (``_trees``), so a repeated call flattens its arguments,
+        calls the compiled code and rebuilds the gradients, and nothing else."""
         npos = self._npos if self._npos >= 0 else len(args)
-        nums, single = _check_argnums(self.argnums, npos - nb, name)
-        nums = tuple(i + nb for i in nums)
-        flat = flatten_args(args, nums, name, _param_names(self.f))
-        if flat is None:
+        checked = self._tree_argnums.get(npos)
+        if checked is None:
+            nb = len(self._bound)
+            nums, single = _check_argnums(self.argnums, npos - nb, _name(self.f))
+            checked = self._tree_argnums[npos] = (tuple(i + nb for i in nums), single)
+        nums, single = checked
+        flat, structures, spans = [], [], []
+        for k, a in enumerate(args):
+            leaves, structure = flatten(a) if k in nums else ((a,), None)
+            spans.append((len(flat), len(flat) + len(leaves)))
+            structures.append(structure)
+            flat.extend(leaves)
+        structures = tuple(structures)
+        if not any(structures):
             return None
-        _refuse_complex(args[nb:], name)
+        key = (structures, tuple([(a.dtype, a.ndim) if type(a) is np.ndarray else type(a)
+                                  for a in flat]))
+        entry = self._trees.get(key)
+        if entry is None or entry[0].stale or (entry[0].dependencies
+                                               and not still_valid(entry[0])):
+            entry = self._trees[key] = self._tree_entry(args, nums)
+        c, wrt, seed = entry
+        flat = FlatArgs(tuple(flat), structures, tuple(spans))
+        fn = c.fn
+        try:
+            value, grads = fn(*flat.args, seed)
+        except PullbackError as exc:
+            raise for_user(exc) from None
+        except Exception as exc:
+            _failed(self, exc, c, flat.args, seed, args)
+            raise
+        if type(fn) is not types.FunctionType and getattr(fn, "ok", False):
+            c.fn = fn.dispatcher
+        loss, value = self._value(c, value)
+        by_index = dict(zip(wrt, _unshared(list(grads))))
+        out = tuple(flat.gradient(i, by_index, _to_user) for i in nums)
+        out = out[0] if single else out
+        if self.has_aux:
+            return (value, out) if self.with_value else (out, value[1])
+        return (value, out) if self.with_value else out
+
+    def _tree_entry(self, args, nums):
+        """``(derivative, indices of the differentiated leaves, seed)`` for a call with
+        pytree arguments, its arguments checked as on the first call of a kind."""
+        name = _name(self.f)
+        flat = flatten_args(args, nums, name, _param_names(self.f))
+        _refuse_complex(args[len(self._bound):], name)
         _check_differentiable(args, [i for i in nums if flat.structures[i] is None], name)
         wrt = tuple(j for i in nums for j in flat.floats(i))
         kinds = tuple(kind_of_value(a) for a in flat.args)
@@ -143,20 +189,7 @@ class GradientFunction:
             seed = aux_seed(1, output_leaves(c, name, self._api), 1.0) if self.has_aux else 1.0
         except PullbackError as exc:
             raise for_user(exc) from None
-        try:
-            value, grads = c.fn(*flat.args, seed)
-        except PullbackError as exc:
-            raise for_user(exc) from None
-        except Exception as exc:
-            _failed(self, exc, c, flat.args, seed, args)
-            raise
-        loss, value = self._value(c, value)
-        by_index = dict(zip(wrt, _unshared(list(grads))))
-        out = tuple(flat.gradient(i, by_index, _to_user) for i in nums)
-        out = out[0] if single else out
-        if self.has_aux:
-            return (value, out) if self.with_value else (out, value[1])
-        return (value, out) if self.with_value else out
+        return c, wrt, seed
 
     def __call__(self, *args, **kwargs):
         try:

@@ -34,6 +34,7 @@ class NumbaBackend(Backend):
     name = "numba"
     fixed_types = True
     recompute_array_reads = True
+    reruns_independent_loops = True
     list_buffers = False
     runtime_recursion = False
     loop_sums = False

@@ -40,8 +40,11 @@ class Loops:
         if used_flags:
             reset = ir.Assign(line, loop.stop, ast.Constant(False))
             body.insert(0, reset)
-            node.exit_flag = loop.exit
-            self.out.emit(ir.Assign(line, loop.exit, ast.Constant(False)))
+            # A loop with only ``continue`` runs every iteration: it has no exit flag
+            # (so its trip count is known when it starts, and its tapes are reserved).
+            if any(isinstance(st, ir.Assign) and st.target == loop.exit for st in ir.walk(body)):
+                node.exit_flag = loop.exit
+                self.out.emit(ir.Assign(line, loop.exit, ast.Constant(False)))
             self.out.emit(ir.Assign(line, loop.stop, ast.Constant(False)))
         node.body = body
         self.out.emit(node)

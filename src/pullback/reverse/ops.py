@@ -19,6 +19,7 @@ import ast
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Callable
 
 from ..core.ir import atom_names
@@ -130,6 +131,14 @@ class Branch:
     test: str
     body: list
     orelse: list
+
+
+@dataclass(frozen=True)
+class ForwardAdjoint:
+    """A loop run with its adjoint in the forward sweep: the name its sum's
+    adjoint has there (1.0), and the buffer standing for each outer value's adjoint."""
+    unit: str
+    buffers: MappingProxyType       # outer name -> the buffer's name
 
 
 @dataclass

@@ -17,7 +17,7 @@ import numpy as np
 from ..analysis.storage import BUFFER, LIST, VALUE
 from ..core import ir
 from ..core.errors import NumbaCompileError
-from .lower import zeros
+from .lower import render, zeros
 from .ops import Accum, Branch, LoopInfo, Reset, Restore, ReverseFor, assign, call, from_line, names_in
 
 
@@ -126,6 +126,8 @@ def _fwd_if(tr, s: ir.If) -> list:
 
 def _fwd_for(tr, s: ir.For) -> list:
     out = tr.tape.push(s.var) if tr.needs_save(s.var, s) else []
+    if s.sid in tr.forward_adjoints:
+        return out + _with_adjoint(tr, s)
     body = []
     # The trip count is known before the loop: make room for every push
     # the body makes, so the pushes inside need no capacity check.
@@ -220,9 +222,10 @@ def rev_block(tr, stmts) -> list:
 
 
 def _recomputed(tr, s) -> list:
-    """Read again, just before the adjoint, what is cheaper to read than to save."""
+    """Read again, just before the adjoint, what is cheaper to read than to save
+    (in a loop re-run in the reverse sweep, the re-run has done so already)."""
     code = tr.adjoints.code[s.sid]
-    if not code:
+    if not code or s.sid in tr.independent.inside:
         return []
     needed = tr.recomputation.needed_for(names_in(code))
     return [assign(t, copy.deepcopy(e)) for t, e in tr.recomputation.exprs.items() if t in needed]
@@ -253,11 +256,114 @@ def _rev_if(tr, s: ir.If) -> list:
 
 
 def _rev_for(tr, s: ir.For) -> list:
-    body = rev_block(tr, s.body)
+    if s.sid in tr.forward_adjoints:
+        return _scaled_forward_adjoint(tr, s)
+    body = rev_block(tr, s.body) if s.sid not in tr.independent.loops else _rerun_reverse(tr, s)
     out = [ReverseFor(s.var if ir.var_read_in(s) else None, LoopInfo(s.start, s.step, s.trips),
                       body)] if body else []
     if tr.needs_save(s.var, s):
         out.append(Restore(s.var))
+    return out
+
+
+def _with_adjoint(tr, s: ir.For) -> list:
+    """A loop whose iterations share nothing but one sum, with each iteration's
+    adjoint right after it (``Root.in_forward``, :mod:`pullback.analysis.independent`):
+    the sum's adjoint is 1.0 there and each outer value's adjoint a zeroed buffer,
+    which :func:`_scaled_forward_adjoint` scales in the reverse sweep."""
+    fa, root = tr.forward_adjoints[s.sid], tr.independent.roots[s.sid]
+    renamed = {tr.d(n): b for n, b in fa.buffers.items()}
+    renamed[tr.d(next(iter(root.sums)))] = fa.unit
+    out = [assign(b, zeros(tr, n)) for n, b in fa.buffers.items()]
+    out.append(assign(fa.unit, ast.Constant(1.0)))
+    out += [assign(tr.d(n), ast.Constant(0.0)) for n in sorted(root.locals & tr.active)
+            if tr.kinds[n].dtype in "fc"]
+    loop = ast.For(ast.Name(s.var, ast.Store()), call("range", s.start, s.stop, s.step),
+                   _iteration_with_adjoint(tr, s.body) or [ast.Pass()], [])
+    return out + [_Renamed(renamed).visit(copy.deepcopy(loop))]   # the code is shared
+
+
+def _iteration_with_adjoint(tr, block) -> list:
+    """``block`` (an iteration) as the forward sweep runs it, nested loops each
+    with their own iterations' adjoints, then the adjoint of its other statements."""
+    primal, run = [], []
+    for t in block + [None]:
+        if isinstance(t, ir.For) or t is None:
+            primal += fwd_block(tr, run)
+            run = []
+        if isinstance(t, ir.For):
+            primal.append(ast.For(ast.Name(t.var, ast.Store()),
+                                  call("range", t.start, t.stop, t.step),
+                                  _iteration_with_adjoint(tr, t.body) or [ast.Pass()], []))
+        elif t is not None:
+            run.append(t)
+    return primal + render(tr, _iteration_adjoint(tr, block))
+
+
+def _scaled_forward_adjoint(tr, s: ir.For) -> list:
+    """The reverse of a loop run with its adjoint in the forward sweep: each outer
+    value's adjoint gets the sum's adjoint times what the forward sweep added into
+    its buffer.  A zero sum adjoint adds nothing (not 0 * inf)."""
+    fa, root = tr.forward_adjoints[s.sid], tr.independent.roots[s.sid]
+    dsum = ast.Name(tr.d(next(iter(root.sums))))
+    nonzero = tr.names.fresh("_nonzero")
+    adds = [Accum(n, ast.BinOp(dsum, ast.Mult(), ast.Name(b))) for n, b in fa.buffers.items()]
+    return [assign(nonzero, ast.Compare(dsum, [ast.NotEq()], [ast.Constant(0.0)])),
+            Branch(nonzero, adds, [])] if adds else []
+
+
+class _Renamed(ast.NodeTransformer):
+    """Renames names in place (of a copy)."""
+    def __init__(self, names):
+        self.names = names
+
+    def visit_Name(self, node):
+        node.id = self.names.get(node.id, node.id)
+        return node
+
+
+def _iteration_adjoint(tr, block, nested=False) -> list:
+    """The adjoint of one iteration of a loop whose iterations share nothing but
+    sums, with its nested loops' reverse or (not ``nested``) without: only a sum's adjoint
+    flows into an iteration (its locals are read nowhere else), so statements after
+    the last one holding a sum have zero adjoints and are left out; and when
+    every sum is in the body of one ``if`` (a cutoff), the adjoint runs under
+    that test: in the iterations that did not take it every adjoint is zero."""
+    sums = tr.independent.sums
+    holds = [k for k, t in enumerate(block) if {u.sid for u in ir.walk([t])} & sums]
+    if not holds:
+        return []
+    last = holds[-1]
+    head = [t for t in block[:last] if nested or not isinstance(t, ir.For)]
+    guard = block[last]
+    if len(holds) == 1 and isinstance(guard, ir.If) and not \
+            {u.sid for u in ir.walk(guard.orelse)} & sums:
+        adjoint = rev_block(tr, guard.body) + rev_block(tr, head)
+        return [Branch(guard.test, adjoint, [])] if adjoint else []
+    return rev_block(tr, head + ([guard] if nested or not isinstance(guard, ir.For) else []))
+
+
+def _rerun_reverse(tr, s: ir.For) -> list:
+    """The reverse of one iteration of a loop whose iterations share nothing but
+    sums: the iteration run again (:func:`rerun`), then its adjoint, nested loops
+    re-running their own iterations."""
+    adjoint = _iteration_adjoint(tr, s.body, nested=True)
+    return rerun(tr, s.body) + adjoint if adjoint else []
+
+
+def rerun(tr, stmts) -> list:
+    """An iteration of a loop whose iterations share nothing but sums
+    (:mod:`pullback.analysis.independent`), run again before its adjoint: the
+    assignments the adjoints need; not the sums, nor nested loops, which re-run
+    their own iterations in their reverse."""
+    out = []
+    for s in stmts:
+        if isinstance(s, ir.Assign) and s.sid in tr.independent.needed:
+            out.append(assign(s.target, copy.deepcopy(s.expr)))
+        elif isinstance(s, ir.If):
+            body, orelse = rerun(tr, s.body), rerun(tr, s.orelse)
+            if body or orelse:
+                out.append(ast.If(ast.Name(s.test), body or [ast.Pass()], orelse))
     return out
 
 

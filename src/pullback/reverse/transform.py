@@ -27,10 +27,12 @@ in-place update ``dp[i] += d_t`` of one gradient buffer allocated once.
 from __future__ import annotations
 
 import ast
+import dataclasses
+from types import MappingProxyType
 
 import numpy as np
 
-from ..analysis import aliasing, recompute, saves, shapes, sites, storage
+from ..analysis import aliasing, independent, recompute, saves, shapes, sites, storage
 from ..core import ir
 from ..core.errors import UnsupportedSyntaxError, located
 from ..core.kinds import MISSING, Kind, kind_of_atom
@@ -39,7 +41,7 @@ from ..core.optimise import ALL
 from ..core.runtime import add_into, add_product_into
 from . import adjoints, cleanup, fusion, lower, sweeps
 from .declared import check_declared_writes
-from .ops import Generated, Reset, TapeNeeds, assign, call
+from .ops import ForwardAdjoint, Generated, Reset, TapeNeeds, assign, call
 
 
 class ReverseTransform:
@@ -95,23 +97,21 @@ class ReverseTransform:
         self.shapes = shapes.find(body, self.fn.params, self.kinds, self.sites.count,
                                   self.sites.in_loop) if self.optimise.shape_facts else shapes.NONE
         self.adjoints = adj = adjoints.generate(self, body)
-        self.read_through_views = aliasing.read_through_views(body, self.kind, params,
-                                                              adj.value_reads)
-        self.value_reads = adj.value_reads | self.read_through_views
-        local_temps = sites.local_temps(
-            body, self.sites, self.active, adj.contribs, adj.updated_in_place,
-            [p for p in self.wrt if self.kind(ast.Name(p)).ndim is not None]
-        ) if self.optimise.storage else ()
-        self.recomputation = recompute.plan(
-            body, adj.stmt_reads, set().union(*adj.header_reads.values()), self.sites.count,
-            self.kinds, self.backend.recompute_array_reads, self.value_reads,
-            on=self.optimise.recompute)
-        self.plan = saves.plan(body, self.fn.params, set(self.sites.count),
-                               self.recomputation.stmt_reads, adj.header_reads,
-                               flow=self.optimise.saves)
+        refused = frozenset()
+        while True:         # a root whose sums the plan saves is taped as usual
+            self.independent = independent.find(
+                body, self.fn.params, self.kinds, adj.stmt_reads, adj.header_reads, refused,
+                in_forward=self.backend.fixed_types
+            ) if self.optimise.independent and self.backend.reruns_independent_loops \
+                else independent.NONE
+            saved_sums = self._plan(body, params)
+            if not saved_sums:
+                break
+            refused |= saved_sums
+        self.forward_adjoints = self._forward_adjoints(body)
         lists = _list_buffers(self, body) if self.backend.list_buffers and self.optimise.storage \
             else frozenset()
-        self.storage = storage.plan(self.active, self.kinds, local_temps, lists,
+        self.storage = storage.plan(self.active, self.kinds, self.local_temps, lists,
                                     lambda name: self.buffer(name, adj.updated_in_place),
                                     self.backend.fixed_types)
         self.tape = self.backend.tape(TapeNeeds(
@@ -142,6 +142,53 @@ class ReverseTransform:
         return Generated(self.fn.name, self.fn.params, self.wrt, adjoint_names, forward,
                          reverse, ret.value, self.helpers, self.fn.copied_params,
                          self.tape.workspace)
+
+    def _plan(self, body, params) -> bool:
+        """The records from the adjoints to the save plan (``read_through_views``,
+        ``value_reads``, ``local_temps``, ``recomputation``, ``plan``), and the
+        roots of loops re-run in the reverse sweep (:mod:`pullback.analysis.independent`)
+        whose sums the plan must save."""
+        adj, rerun = self.adjoints, self.independent
+        # A root re-run in the reverse sweep reads there what it reads from outside.
+        reads = {sid: r.reads for sid, r in rerun.roots.items() if not r.in_forward}
+        outside = set().union(*reads.values())
+        reread = {n for n in outside if (self.kind(ast.Name(n)).ndim or 0) > 0}
+        self.read_through_views = aliasing.read_through_views(body, self.kind, params,
+                                                              adj.value_reads | reread)
+        self.value_reads = adj.value_reads | reread | self.read_through_views
+        header_reads = dict(adj.header_reads)
+        for root, names in reads.items():
+            header_reads[root] = header_reads.get(root, frozenset()) | names
+        self.local_temps = sites.local_temps(
+            body, self.sites, self.active, adj.contribs, adj.updated_in_place,
+            [p for p in self.wrt if self.kind(ast.Name(p)).ndim is not None]
+        ) if self.optimise.storage else ()
+        self.recomputation = recompute.plan(
+            body, adj.stmt_reads, set().union(*header_reads.values()), self.sites.count,
+            self.kinds, self.backend.recompute_array_reads, self.value_reads,
+            on=self.optimise.recompute)
+        plan = saves.plan(body, self.fn.params, set(self.sites.count),
+                          self.recomputation.stmt_reads, header_reads, flow=self.optimise.saves)
+        # Nothing in a re-run loop saves (so a local needs no placeholder for a
+        # first save either), but a root saves its variable as before.
+        local = frozenset().union(*(r.locals for r in rerun.roots.values()))
+        self.plan = dataclasses.replace(plan, sites=plan.sites - (rerun.inside - rerun.sum_sites),
+                                        undefined=plan.undefined - local)
+        return frozenset(rerun.roots_of(plan.sites & rerun.sum_sites))
+
+    def _forward_adjoints(self, body) -> MappingProxyType:
+        """Per loop run with its adjoint in the forward sweep (``Root.in_forward``):
+        the name of its sum's adjoint there (1.0) and, per outer active value it
+        reads, the buffer that adjoint adds into there."""
+        out = {}
+        for sid, root in self.independent.roots.items():
+            if root.in_forward:
+                loop = next(s for s in body if s.sid == sid)
+                read = {n for t in ir.walk(loop.body) for n in ir.operands(t)}
+                outer = sorted((read & self.active) - root.locals - root.sums)
+                out[sid] = ForwardAdjoint(self.names.fresh("_unit"), MappingProxyType(
+                    {n: self.names.fresh("_adj_" + n) for n in outer}))
+        return MappingProxyType(out)
 
     def _detach_returned(self, body) -> list:
         """``h = h.copy()`` for each array the function returns (or returns in a tuple,
