@@ -57,7 +57,8 @@ def find_cheap(stmts, control, sites, kinds, array_reads: bool,
     """Temporaries to compute again in the reverse sweep: ``{name: expression}``,
     in program order (one may read another: recompute them in this order).
 
-    Float temporaries made by one arithmetic operation (``_t = a * x``) or,
+    Float temporaries made by one arithmetic operation (``_t = a * x``), integer
+    ones made by one addition, subtraction or product (an index ``_t = i + 1``), or,
     with ``array_reads`` (the backend's policy: Numba), read from an array that
     never changes (``_t = A[i, j]``; in CPython a saved float pops faster than a
     NumPy element reads, and computes faster).  Each must be read only later in
@@ -81,8 +82,12 @@ def find_cheap(stmts, control, sites, kinds, array_reads: bool,
     written = {s.array for s in ir.walk(stmts) if isinstance(s, ir.SetItem)}
     value_reads = set() if value_reads is None else value_reads
 
-    def cheap(target, e) -> bool:
-        scalar = kinds.get(target) == Kind(0, "f")
+    def cheap(target, e, looped) -> bool:
+        k = kinds.get(target)
+        scalar = k == Kind(0, "f")
+        if k == Kind(0, "i") and isinstance(e, ast.BinOp):      # an index: ``i + 1``
+            # (outside loops assigned once and never saved: nothing to gain)
+            return looped and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult))
         if isinstance(e, (ast.BinOp, ast.UnaryOp)):
             return scalar and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.USub))
         if not (array_reads and isinstance(e, ast.Subscript)
@@ -99,10 +104,10 @@ def find_cheap(stmts, control, sites, kinds, array_reads: bool,
             uses[n] = uses.get(n, 0) + 1
     found = {}
 
-    def visit(block):
+    def visit(block, looped=False):
         for st in block:
             for sub in st.blocks():
-                visit(sub)
+                visit(sub, looped or isinstance(st, (ir.For, ir.While)))
         # Backwards, so that a temporary read by a recomputed one (``_t1 = A[k]``
         # read by ``_t2 = x - _t1``) is judged at the readers of that one: it is
         # recomputed there too, just before them.
@@ -111,7 +116,7 @@ def find_cheap(stmts, control, sites, kinds, array_reads: bool,
             st = block[k]
             if isinstance(st, ir.Assign) and st.target.startswith("_t") \
                     and sites.get(st.target) == 1 and st.target not in control \
-                    and cheap(st.target, st.expr):
+                    and cheap(st.target, st.expr, looped):
                 reached = _readers_if_unchanged(block, k, readers, uses.get(st.target, 0))
                 if reached:
                     readers[k] = reached

@@ -371,10 +371,38 @@ def instantiate(w, rule, template, bound, g, ans) -> ast.expr:
                     for name, obj in rule.helpers.items()}
 
     out = substitute(template, mapping, helper_names)
-    w.read(out)
+    shape_of = {helper_names[name]: obj.reads_only_the_shape_of
+                for name, obj in rule.helpers.items()
+                if getattr(obj, "reads_only_the_shape_of", None)}
+    structure = _read_for_structure(out, shape_of)
+    for n in sorted(ir.atom_names(out)):
+        w.read(ast.Name(n), value=n not in structure)
     if ans.id in ir.atom_names(out):
         w.read(ans)
     return out
+
+
+def _read_for_structure(expr, positions) -> set:
+    """The names ``expr`` reads only as arguments that a helper reads for their
+    shape, dtype or kind alone (``positions``: helper name -> the indices of
+    those arguments, the helper's ``reads_only_the_shape_of``), never as values."""
+    structure, value = set(), set()
+
+    def visit(node, shape):
+        if isinstance(node, ast.Name):
+            (structure if shape else value).add(node.id)
+            return
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in positions:
+            for k, a in enumerate(node.args):
+                visit(a, shape or k in positions[node.func.id])
+            for kw in node.keywords:
+                visit(kw.value, shape)
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child, shape)
+    visit(expr, False)
+    return structure - value
 
 
 def setitem_adjoint(w, s: ir.SetItem) -> list:

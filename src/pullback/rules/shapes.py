@@ -178,6 +178,12 @@ def array_vjp(g, object):
     return reshape_vjp(g, object)
 
 
+# Their second argument is read for its shape, dtype, memory order or list-ness,
+# never its contents (so an in-place write to it saves nothing for them).
+reshape_vjp.reads_only_the_shape_of = (1,)
+array_vjp.reads_only_the_shape_of = (1,)
+
+
 def astype_vjp(g, a):
     """Cotangent of ``a`` in ``a.astype(dtype)``: ``g`` in ``a``'s floating dtype."""
     xp = namespace(g, a)
