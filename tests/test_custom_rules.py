@@ -383,3 +383,36 @@ def test_unregister_drops_derivatives_made_with_a_rule():
     pullback.unregister(wobble)
     assert g(3.0) == 7.0                                # 2x + 1 from the source
     assert pullback.grad(lambda x: wobble(x) + x)(3.0) == 7.0
+
+
+@pullback.custom_jvp
+def _softplus(x):
+    return math.log1p(math.exp(x))
+
+
+@_softplus.defjvp
+def _softplus_jvp(primals, tangents):
+    x, = primals
+    t, = tangents
+    return _softplus(x), t / (1.0 + math.exp(-x))
+
+
+def _softplus_sum(x):
+    s = 0.0
+    for i in range(len(x)):
+        s += _softplus(x[i])
+    return s
+
+
+def test_reverse_mode_makes_a_custom_jvp_rules_transpose_once():
+    # Each call in the reverse sweep runs one derivative of the transposed rule,
+    # made on the first call (it was made again at every call: the primals, a
+    # tuple of NumPy floats, were taken for an object the derivative depends on).
+    from pullback import pipeline
+    x = np.linspace(-2.0, 2.0, 50)
+    g = pullback.grad(_softplus_sum)
+    g(x[:2])
+    made = len(pipeline._CACHE)
+    got = g(x)
+    assert len(pipeline._CACHE) == made
+    np.testing.assert_allclose(got, 1.0 / (1.0 + np.exp(-x)), rtol=1e-12)

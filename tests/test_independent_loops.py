@@ -344,3 +344,81 @@ def test_which_loops_are_differentiated_without_a_tape(f, args, argnums, expecte
 def test_the_python_backend_tapes_them():
     # In CPython popping a saved float is cheaper than running statements again.
     assert _roots(lj, (POS, 2.2), (0,), jit=False) == {}
+
+
+def density(pos, w):
+    # An array summed into element by element in a pair loop (rho[i] += g).
+    n = pos.shape[0]
+    rho = np.zeros(n)
+    for i in range(n):
+        for j in range(i + 1, n):
+            dx = pos[i, 0] - pos[j, 0]
+            dy = pos[i, 1] - pos[j, 1]
+            r2 = dx * dx + dy * dy
+            if r2 < 4.0:
+                g = math.exp(-r2 * w)
+                rho[i] += g
+                rho[j] -= 0.5 * g
+    return np.sum(rho * rho)
+
+
+def forces_in_a_time_loop(x0, v0, dt):
+    # Velocity Verlet: the pair loop sums into a fresh acceleration array each step.
+    n = x0.shape[0]
+    x = x0.copy()
+    v = v0.copy()
+    for s in range(3):
+        a = np.zeros(n)
+        for i in range(n):
+            for j in range(n):
+                if i != j:
+                    d = x[j] - x[i]
+                    a[i] += d / (d * d + 0.5) ** 1.5
+        for i in range(n):
+            v[i] += dt * a[i]
+            x[i] += dt * v[i]
+    return np.sum(x * x) + np.sum(v * v)
+
+
+def element_sums_written_both_ways(x, w):
+    # g + acc[k] sums as acc[k] + g does; acc[k] = w - acc[k] is no sum: taped.
+    acc = np.zeros(3)
+    out = np.zeros(3)
+    for i in range(len(x)):
+        g = math.sin(x[i] * w)
+        k = i % 3
+        acc[k] = g + acc[k]
+    for j in range(len(x)):
+        m = j % 3
+        out[m] = w * x[j] - out[m]
+    return np.sum(acc * acc) + np.sum(out * out)
+
+
+def element_sum_read_in_loop(x):
+    # acc is read by another statement of the loop: not a sum.
+    acc = np.zeros(3)
+    s = 0.0
+    for i in range(len(x)):
+        acc[i % 3] += x[i]
+        s += acc[0] * x[i]
+    return s
+
+
+ARRAY_SUM_CASES = [
+    ("density", density, (POS2, 0.7), (0, 1), {"i": ({"rho"}, False)}),
+    ("forces", forces_in_a_time_loop, (X[:5], X[4:9], 0.1), (0, 1, 2), {"i": ({"a"}, False)}),
+    ("read_in_loop", element_sum_read_in_loop, (X,), (0,), {}),
+    ("both_ways", element_sums_written_both_ways, (X, 0.7), (0, 1), {"i": ({"acc"}, False)}),
+]
+
+
+@pytest.mark.parametrize("name, f, args, argnums, roots", ARRAY_SUM_CASES,
+                         ids=[c[0] for c in ARRAY_SUM_CASES])
+def test_element_sums(name, f, args, argnums, roots, jit_mode):
+    jit = jit_mode != "python"
+    assert_matches_reference(f, args, argnums, jit=jit)
+    got = pullback.grad(f, argnums=argnums, jit=jit)(*args)
+    for k, g in zip(argnums, got):
+        assert_fd_close(np.asarray(g), fd_estimate(f, args, k), rtol=1e-6, atol=1e-8)
+    if jit_mode == "numba":
+        assert _roots(f, args, argnums) == roots

@@ -144,3 +144,24 @@ def test_int_globals_stay_constants_of_the_compiled_code_and_a_new_value_recompi
             pullback.finish_compiling()
     finally:
         STEPS, AXIS = 2, 0
+
+
+def _closure_over_a_tuple(c):
+    def f(x):
+        return x * c[0] + c[1] * x * x
+    return f
+
+
+def test_closures_over_tuples_of_numbers_share_one_derivative(jit_mode):
+    # A tuple of NumPy floats in a closure cell is read when the derivative runs,
+    # like a number: a new closure over new values reuses the derivative (it was
+    # made again for each closure).
+    from pullback import pipeline
+    jit = jit_mode != "python"
+    pullback.grad(_closure_over_a_tuple((np.float64(0.5), np.float64(1.0))), jit=jit)(1.0)
+    made = len(pipeline._CACHE)
+    for k in range(4):
+        c = (np.float64(k), np.float64(2.0 + k))
+        got = pullback.grad(_closure_over_a_tuple(c), jit=jit)(1.5)
+        assert abs(got - (c[0] + 2.0 * c[1] * 1.5)) < 1e-12
+    assert len(pipeline._CACHE) == made

@@ -29,16 +29,18 @@ from .frontend.parse import unwrap
 from .pipeline import Compiled, choose_backend, derivative, still_valid
 from .rules import registry
 from .trees import (
-    _NO_AUX,
     FlatArgs,
     _check_cotangent,
     _check_scalar,
     aux_seed,
+    check_result,
+    checked_value,
     cotangent_seed,
     flatten_args,
     may_hold_tree,
     output_leaves,
     output_value,
+    refuse_array_result,
     split_aux,
 )
 from .user_errors import cut_for_user, for_user, locate
@@ -87,41 +89,9 @@ class GradientFunction:
         nums = tuple(i + nb for i in nums)
         kinds = tuple(kind_of_value(a) for a in args)
         c = derivative(self.f, nums, kinds, self.backend, call_vjp, has_aux=self.has_aux)
-        self._check_result(c)
+        check_result(c, self.f, self._api, self.has_aux)
         self._last = c
         return c, nums, single
-
-    def _check_result(self, c):
-        """A tuple or pytree result is refused before it runs (Numba would not compile
-        it), unless has_aux says which item is the loss."""
-        if self.has_aux:
-            return
-        if c.out_tree is not None:
-            raise TypeError(f"{self._api} requires {_name(self.f)} to return a scalar, but it "
-                            f"returns a pytree ({c.out_tree.describe()}); {_NO_AUX}, or use "
-                            "vjp with a cotangent of that structure")
-        if c.result_items is not None:
-            _check_scalar((None,) * c.result_items, self.f, self._api)
-
-    def _refuse_array_result(self, c):
-        """An array result, known from its kind, is refused before the derivative runs:
-        its reverse sweep would start from the scalar seed 1.0, which a VJP of an array
-        result (np.array of a list, stack, a transpose) cannot take."""
-        if not self.has_aux and c.out_tree is None and c.result_items is None \
-                and c.result_ndim is not None and c.result_ndim > 0:
-            raise TypeError(f"{self._api} requires {_name(self.f)} to return a scalar, but it "
-                            f"returns a {c.result_ndim}-D array; use vjp for non-scalar outputs")
-
-    def _value(self, c, value):
-        """The function's value, checked: a scalar, or with has_aux (scalar, aux)."""
-        value = output_value(c, value)
-        if self.has_aux:
-            loss, aux = split_aux(value, _name(self.f), self._api)
-            _check_scalar(loss, self.f, self._api)
-            return loss, (loss, aux)
-        if type(value) is not float and type(value) is not np.float64:
-            _check_scalar(value, self.f, self._api)
-        return value, value
 
     def _call_tree(self, args):
         """A call with pytree arguments (pullback/trees.py), or None when it has none.
@@ -163,7 +133,7 @@ class GradientFunction:
             raise
         if type(fn) is not types.FunctionType and getattr(fn, "ok", False):
             c.fn = fn.dispatcher
-        loss, value = self._value(c, value)
+        loss, value = checked_value(c, value, self.f, self._api, self.has_aux)
         by_index = dict(zip(wrt, _unshared(list(grads))))
         out = tuple(flat.gradient(i, by_index, _to_user) for i in nums)
         out = out[0] if single else out
@@ -183,8 +153,8 @@ class GradientFunction:
         try:
             c = derivative(self.f, wrt, kinds, self.backend, call_vjp, structures=flat.structures,
                            has_aux=self.has_aux)
-            self._check_result(c)
-            self._refuse_array_result(c)
+            check_result(c, self.f, self._api, self.has_aux)
+            refuse_array_result(c, self.f, self._api, self.has_aux)
             self._last = c
             seed = aux_seed(1, output_leaves(c, name, self._api), 1.0) if self.has_aux else 1.0
         except PullbackError as exc:
@@ -218,7 +188,8 @@ class GradientFunction:
             if type(fn) is not types.FunctionType and getattr(fn, "ok", False):
                 c.fn = fn.dispatcher
             if self.has_aux:
-                _, value = self._value(c, value)        # (loss, aux), the loss checked
+                # (loss, aux), the loss checked
+                _, value = checked_value(c, value, self.f, self._api, self.has_aux)
             elif type(value) is not float and type(value) is not np.float64:
                 _check_scalar(output_value(c, value), self.f, self._api)
             if single:
@@ -250,7 +221,7 @@ class GradientFunction:
                 return _Finished(out)
         try:
             c, nums, single = self.compiled(*args)
-            self._refuse_array_result(c)
+            refuse_array_result(c, self.f, self._api, self.has_aux)
             seed = aux_seed(1, output_leaves(c, _name(self.f), self._api), 1.0) \
                 if self.has_aux else 1.0
         except PullbackError as exc:

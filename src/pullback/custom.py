@@ -29,8 +29,12 @@ is linear in the tangents, so the terms add up), through a helper that is a
 primitive with a rule of its own, so reverse mode over forward mode (``hessian``)
 differentiates the jvp again.  Reverse mode transposes it: the cotangents are the
 gradient of ``<g, tangent_out(v)>`` in ``v``, which the reverse transform of the
-jvp function gives (:func:`pullback.vjp` at run time, plain Python).  Under Numba
-it is refused at the call's line.
+jvp function gives (plain Python, at run time: one gradient function per rule,
+made once, which takes the primals as arguments).  Each call of the function in
+the reverse sweep then runs that derivative, about 5 µs of interpreted Python
+(the rule, its (value, tangent) pair taken apart, the call around it): 30 times
+a 0.17 µs softplus, less for a function that costs more.  Under Numba it is
+refused at the call's line.
 """
 from __future__ import annotations
 
@@ -248,7 +252,13 @@ def _define_jvp(primitive, params, jvp):
 
     def transpose(g, primals):
         """Cotangents of the primals: the gradient of <g, tangent_out(v)> in v (linear,
-        so taken at v = 0)."""
+        so taken at v = 0).  For a number or array ``g``, one gradient function per
+        rule serves every call (:func:`_transposer`: the primals are its arguments);
+        for a tuple or pytree output, a vjp of the tangent map."""
+        if isinstance(g, (float, np.floating)):
+            return _transposer(jvp, n, True)(*map(_zero, primals), g, *primals)
+        if isinstance(g, np.ndarray) and g.dtype.kind == "f":
+            return _transposer(jvp, n, False)(*map(_zero, primals), g, *primals)
         _, back = api.vjp(_tangent_map(n)(jvp, primals), *map(_zero, primals), jit=False)
         out = back(g)
         return out[0] if n == 1 else out
@@ -309,6 +319,22 @@ def _tangent_map(n):
         [f"def tangent_map({ts}):",
          f"    return jvp(primals, ({ts},))[1]",
          "return tangent_map"], {})
+
+
+@functools.cache
+def _transposer(jvp, n, scalar):
+    """``grad`` of ``(t..., g, p...) -> sum(g * jvp(p, t)[1])`` in the tangents ``t``
+    (``g * ...`` for a ``scalar`` output):
+    the transposed tangent map of the rule ``jvp`` at the primals ``p``, as one
+    gradient function that every call reuses (its derivative is made once)."""
+    ts = [f"t{k}" for k in range(n)]
+    ps = [f"p{k}" for k in range(n)]
+    inner = _from_source(
+        f"{identifier(_name(jvp))}_transposed", ts + ["g"] + ps,
+        [f"return {'' if scalar else 'np.sum'}(g * jvp(({', '.join(ps)},), "
+         f"({', '.join(ts)},))[1])"],
+        {"jvp": jvp, "np": np})
+    return api.grad(inner, argnums=0 if n == 1 else tuple(range(n)), jit=False)
 
 
 @functools.cache

@@ -169,7 +169,7 @@ def _read_dependencies(read) -> list:
 
 def _closure_key(cells) -> tuple[tuple, tuple]:
     """What a derivative assumes about the closure cells it was generated for.  Numbers
-    and arrays are read live, so only their kind matters; anything else (a function that
+    and arrays, and tuples of them, are read live, so only their kind matters; anything else (a function that
     was inlined, an object whose attributes were read) by identity, pinned so that its
     id() cannot be reused while the cache entry exists."""
     key, pins = [], []
@@ -180,7 +180,7 @@ def _closure_key(cells) -> tuple[tuple, tuple]:
             key.append(None)
             continue
         k = kind_of_value(v)
-        if k.dtype in "bifct":
+        if k.dtype in "bifct" or k.items is not None:     # a tuple of numbers and arrays too
             key.append(k)
         else:
             key.append(id(v))

@@ -185,6 +185,42 @@ _NO_AUX = ("pass has_aux=True to differentiate the first item and return the sec
            "untouched (a pair (loss, aux))")
 
 
+def check_result(c, f, api, has_aux):
+    """A tuple or pytree result (known from the derivative ``c``) is refused before it
+    runs (Numba would not compile it), unless has_aux says which item is the loss."""
+    if has_aux:
+        return
+    if c.out_tree is not None:
+        raise TypeError(f"{api} requires {_name(f)} to return a scalar, but it returns a "
+                        f"pytree ({c.out_tree.describe()}); {_NO_AUX}, or use vjp with a "
+                        "cotangent of that structure")
+    if c.result_items is not None:
+        _check_scalar((None,) * c.result_items, f, api)
+
+
+def refuse_array_result(c, f, api, has_aux):
+    """An array result, known from its kind, is refused before the derivative runs:
+    its reverse sweep would start from the scalar seed 1.0, which a VJP of an array
+    result (np.array of a list, stack, a transpose) cannot take."""
+    if not has_aux and c.out_tree is None and c.result_items is None \
+            and c.result_ndim is not None and c.result_ndim > 0:
+        raise TypeError(f"{api} requires {_name(f)} to return a scalar, but it returns a "
+                        f"{c.result_ndim}-D array; use vjp for non-scalar outputs")
+
+
+def checked_value(c, value, f, api, has_aux):
+    """``(loss, value)``: the function's value, checked: a scalar, or with has_aux
+    (scalar, aux)."""
+    value = output_value(c, value)
+    if has_aux:
+        loss, aux = split_aux(value, _name(f), api)
+        _check_scalar(loss, f, api)
+        return loss, (loss, aux)
+    if type(value) is not float and type(value) is not np.float64:
+        _check_scalar(value, f, api)
+    return value, value
+
+
 def _check_cotangent(value, cotangent, f):
     """``back(cotangent)`` of a tuple result takes one cotangent per item: a single
     one would differentiate the sum of the items."""

@@ -26,13 +26,16 @@ forward sweep):
 * every name the loop assigns is a *sum* or a *local*.  A sum ``v`` is only
   ``_t = v + y`` (or ``v - y``, ``y + v``) followed by ``v = _t``: no other
   statement of the loop reads it, ``y`` is not ``v``, and no adjoint in the loop
-  reads it, so its value never matters to the loop's reverse.  A local is a
+  reads it, so its value never matters to the loop's reverse.  An array ``A``
+  summed into element by element (``A[k] += y``: ``_t = A[k]``, ``_u = _t + y``,
+  ``A[k] = _u`` in a row) is a sum too, the only write into an array allowed; its
+  adjoint leaves ``dA[k]`` as it found it, whatever the order of iterations.  A local is a
   number (float, int or bool), mentioned nowhere outside the loop, and read in
   the loop only where an assignment of the same iteration has surely set it;
   so nothing flows from one iteration to the next but the sums;
 * no adjoint or header in the loop reads a local that a later statement of the
   loop assigns again, so the value a re-run leaves is the value it read;
-* the loop writes no array in place and has no early exit; loops nested in it
+* the loop writes no array in place but its sums, and has no early exit; loops nested in it
   satisfy all of this too, each for its own iterations (each re-runs them in its
   reverse): a name a nested loop assigns is set in its iteration before it is
   read there, so ``a += W[i, j] * x[j]`` over ``j``, read after that loop, makes
@@ -51,6 +54,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from ..core import ir
+from ..core.kinds import Kind
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,7 @@ class Independent:
     loops: frozenset = frozenset()      # sids of the For loops, roots and nested
     inside: frozenset = frozenset()     # sids of every statement in those loops
     sums: frozenset = frozenset()       # sids of the sums' two statements: never re-run
-    sum_sites: frozenset = frozenset()  # sids of the sums' ``v = _t`` (must save nothing)
+    sum_sites: frozenset = frozenset()  # sids of ``v = _t`` and ``A[k] = _u`` (save nothing)
     needed: frozenset = frozenset()     # sids of the assignments the re-run makes
 
     def roots_of(self, sids) -> set:
@@ -124,10 +128,10 @@ def find(body, params, kinds, adjoint_reads, header_reads, refused=frozenset(),
         loops |= {root.sid} | {t.sid for t in ir.walk(root.body) if isinstance(t, ir.For)}
         inside |= sids
         sums |= {sid for pair in pairs for sid in pair}
-        sites |= {pair[1] for pair in pairs}
+        sites |= {pair[-1] for pair in pairs}      # the assignment, or the element write
         needed |= need
         forward = in_forward and root.sid in top and len(summed) == 1 and \
-            _loops_in_loop_bodies(root.body)
+            kinds.get(next(iter(summed))) == Kind(0, "f") and _loops_in_loop_bodies(root.body)
         roots[root.sid] = Root(sids, frozenset(loc), frozenset(summed), frozenset(outside),
                                forward)
     return Independent(MappingProxyType(roots), frozenset(loops), frozenset(inside),
@@ -149,11 +153,16 @@ def _judge(loop, kinds, mentioned, adjoint_reads, header_reads):
     """``(locals, sum pairs, summed names, re-run sids, outside reads)`` when
     ``loop`` is independent apart from its sums, else None."""
     stmts = [loop] + list(ir.walk(loop.body))
+    triples, arrays = _array_sums(loop.body, kinds, mentioned)
+    written = {t[2] for t in triples}
     if any(isinstance(s, ir.For) and s.exit_flag is not None
-           or not isinstance(s, (ir.For, ir.Assign, ir.If)) for s in stmts):
+           or not isinstance(s, (ir.For, ir.Assign, ir.If)) and s.sid not in written
+           for s in stmts):
         return None         # an early exit, an in-place write, a while loop, a return
     assigns = [s for s in stmts[1:] if isinstance(s, ir.Assign)]
     pairs, summed = _sums(assigns, kinds, mentioned)
+    pairs += triples
+    summed |= arrays
     in_pairs = {sid for pair in pairs for sid in pair}
     local = {s.target for s in assigns} | {s.var for s in stmts[1:] if isinstance(s, ir.For)}
     local -= summed
@@ -239,6 +248,55 @@ def _sums(assigns, kinds, mentioned):
             bad.add(v)
     pairs = [p for p in pairs if _target_of(assigns, p[1]) not in bad]
     return pairs, names - bad
+
+
+def _array_sums(body, kinds, mentioned):
+    """The element sums ``A[k] += y`` in ``body`` (nested blocks included): triples
+    ``(sid of _t = A[k], sid of _u = _t + y, sid of A[k] = _u)`` in one block, the
+    last two in a row, each temporary used only there, and nothing in between
+    mentioning ``A`` or assigning a name of the index; and the arrays."""
+    triples, arrays = [], set()
+
+    def visit(block):
+        for k, c in enumerate(block):
+            for sub in c.blocks():
+                visit(sub)
+            found = _element_sum(block, k, kinds, mentioned) if k >= 2 else None
+            if found is not None:
+                triples.append(found)
+                arrays.add(c.array)
+    visit(body)
+    return triples, arrays
+
+
+def _element_sum(block, k, kinds, mentioned):
+    """The triple of :func:`_array_sums` that ends at ``block[k]``, or None."""
+    b, c = block[k - 1], block[k]
+    if not (isinstance(c, ir.SetItem) and isinstance(c.value, ast.Name)
+            and isinstance(b, ir.Assign) and b.target == c.value.id
+            and mentioned.get(b.target) == {b.sid, c.sid}
+            and isinstance(b.expr, ast.BinOp) and isinstance(b.expr.op, (ast.Add, ast.Sub))):
+        return None
+    e = b.expr
+    orders = [(e.left, e.right)] + ([(e.right, e.left)] if isinstance(e.op, ast.Add) else [])
+    for t, other in orders:
+        if not isinstance(t, ast.Name):
+            continue
+        at = next((j for j in range(k - 1) if isinstance(block[j], ir.Assign)
+                   and block[j].target == t.id), None)
+        if at is None:
+            continue
+        a = block[at]
+        between = block[at + 1:k - 1]
+        if isinstance(a.expr, ast.Subscript) and isinstance(a.expr.value, ast.Name) \
+                and a.expr.value.id == c.array and ast.dump(a.expr.slice) == ast.dump(c.index) \
+                and kinds.get(a.target) == Kind(0, "f") \
+                and mentioned.get(a.target) == {a.sid, b.sid} \
+                and not ir.atom_names(other) & {a.target, c.array} \
+                and not any(c.array in ir.mentions(u) or u.writes() & ir.atom_names(c.index)
+                            or u.blocks() for u in between):
+            return a.sid, b.sid, c.sid
+    return None
 
 
 def _target_of(assigns, sid):

@@ -35,6 +35,7 @@ import ast
 from dataclasses import dataclass
 
 from ..core import ir
+from ..core.runtime import trip_count
 
 
 @dataclass(frozen=True)
@@ -75,8 +76,10 @@ def plan(body, params, names, reads_at, loop_reads, flow=True) -> SavePlan:
 def invariant(body, params) -> frozenset:
     """Locals (not parameters) that hold one value for the whole call once
     assigned: assigned at one site, by arithmetic on constants, on parameters
-    never rebound nor written in place, and on other such locals (``c = h / 6.0``
-    in a loop).  Assigning one again overwrites a value with itself: no save.
+    never rebound nor written in place, on their shapes, and on other such locals
+    (``c = h / 6.0`` in a loop), or by ``trip_count`` or ``len`` of such values
+    (the trip count of ``for k in range(3)`` nested in a loop).  Assigning one
+    again overwrites a value with itself: no save.
 
     Invariant: "one site" counts every rebinding of the name, so ``writes()`` of
     the statements must declare all of them (a counter ``n = 0`` that a loop
@@ -96,7 +99,17 @@ def invariant(body, params) -> frozenset:
             return e.id in fixed
         if isinstance(e, ast.BinOp):
             return arithmetic(e.left) and arithmetic(e.right)
+        if isinstance(e, ast.Attribute):        # a shape: x.shape, x.ndim
+            return e.attr in ("shape", "ndim", "size") and arithmetic(e.value)
+        if isinstance(e, ast.Subscript):        # an item of a shape: _t1[0]
+            return isinstance(e.slice, ast.Constant) and arithmetic(e.value)
         return isinstance(e, ast.UnaryOp) and arithmetic(e.operand)
+
+    def holds_one_value(s) -> bool:
+        if isinstance(s.expr, ast.Call):        # a trip count or a length of such values
+            return s.callee in (trip_count, len) and not s.expr.keywords \
+                and all(arithmetic(a) for a in s.expr.args)
+        return arithmetic(s.expr)
 
     found, grew = set(), True
     while grew:
@@ -104,7 +117,7 @@ def invariant(body, params) -> frozenset:
         for s in ir.walk(body):
             if isinstance(s, ir.Assign) and s.target not in fixed and s.target not in params \
                     and sites[s.target] == 1 and s.target not in written \
-                    and arithmetic(s.expr):
+                    and holds_one_value(s):
                 fixed.add(s.target)
                 found.add(s.target)
                 grew = True

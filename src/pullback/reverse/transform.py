@@ -128,7 +128,7 @@ class ReverseTransform:
             swept = cleanup.propagate_copies({self.d(n) for n in self.storage.names(storage.LOCAL)
                                               if n not in params}, swept)
         reverse = self.tape.between() + sweeps.init_adjoints(self) + \
-            self._detach_returned(body) + swept
+            _detach_returned(self, body) + swept
         for p in sorted(set(self.storage.names(storage.LIST)) & set(self.wrt)):
             dn = self.d(p)
             reverse.append(assign(dn, call(ast.Attribute(ast.Name(self.helper(np, "np")), "array",
@@ -137,7 +137,7 @@ class ReverseTransform:
         if self.optimise.fusion:
             fusion.fuse_elementwise([forward, reverse], ir.atom_names(ret.value))
         if self.optimise.peepholes:
-            self._peepholes(forward, reverse)
+            _peepholes(self, forward, reverse)
         adjoint_names = {p: self.d(p) for p in self.wrt}
         return Generated(self.fn.name, self.fn.params, self.wrt, adjoint_names, forward,
                          reverse, ret.value, self.helpers, self.fn.copied_params,
@@ -174,7 +174,9 @@ class ReverseTransform:
         local = frozenset().union(*(r.locals for r in rerun.roots.values()))
         self.plan = dataclasses.replace(plan, sites=plan.sites - (rerun.inside - rerun.sum_sites),
                                         undefined=plan.undefined - local)
-        return frozenset(rerun.roots_of(plan.sites & rerun.sum_sites))
+        viewed = {t.sid for t in ir.walk(body) if isinstance(t, ir.SetItem)
+                  and t.sid in rerun.sum_sites and t.array in self.read_through_views}
+        return frozenset(rerun.roots_of(plan.sites & rerun.sum_sites | viewed))
 
     def _forward_adjoints(self, body) -> MappingProxyType:
         """Per loop run with its adjoint in the forward sweep (``Root.in_forward``):
@@ -189,39 +191,6 @@ class ReverseTransform:
                 out[sid] = ForwardAdjoint(self.names.fresh("_unit"), MappingProxyType(
                     {n: self.names.fresh("_adj_" + n) for n in outer}))
         return MappingProxyType(out)
-
-    def _detach_returned(self, body) -> list:
-        """``h = h.copy()`` for each array the function returns (or returns in a tuple,
-        a ``has_aux`` aux) whose overwritten elements the reverse sweep restores in
-        place: it restores them into the copy, and the value returned keeps what the
-        function computed.  Not for an array read through a view, which must see
-        the restores (such a returned array is restored as before)."""
-        tuples = {s.target: s.expr for s in ir.walk(body)
-                  if isinstance(s, ir.Assign) and isinstance(s.expr, ast.Tuple)}
-        returned, todo = set(), list(ir.atom_names(body[-1].value))
-        while todo:
-            n = todo.pop()
-            if n not in returned:
-                returned.add(n)
-                todo += ir.atom_names(tuples[n]) if n in tuples else []
-        restored = {s.array for s in ir.walk(body)
-                    if isinstance(s, ir.SetItem) and self.saves_element(s)}
-        return [assign(a, call(ast.Attribute(ast.Name(a), "copy", ast.Load())))
-                for a in sorted(returned & restored - set(self.read_through_views))]
-
-    def _peepholes(self, forward, reverse):
-        """Additions made in place, slices of adjoints kept instead of zeroed and
-        re-added, products added into their buffer (see reverse/cleanup.py)."""
-        floats = {n: k.ndim for n, k in self.kinds.items() if k.ndim and k.dtype == "f"}
-        ints = {n for n, k in self.kinds.items() if k.ndim == 0 and k.dtype == "i"}
-        cleanup.add_in_place([forward], floats, ints, (lambda: self.helper(add_into, "add_into"))
-                             if self.backend.add_into_views else None)
-        # The name the generated code calls add_into by, when it calls it.
-        updates = [self.helper_names.name_of(add_into)] if self.helper_names.name_of(add_into) else []
-        cleanup.keep_slice_adjoints([forward, reverse], updates)
-        if updates:
-            cleanup.products_into([forward, reverse], updates[0],
-                                  lambda: self.helper(add_product_into, "add_product_into"))
 
     def needs_save(self, name, stmt) -> bool:
         return stmt.sid in self.plan.sites
@@ -270,6 +239,40 @@ class ReverseTransform:
         """Whether ``name``'s adjoint is an array of its shape whenever its
         definition's adjoint runs (never the number a reset leaves)."""
         return self.backend.fixed_types or name in self.sites.single_use
+
+
+def _detach_returned(tr, body) -> list:
+    """``h = h.copy()`` for each array the function returns (or returns in a tuple,
+    a ``has_aux`` aux) whose overwritten elements the reverse sweep restores in
+    place: it restores them into the copy, and the value returned keeps what the
+    function computed.  Not for an array read through a view, which must see
+    the restores (such a returned array is restored as before)."""
+    tuples = {s.target: s.expr for s in ir.walk(body)
+              if isinstance(s, ir.Assign) and isinstance(s.expr, ast.Tuple)}
+    returned, todo = set(), list(ir.atom_names(body[-1].value))
+    while todo:
+        n = todo.pop()
+        if n not in returned:
+            returned.add(n)
+            todo += ir.atom_names(tuples[n]) if n in tuples else []
+    restored = {s.array for s in ir.walk(body)
+                if isinstance(s, ir.SetItem) and tr.saves_element(s)}
+    return [assign(a, call(ast.Attribute(ast.Name(a), "copy", ast.Load())))
+            for a in sorted(returned & restored - set(tr.read_through_views))]
+
+def _peepholes(tr, forward, reverse):
+    """Additions made in place, slices of adjoints kept instead of zeroed and
+    re-added, products added into their buffer (see reverse/cleanup.py)."""
+    floats = {n: k.ndim for n, k in tr.kinds.items() if k.ndim and k.dtype == "f"}
+    ints = {n for n, k in tr.kinds.items() if k.ndim == 0 and k.dtype == "i"}
+    cleanup.add_in_place([forward], floats, ints, (lambda: tr.helper(add_into, "add_into"))
+                         if tr.backend.add_into_views else None)
+    # The name the generated code calls add_into by, when it calls it.
+    updates = [tr.helper_names.name_of(add_into)] if tr.helper_names.name_of(add_into) else []
+    cleanup.keep_slice_adjoints([forward, reverse], updates)
+    if updates:
+        cleanup.products_into([forward, reverse], updates[0],
+                              lambda: tr.helper(add_product_into, "add_product_into"))
 
 
 def _list_buffers(tr, body) -> frozenset:

@@ -1,22 +1,20 @@
 """Derivatives of NumPy's shape functions: they move entries, so their VJPs move them back.
 
 reshape, ravel, flatten, transpose (and the ``.T`` attribute through
-:func:`transpose_vjp`), swapaxes, moveaxis, squeeze, expand_dims,
-broadcast_to, concatenate, stack, the identities copy/array/asarray/astype, and
-full/full_like (a broadcast of the fill value: its cotangent is ``g`` summed onto
-the fill value's shape; the shape, or the array ``full_like`` copies the shape of,
-carries none).
+:func:`transpose_vjp`), swapaxes, moveaxis, squeeze, expand_dims, broadcast_to,
+concatenate, stack, the identities copy/array/asarray/astype, and full/full_like (a
+broadcast of the fill value: its cotangent is ``g`` summed onto the fill value's
+shape; the shape, or the array ``full_like`` copies the shape of, carries none).
 
-Conventions are those of :mod:`pullback.rules.elementwise` (``g`` first, then
-the primal arguments; the cotangent of one argument, with its shape).  Two
-exceptions, for functions of a sequence of arrays: :func:`concatenate_vjp` and
-:func:`stack_vjp` return a list with one cotangent per input array (a scalar
-for a scalar input), and :func:`array_vjp` of a nested list returns nested
-lists.
+Conventions are those of :mod:`pullback.rules.elementwise` (``g`` first, then the
+primal arguments; the cotangent of one argument, with its shape).  Two exceptions,
+for functions of a sequence of arrays: :func:`concatenate_vjp` and :func:`stack_vjp`
+return a list with one cotangent per input array (a scalar for a scalar input), and
+:func:`array_vjp` of a nested list returns nested lists.
 
 Each registration names the ndarray methods that mean it.  ``x.reshape(3, 4)`` and
-``x.transpose(1, 0)`` take their shape or axes as
-separate arguments, which NumPy's functions do not, so those two map to
+``x.transpose(1, 0)`` take their shape or axes as separate arguments, which NumPy's
+functions do not, so those two map to
 :func:`reshape_method` and :func:`transpose_method`, which behave like the
 methods.  The registry cannot bind ``*args``, so their rules declare a fixed
 number of positional slots: 32 for reshape (the template only reads ``a`` and
@@ -178,10 +176,8 @@ def array_vjp(g, object):
     return reshape_vjp(g, object)
 
 
-# Their second argument is read for its shape, dtype, memory order or list-ness,
-# never its contents (so an in-place write to it saves nothing for them).
-reshape_vjp.reads_only_the_shape_of = (1,)
-array_vjp.reads_only_the_shape_of = (1,)
+# Their second argument is read for its shape, dtype, order or list-ness, never its contents.
+reshape_vjp.reads_only_the_shape_of = array_vjp.reads_only_the_shape_of = (1,)
 
 
 def astype_vjp(g, a):
