@@ -416,3 +416,31 @@ def test_reverse_mode_makes_a_custom_jvp_rules_transpose_once():
     got = g(x)
     assert len(pipeline._CACHE) == made
     np.testing.assert_allclose(got, 1.0 / (1.0 + np.exp(-x)), rtol=1e-12)
+
+
+@pullback.custom_jvp
+def _quarter_tanh(v):
+    return np.tanh(v) * 0.25
+
+
+@_quarter_tanh.defjvp
+def _quarter_tanh_jvp(primals, tangents):
+    v, = primals
+    tv, = tangents
+    return _quarter_tanh(v), (0.25 * (1.0 - np.tanh(v) ** 2)) * tv
+
+
+def _sum_quarter_tanh(v):
+    return np.sum(_quarter_tanh(v) * 1.0)
+
+
+def test_an_array_custom_jvp_in_reverse_and_second_order():
+    # Reverse mode over forward mode hands the transposed rule a number for the
+    # cotangent of an array output (the same at every entry); the array's
+    # transposed rule sums g * tangent (it returned an array, which grad refused).
+    v = np.array([-1.55, 1.09, -0.17])
+    t = np.tanh(v)
+    np.testing.assert_allclose(pullback.grad(_sum_quarter_tanh)(v), 0.25 * (1 - t ** 2),
+                               rtol=1e-12)
+    np.testing.assert_allclose(pullback.hessian(_sum_quarter_tanh)(v),
+                               np.diag(-0.5 * t * (1 - t ** 2)), rtol=1e-10, atol=1e-14)

@@ -91,3 +91,39 @@ def test_jacrev_with_aux():
     expected[:, 0] += np.sin(X)                     # analytic: d(sin(x_i) x_0)/dx_j
     np.testing.assert_allclose(jac, expected, rtol=1e-14)
     assert aux["norm"] == f(X)[1]["norm"]
+
+
+def _aux_read_through_a_view(x, p):
+    h = np.ones(3) * x
+    t = np.sum(h * h * p)
+    h[1] = 4.0              # saved: the adjoint of h * h read h before
+    for i in range(2):
+        r = h[1:]           # a view of h, read in a loop: restores go into h itself
+        t = t + np.sum(r * r) * x
+    return t, h
+
+
+def _aux_copied(x, p):
+    h = np.ones(3) * x
+    t = np.sum(h * h * p)
+    h[1] = 4.0
+    for i in range(2):
+        r = h[1:]
+        t = t + np.sum(r * r) * x
+    return t, h.copy()
+
+
+def test_an_aux_array_restored_for_a_view_is_refused_and_its_copy_is_returned(jit_mode):
+    # The reverse sweep restored h[1] in place for the view, and the aux returned
+    # lost the write ([0.7, 0.7, 0.7] instead of [0.7, 4.0, 0.7]); found by the
+    # random programs.  Refused at the return, with the copy as the way out.
+    from pullback.core.errors import UnsupportedSyntaxError
+    jit = jit_mode != "python"
+    args = (0.7, np.array([1.0, 2.0, 3.0]))
+    with pytest.raises(UnsupportedSyntaxError, match=r"h\.copy\(\)"):
+        pullback.value_and_grad(_aux_read_through_a_view, has_aux=True, jit=jit)(*args)
+    (loss, aux), g = pullback.value_and_grad(_aux_copied, has_aux=True, jit=jit)(*args)
+    np.testing.assert_array_equal(aux, [0.7, 4.0, 0.7])
+    eps = 1e-6
+    fd = (_aux_copied(0.7 + eps, args[1])[0] - _aux_copied(0.7 - eps, args[1])[0]) / (2 * eps)
+    assert abs(g - fd) < 1e-6 * max(1.0, abs(fd))

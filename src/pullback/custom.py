@@ -250,14 +250,14 @@ def _define_jvp(primitive, params, jvp):
         tangents = tuple(t if i == k else _zero(p) for i, p in enumerate(primals))
         return _pair(jvp(primals, tangents), jvp, fname)[1]
 
-    def transpose(g, primals):
+    def transpose(g, ans, primals):
         """Cotangents of the primals: the gradient of <g, tangent_out(v)> in v (linear,
-        so taken at v = 0).  For a number or array ``g``, one gradient function per
-        rule serves every call (:func:`_transposer`: the primals are its arguments);
-        for a tuple or pytree output, a vjp of the tangent map."""
-        if isinstance(g, (float, np.floating)):
+        so taken at v = 0).  For a float or float array output ``ans``, one gradient
+        function per rule serves every call (:func:`_transposer`: the primals are its
+        arguments); for a tuple or pytree output, a vjp of the tangent map."""
+        if isinstance(ans, (float, np.floating)) and isinstance(g, (float, np.floating)):
             return _transposer(jvp, n, True)(*map(_zero, primals), g, *primals)
-        if isinstance(g, np.ndarray) and g.dtype.kind == "f":
+        if isinstance(ans, np.ndarray) and ans.dtype.kind == "f" and np.isrealobj(g):
             return _transposer(jvp, n, False)(*map(_zero, primals), g, *primals)
         _, back = api.vjp(_tangent_map(n)(jvp, primals), *map(_zero, primals), jit=False)
         out = back(g)
@@ -271,7 +271,8 @@ def _define_jvp(primitive, params, jvp):
         return (None, *back(g))
 
     vjp = _from_source(identifier(f"{fname}_vjp"), ["g", "ans", *names],
-                       [f"return transpose(g, ({args}))"], {"transpose": transpose}, defaults)
+                       [f"return transpose(g, ans, ({args}))"], {"transpose": transpose},
+                       defaults)
     # The forward sweep's helper (one per differentiated argument), a primitive with a
     # rule of its own, so that reverse mode can differentiate forward mode's code.
     tangent = _from_source(identifier(f"{fname}_tangent"), ["k", "t", *names],

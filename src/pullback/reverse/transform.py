@@ -245,8 +245,8 @@ def _detach_returned(tr, body) -> list:
     """``h = h.copy()`` for each array the function returns (or returns in a tuple,
     a ``has_aux`` aux) whose overwritten elements the reverse sweep restores in
     place: it restores them into the copy, and the value returned keeps what the
-    function computed.  Not for an array read through a view, which must see
-    the restores (such a returned array is restored as before)."""
+    function computed.  An array read through a view, which must see the
+    restores, is refused there (its value returned would lose its writes)."""
     tuples = {s.target: s.expr for s in ir.walk(body)
               if isinstance(s, ir.Assign) and isinstance(s.expr, ast.Tuple)}
     returned, todo = set(), list(ir.atom_names(body[-1].value))
@@ -257,8 +257,14 @@ def _detach_returned(tr, body) -> list:
             todo += ir.atom_names(tuples[n]) if n in tuples else []
     restored = {s.array for s in ir.walk(body)
                 if isinstance(s, ir.SetItem) and tr.saves_element(s)}
+    for a in sorted(returned & restored & set(tr.read_through_views)):
+        raise tr.error(body[-1], f"a returned array, `{a}`, whose overwritten elements the "
+                       "reverse sweep restores in place for a view of it that the function "
+                       "reads (the value returned would lose what was written)",
+                       f"return a copy, `{a}.copy()`")
     return [assign(a, call(ast.Attribute(ast.Name(a), "copy", ast.Load())))
-            for a in sorted(returned & restored - set(tr.read_through_views))]
+            for a in sorted(returned & restored)]
+
 
 def _peepholes(tr, forward, reverse):
     """Additions made in place, slices of adjoints kept instead of zeroed and
