@@ -42,6 +42,8 @@ FEATURES: dict[str, str] = {
                 "E += x[i] * x[j], with cutoffs and exits (if x[j] > c: continue, break, "
                 "return) before or after the inner loop, at every depth",
     "triple_loop": "pair_sum three loops deep (triples of indices)",
+    "row_sum": "for i: acc = x[i]; for j: acc += x[i] * y[j]; total += acc * acc: an inner "
+               "loop's sum read after it by the outer loop's sum",
     "while_around_for": "pair_sum's outer loop as a bounded while, around the for loops",
     "outer_value": "a value computed in an outer loop's body and read in the inner loop's: "
                    "w = x[i] * x[i]",

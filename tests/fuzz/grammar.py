@@ -673,6 +673,8 @@ class Builder:
             opts.append(("if_stmt", lambda: self.if_stmt(sc), 3))
             if sc.loop is None or self.on("nested_loops"):
                 opts.append(("pair_sum", lambda: self.pair_sum(sc), 3))
+            if sc.loop is None:
+                opts.append(("row_sum", lambda: self.row_sum(sc), 2))
             if sc.loop is None or self.on("nested_loops"):
                 opts += [("for_range", lambda: self.for_range(sc), 4),
                          ("while_loop", lambda: self.while_loop(sc), 2),
@@ -991,6 +993,30 @@ class Builder:
         levels = 3 if sc.depth == 0 and self.coin() and self.use("triple_loop") else 2
         mine = [v for v in sc.floats if v not in self.float_params]
         self.nest_level(sc, self.some_length(sc), levels, self.choice(mine), [])
+
+    def row_sum(self, sc: Scope) -> None:
+        """``for i: acc = ...; for j: acc += x[i] * y[j]; total += f(acc)``: an inner
+        loop's sum, started in the outer body and read after the inner loop by the
+        outer loop's own sum (a layer's pre-activation feeding a loss).  The outer
+        loop carries nothing but its sum, the inner one carries ``acc``."""
+        self.used.update(("row_sum", "nested_loops"))
+        mine = [v for v in sc.floats if v not in self.float_params]
+        total, n = self.choice(mine), self.some_length(sc)
+        i, j, acc = self.fresh("i"), self.fresh("j"), self.fresh("acc")
+        self.emit(sc, f"for {i} in {self.range_of(n)}:")
+        body = sc.child(loop="for")
+        body.ints[i] = n
+        body.for_vars.append(i)
+        self.emit(body, f"{acc} = " + self.pick([(None, lambda: "0.5"),
+                                                 (None, lambda: self.element_at(body, i))]))
+        self.emit(body, f"for {j} in {self.range_of(n)}:")
+        inner = body.child(loop="for")
+        inner.ints[j] = n
+        inner.for_vars.append(j)
+        self.emit(inner, f"{acc} += {self.pair_term(inner, [i, j], [])}")
+        self.emit(body, f"{total} += " + self.pick([
+            (None, lambda: f"{acc} * {acc}"), ("math_calls", lambda: f"math.tanh({acc})"),
+            (None, lambda: f"{acc} * {self.element_at(body, i)}")]))
 
     def nest_level(self, sc: Scope, n: Size, left: int, total: str, indices: list[str]) -> None:
         """One loop of ``pair_sum``, with ``left`` loops (itself included) to go."""
