@@ -308,6 +308,20 @@ def _may_share(a, b):
     return impl
 
 
+@forms.numba_twin(runtime.refill_zeros)
+def _refill_zeros(buffer, like):
+    """Numba gives ``buffer`` one type: only its shape is compared."""
+    if not (is_array(buffer) and is_array(like)):
+        return None
+
+    def impl(buffer, like):
+        if buffer.shape == like.shape:
+            buffer.fill(0.0)
+            return buffer
+        return np.zeros_like(like)
+    return impl
+
+
 @forms.numba_twin(runtime.add_into)
 def _add_into(out, g):
     if not is_array(out):

@@ -55,6 +55,15 @@ def add_into(out, g):
     out += g
 
 
+def refill_zeros(buffer, like):
+    """``np.zeros_like(like)``, in ``buffer``'s memory when it has ``like``'s shape
+    and dtype (an adjoint reset in every iteration of a loop: no allocation)."""
+    if buffer.shape == like.shape and buffer.dtype == like.dtype:
+        buffer.fill(0.0)
+        return buffer
+    return np.zeros_like(like)
+
+
 def add_product_into(out, a, b):
     """``add_into(out, a * b)``; under Numba without the array of products."""
     out += a * b

@@ -352,3 +352,83 @@ def _basic_index(st, float_arrays, ints):
         return (isinstance(e, ast.Constant) and type(e.value) is int) or \
             (isinstance(e, ast.Name) and e.id in ints)
     return parts if all(basic(p) for p in parts) else None
+
+
+def zeros_in_place(blocks, scalars, refill) -> None:
+    """``dv = np.zeros_like(v)`` in a loop becomes ``dv = refill(dv, v)``: ``dv``'s own
+    memory zeroed when it has ``v``'s shape, no array allocated per iteration.
+
+    Only for a buffer no other name ever holds (so zeroing its memory changes no
+    other value): every mention of ``dv`` in ``blocks`` is a reset to a new array of
+    zeros (``dv = np.zeros_like(v)``), an update in
+    place (``dv[i] += g``, ``dv += g``, ``dv[i] = 0.0``, a helper called for its
+    effect: ``add_into(dv[s], g)``), an operand of a sum added in place into another
+    buffer (``du += f(dv)``), or an element read into a number of ``scalars``
+    (``d_t = dv[i]``, the adjoint of a number)."""
+    candidates = {st.targets[0].id: True for st in _walk_statements(blocks)
+                  if isinstance(st, ZeroAdjoint) and _fresh_zeros(st.value)}
+    for dv in [d for d in candidates if all(_holds_no_alias(st, d, scalars)
+                                            for st in _walk_statements(blocks))]:
+        _refill_in_loops(blocks, dv, refill, False)
+
+
+def _fresh_zeros(e) -> bool:
+    """``np.zeros_like(v)``: a new array of zeros."""
+    return isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) \
+        and e.func.attr == "zeros_like" and len(e.args) == 1 and not e.keywords
+
+
+def _walk_statements(blocks):
+    for block in blocks:
+        for st in block:
+            yield st
+            yield from _walk_statements(bodies(st))
+
+
+def _mentions(node, name) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+
+
+def _holds_no_alias(st, dv, scalars) -> bool:
+    """Whether statement ``st`` (not the statements nested in it) leaves ``dv``'s
+    memory held by ``dv`` alone (see :func:`zeros_in_place`)."""
+    if isinstance(st, (ast.For, ast.While, ast.If)):
+        head = st.iter if isinstance(st, ast.For) else st.test
+        return not _mentions(head, dv) and not (isinstance(st, ast.For)
+                                                and _mentions(st.target, dv))
+    if isinstance(st, TapeOp) or not _mentions(st, dv):
+        return True
+    if isinstance(st, ast.Assign) and len(st.targets) == 1 \
+            and isinstance(st.targets[0], ast.Name) and st.targets[0].id == dv:
+        return _fresh_zeros(st.value) and not _mentions(st.value, dv)     # its reset
+
+    def element(t):
+        return isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
+            and t.value.id == dv and not _mentions(t.slice, dv)
+    if isinstance(st, ast.AugAssign):           # an update of dv, or dv added elsewhere
+        into = isinstance(st.target, ast.Name) and st.target.id == dv or element(st.target)
+        return not _mentions(st.target, dv) or (into and not _mentions(st.value, dv))
+    if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) \
+            and isinstance(st.value.func, ast.Name) and st.value.args:   # add_into(dv[s], g)
+        # A helper of the sweeps, adding into its first argument, which keeps nothing.
+        first = st.value.args[0]
+        return (element(first) or isinstance(first, ast.Name) and first.id == dv) and not any(
+            _mentions(a, dv) for a in st.value.args[1:] + [k.value for k in st.value.keywords])
+    if isinstance(st, ast.Assign) and len(st.targets) == 1:
+        t = st.targets[0]
+        if element(t):                          # dv[i] = 0.0
+            return not _mentions(st.value, dv)
+        if isinstance(t, ast.Name) and t.id in scalars:     # d_t = dv[i]
+            return element(st.value)
+    return False
+
+
+def _refill_in_loops(blocks, dv, refill, looped) -> None:
+    for block in blocks:
+        for k, st in enumerate(block):
+            inner = looped or isinstance(st, (ast.For, ast.While))
+            _refill_in_loops(bodies(st), dv, refill, inner)
+            if looped and isinstance(st, ZeroAdjoint) and st.targets[0].id == dv:
+                block[k] = ZeroAdjoint(st.targets, ast.Call(
+                    ast.Name(refill(), ast.Load()), [ast.Name(dv, ast.Load()), st.value.args[0]],
+                    []))

@@ -38,7 +38,7 @@ from ..core.errors import UnsupportedSyntaxError, located
 from ..core.kinds import MISSING, Kind, kind_of_atom
 from ..core.names import HelperNames, Helpers, Names
 from ..core.optimise import ALL
-from ..core.runtime import add_into, add_product_into
+from ..core.runtime import add_into, add_product_into, refill_zeros
 from . import adjoints, cleanup, fusion, lower, sweeps
 from .declared import check_declared_writes
 from .ops import ForwardAdjoint, Generated, Reset, TapeNeeds, assign, call
@@ -268,7 +268,8 @@ def _detach_returned(tr, body) -> list:
 
 def _peepholes(tr, forward, reverse):
     """Additions made in place, slices of adjoints kept instead of zeroed and
-    re-added, products added into their buffer (see reverse/cleanup.py)."""
+    re-added, products added into their buffer, buffers reset in a loop zeroed in
+    place (see reverse/cleanup.py)."""
     floats = {n: k.ndim for n, k in tr.kinds.items() if k.ndim and k.dtype == "f"}
     ints = {n for n, k in tr.kinds.items() if k.ndim == 0 and k.dtype == "i"}
     cleanup.add_in_place([forward], floats, ints, (lambda: tr.helper(add_into, "add_into"))
@@ -279,6 +280,9 @@ def _peepholes(tr, forward, reverse):
     if updates:
         cleanup.products_into([forward, reverse], updates[0],
                               lambda: tr.helper(add_product_into, "add_product_into"))
+    scalars = {dn for n, dn in tr.adj.items() if getattr(tr.kinds.get(n), "ndim", None) == 0}
+    cleanup.zeros_in_place([forward, reverse], scalars,
+                           lambda: tr.helper(refill_zeros, "refill_zeros"))
 
 
 def _list_buffers(tr, body) -> frozenset:
