@@ -24,7 +24,7 @@ from .arguments import (
 )
 from .core.errors import PullbackError
 from .core.kinds import kind_of_value
-from .core.trees import Tree, flatten, tree_map
+from .core.trees import Tree, shape_key, tree_map, unflatten
 from .frontend.parse import unwrap
 from .pipeline import Compiled, choose_backend, derivative, still_valid
 from .rules import registry
@@ -106,46 +106,51 @@ class GradientFunction:
             nums, single = _check_argnums(self.argnums, npos - nb, _name(self.f))
             checked = self._tree_argnums[npos] = (tuple(i + nb for i in nums), single)
         nums, single = checked
-        flat, structures, spans = [], [], []
+        flat, spans, key = [], [], []
         for k, a in enumerate(args):
-            leaves, structure = flatten(a) if k in nums else ((a,), None)
-            spans.append((len(flat), len(flat) + len(leaves)))
-            structures.append(structure)
-            flat.extend(leaves)
-        structures = tuple(structures)
-        if not any(structures):
-            return None
-        key = (structures, tuple([(a.dtype, a.ndim) if type(a) is np.ndarray else type(a)
-                                  for a in flat]))
+            start = len(flat)
+            key.append(shape_key(a, flat) if k in nums else shape_key(a, flat, leaf=True))
+            spans.append((start, len(flat)))
+        key = tuple(key)
         entry = self._trees.get(key)
         if entry is None or entry[0].stale or (entry[0].dependencies
                                                and not still_valid(entry[0])):
-            entry = self._trees[key] = self._tree_entry(args, nums)
-        c, wrt, seed = entry
-        flat = FlatArgs(tuple(flat), structures, tuple(spans))
+            entry = self._tree_entry(args, nums)
+            if entry is None:
+                return None
+            self._trees[key] = entry
+        c, wrt, seed, structures = entry
         fn = c.fn
         try:
-            value, grads = fn(*flat.args, seed)
+            value, grads = fn(*flat, seed)
         except PullbackError as exc:
             raise for_user(exc) from None
         except Exception as exc:
-            _failed(self, exc, c, flat.args, seed, args)
+            _failed(self, exc, c, tuple(flat), seed, args)
             raise
         if type(fn) is not types.FunctionType and getattr(fn, "ok", False):
             c.fn = fn.dispatcher
         loss, value = checked_value(c, value, self.f, self._api, self.has_aux)
         by_index = dict(zip(wrt, _unshared(list(grads))))
-        out = tuple(flat.gradient(i, by_index, _to_user) for i in nums)
-        out = out[0] if single else out
+        out = []
+        for i in nums:
+            start, stop = spans[i]
+            out.append(unflatten(structures[i], [
+                _to_user(by_index[j], flat[j]) if j in by_index else None
+                for j in range(start, stop)]))
+        out = out[0] if single else tuple(out)
         if self.has_aux:
             return (value, out) if self.with_value else (out, value[1])
         return (value, out) if self.with_value else out
 
     def _tree_entry(self, args, nums):
-        """``(derivative, indices of the differentiated leaves, seed)`` for a call with
-        pytree arguments, its arguments checked as on the first call of a kind."""
+        """``(derivative, indices of the differentiated leaves, seed, structures)`` for a
+        call with pytree arguments, its arguments checked as on the first call of a
+        kind; None when it has none."""
         name = _name(self.f)
         flat = flatten_args(args, nums, name, _param_names(self.f))
+        if flat is None:
+            return None
         _refuse_complex(args[len(self._bound):], name)
         _check_differentiable(args, [i for i in nums if flat.structures[i] is None], name)
         wrt = tuple(j for i in nums for j in flat.floats(i))
@@ -159,7 +164,7 @@ class GradientFunction:
             seed = aux_seed(1, output_leaves(c, name, self._api), 1.0) if self.has_aux else 1.0
         except PullbackError as exc:
             raise for_user(exc) from None
-        return c, wrt, seed
+        return c, wrt, seed, flat.structures
 
     def __call__(self, *args, **kwargs):
         try:

@@ -143,6 +143,18 @@ def flatten(value):
     return leaves, _flatten(node, leaves)
 
 
+def shape_key(value, leaves, leaf=False):
+    """A hashable key of ``value``'s structure and of its leaves' kinds (an array's
+    dtype and rank, another leaf's type), ``value``'s leaves appended to ``leaves``
+    (``value`` itself when ``leaf``).  Two values with one key flatten alike."""
+    node = None if leaf else node_of(value)
+    if node is None:
+        leaves.append(value)
+        return (value.dtype, value.ndim) if type(value) is np.ndarray else type(value)
+    kind, cls, keys, children = node
+    return kind, cls, keys, tuple([shape_key(c, leaves) for c in children])
+
+
 def _flatten(node, leaves):
     kind, cls, keys, children = node
     out = []
