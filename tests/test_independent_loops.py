@@ -200,6 +200,20 @@ def lj_energy_and_virial(pos, rc2):
     return e * w
 
 
+def pair_energy_with_a_tuple(pos, eps, sig):
+    # The loop reads a tuple of active numbers: it is re-run in the reverse sweep
+    # (a tuple's adjoint has no buffer the forward sweep could add into).
+    p = (eps, sig * sig)
+    n = pos.shape[0]
+    e = 0.0
+    for i in range(n):
+        for j in range(i + 1, n):
+            dx = pos[i, 0] - pos[j, 0]
+            r2 = dx * dx + 0.5
+            e += p[0] * p[1] / r2
+    return e
+
+
 RNG = np.random.default_rng(3)
 POS = RNG.uniform(0.0, 3.0, (14, 3))
 POS2 = RNG.uniform(0.0, 4.0, (12, 2))
@@ -222,6 +236,7 @@ CASES = [
     ("sum_read_before", sum_read_before, (X,), (0,)),
     ("inner_sum_read_after", inner_sum_read_after_the_inner_loop, (W, X), (0, 1)),
     ("energy_and_virial", lj_energy_and_virial, (POS[:, :2], 2.2), (0,)),
+    ("tuple", pair_energy_with_a_tuple, (POS, 0.8, 1.1), (0, 1, 2)),
 ]
 
 
@@ -336,6 +351,7 @@ def _roots(f, args, argnums, jit=True):
     (with_break, (X,), (0,), {}),
     (writes_an_array, (X,), (0,), {}),
     (name_reused_by_two_loops, (X,), (0,), {}),    # d lives in both loops: conservative
+    (pair_energy_with_a_tuple, (POS, 0.8, 1.1), (0, 1, 2), {"i": ({"e"}, False)}),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_which_loops_are_differentiated_without_a_tape(f, args, argnums, expected):
     assert _roots(f, args, argnums) == expected

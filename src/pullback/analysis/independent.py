@@ -130,12 +130,21 @@ def find(body, params, kinds, adjoint_reads, header_reads, refused=frozenset(),
         sums |= {sid for pair in pairs for sid in pair}
         sites |= {pair[-1] for pair in pairs}      # the assignment, or the element write
         needed |= need
+        # (an outer value read is a number or an array: its buffer is a zero of it)
+        read = {n for t in ir.walk(root.body) for n in ir.operands(t)} - loc - summed
         forward = in_forward and root.sid in top and len(summed) == 1 and \
-            kinds.get(next(iter(summed))) == Kind(0, "f") and _loops_in_loop_bodies(root.body)
+            kinds.get(next(iter(summed))) == Kind(0, "f") and _loops_in_loop_bodies(root.body) \
+            and all(_number_or_array(kinds[n]) for n in read if n in kinds)
         roots[root.sid] = Root(sids, frozenset(loc), frozenset(summed), frozenset(outside),
                                forward)
     return Independent(MappingProxyType(roots), frozenset(loops), frozenset(inside),
                        frozenset(sums), frozenset(sites), frozenset(needed))
+
+
+def _number_or_array(k) -> bool:
+    """Whether a value of kind ``k`` is a number or an array (not a tuple, not unknown;
+    a name without a kind is a function or a module)."""
+    return k.items is None and k.ndim is not None and k.dtype in "bifc"
 
 
 def _loops_in_loop_bodies(block) -> bool:
