@@ -1071,6 +1071,8 @@ class Builder:
                 ("inner_grad", lambda: self.scan_call(sc, derivative=True))]
         if carried:
             opts.append((None, lambda: f"{self.choice(carried)} * {at()}", 3))
+        if sc.tuples:           # an item of a tuple of active numbers made before the nest
+            opts.append(("tuple_index", lambda: f"{self.tuple_element(sc)} * {at()}", 2))
         return self.pick(opts)
 
     def nest_exit(self, sc: Scope, i: str) -> None:
