@@ -115,7 +115,7 @@ class GradientFunction:
         entry = self._trees.get(key)
         if entry is None or entry[0].stale or (entry[0].dependencies
                                                and not still_valid(entry[0])):
-            entry = self._tree_entry(args, nums)
+            entry = _tree_entry(self, args, nums)
             if entry is None:
                 return None
             self._trees[key] = entry
@@ -142,29 +142,6 @@ class GradientFunction:
         if self.has_aux:
             return (value, out) if self.with_value else (out, value[1])
         return (value, out) if self.with_value else out
-
-    def _tree_entry(self, args, nums):
-        """``(derivative, indices of the differentiated leaves, seed, structures)`` for a
-        call with pytree arguments, its arguments checked as on the first call of a
-        kind; None when it has none."""
-        name = _name(self.f)
-        flat = flatten_args(args, nums, name, _param_names(self.f))
-        if flat is None:
-            return None
-        _refuse_complex(args[len(self._bound):], name)
-        _check_differentiable(args, [i for i in nums if flat.structures[i] is None], name)
-        wrt = tuple(j for i in nums for j in flat.floats(i))
-        kinds = tuple(kind_of_value(a) for a in flat.args)
-        try:
-            c = derivative(self.f, wrt, kinds, self.backend, call_vjp, structures=flat.structures,
-                           has_aux=self.has_aux)
-            check_result(c, self.f, self._api, self.has_aux)
-            refuse_array_result(c, self.f, self._api, self.has_aux)
-            self._last = c
-            seed = aux_seed(1, output_leaves(c, name, self._api), 1.0) if self.has_aux else 1.0
-        except PullbackError as exc:
-            raise for_user(exc) from None
-        return c, wrt, seed, flat.structures
 
     def __call__(self, *args, **kwargs):
         try:
@@ -256,6 +233,30 @@ class GradientFunction:
         # transforms again (once) on its first call.
         return (GradientFunction, (self._given, self.argnums, self.jit, self.with_value,
                                    self.has_aux))
+
+
+def _tree_entry(gf, args, nums):
+    """``(derivative, indices of the differentiated leaves, seed, structures)`` for a
+    call with pytree arguments, its arguments checked as on the first call of a
+    kind; None when it has none."""
+    name = _name(gf.f)
+    flat = flatten_args(args, nums, name, _param_names(gf.f))
+    if flat is None:
+        return None
+    _refuse_complex(args[len(gf._bound):], name)
+    _check_differentiable(args, [i for i in nums if flat.structures[i] is None], name)
+    wrt = tuple(j for i in nums for j in flat.floats(i))
+    kinds = tuple(kind_of_value(a) for a in flat.args)
+    try:
+        c = derivative(gf.f, wrt, kinds, gf.backend, call_vjp, structures=flat.structures,
+                       has_aux=gf.has_aux)
+        check_result(c, gf.f, gf._api, gf.has_aux)
+        refuse_array_result(c, gf.f, gf._api, gf.has_aux)
+        gf._last = c
+        seed = aux_seed(1, output_leaves(c, name, gf._api), 1.0) if gf.has_aux else 1.0
+    except PullbackError as exc:
+        raise for_user(exc) from None
+    return c, wrt, seed, flat.structures
 
 
 def _failed(gf, exc, c, args, seed, primal_args=None):
