@@ -49,6 +49,9 @@ EXAMPLES[RT + "fit"] = lambda rng, dt: [
     call(num(rng, dt), arr(rng, dt, (3, 4))), call(num(rng, dt), num(rng, dt))]
 EXAMPLES[RT + "buffer_like"] = _buffers
 EXAMPLES[RT + "scatter_add"] = _scatter_add
+# A buffer of the same shape is zeroed in place; of another, a new array of zeros.
+EXAMPLES[RT + "refill_zeros"] = lambda rng, dt: [
+    call(arr(rng, dt, (3, 4)), arr(rng, dt, (3, 4))), call(arr(rng, dt, (5,)), arr(rng, dt, (3,)))]
 EXAMPLES[RT + "snapshot"] = lambda rng, dt: [call(arr(rng, dt, (3, 4))), call(num(rng, dt))]
 EXAMPLES[RT + "accumulate"] = lambda rng, dt: [
     call(arr(rng, dt, (3, 4)), arr(rng, dt, (3, 4))), call(num(rng, dt), num(rng, dt)),
