@@ -345,13 +345,13 @@ def _iteration_adjoint(tr, block, nested=False) -> list:
 
 def _rerun_reverse(tr, s: ir.For) -> list:
     """The reverse of one iteration of a loop whose iterations share nothing but
-    sums: the iteration run again (:func:`rerun`), then its adjoint, nested loops
+    sums: the iteration run again (:func:`_rerun`), then its adjoint, nested loops
     re-running their own iterations."""
     adjoint = _iteration_adjoint(tr, s.body, nested=True)
-    return rerun(tr, s.body) + adjoint if adjoint else []
+    return _rerun(tr, s.body) + adjoint if adjoint else []
 
 
-def rerun(tr, stmts) -> list:
+def _rerun(tr, stmts) -> list:
     """An iteration of a loop whose iterations share nothing but sums
     (:mod:`pullback.analysis.independent`), run again before its adjoint: the
     assignments the adjoints need; not the sums, nor nested loops, which re-run
@@ -361,7 +361,7 @@ def rerun(tr, stmts) -> list:
         if isinstance(s, ir.Assign) and s.sid in tr.independent.needed:
             out.append(assign(s.target, copy.deepcopy(s.expr)))
         elif isinstance(s, ir.If):
-            body, orelse = rerun(tr, s.body), rerun(tr, s.orelse)
+            body, orelse = _rerun(tr, s.body), _rerun(tr, s.orelse)
             if body or orelse:
                 out.append(ast.If(ast.Name(s.test), body or [ast.Pass()], orelse))
     return out
