@@ -9,6 +9,7 @@ with cutoffs, sums over data, nested loops, and the variations that must not be
 re-run (a value carried between iterations, a local read after the loop)."""
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -438,3 +439,31 @@ def test_element_sums(name, f, args, argnums, roots, jit_mode):
         assert_fd_close(np.asarray(g), fd_estimate(f, args, k), rtol=1e-6, atol=1e-8)
     if jit_mode == "numba":
         assert _roots(f, args, argnums) == roots
+
+
+def kalman_like(q, y):
+    a = y[0]
+    P = 1.0
+    nll = 0.0
+    for t in range(1, len(y)):
+        F = P + q
+        v = y[t] - a
+        nll += math.log(F) + v * v / F
+        K = P / F
+        a = a + K * v
+        P = P * (1.0 - K) + q
+    return nll
+
+
+@pytest.mark.parametrize("f, args, note", [
+    (lj, (POS, 2.2), "keeps no tape: each iteration's adjoint runs right after it"),
+    (two_sums, (X, 0.8), "keeps no tape: the reverse sweep runs each iteration again"),
+    (kalman_like, (0.3, X), "saves per iteration: F, K, P, v and 1 intermediate value"),
+], ids=["with its adjoint", "re-run", "taped"])
+def test_the_docstring_says_what_each_loop_saves(f, args, note):
+    g = pullback.grad(f, jit=True)
+    g(*args)
+    header = g.source.split("# ---- forward sweep")[0]
+    loop_line = next(k for k, line in enumerate(inspect.getsource(f).splitlines())
+                     if line.strip().startswith("for ")) + f.__code__.co_firstlineno
+    assert f"The loop on line {loop_line} {note}." in header, header

@@ -166,16 +166,20 @@ def render(gen: Generated, fname: str) -> tuple[str, list]:
     params = ", ".join(gen.params + ["_seed=1.0"] + (["_ws=()"] if workspace else []))
     grads = [gen.adjoint_names[p] for p in gen.wrt]
     ret = _tuple(grads) + (", " + _tuple(workspace) if workspace else "")
-    lines = [f"def {fname}({params}):",
-             f'    """Value and reverse-mode gradient of {gen.name} '
-             f'with respect to {", ".join(gen.wrt)}."""']
+    doc = [f'    """Value and reverse-mode gradient of {gen.name} '
+           f'with respect to {", ".join(gen.wrt)}.']
+    if gen.tape_notes:
+        doc += [""] + ["    " + n for n in gen.tape_notes] + ['    """']
+    else:
+        doc[0] += '"""'
+    lines = [f"def {fname}({params}):"] + doc
     lines += ["    " + b for b in body]
     lines += ["    # ---- forward sweep"] + fwd + [f"    _value = {value}"]
     lines += ["    # ---- reverse sweep"] + rev + [f"    return _value, {ret}"]
     # Each line's origin is that of the nearest `# from:` line at or above it.
     last = fwd_origins[-1] if fwd_origins else None
     rev_origins = [o if o is not None else last for o in rev_origins]
-    origins = [None] * (3 + len(body)) + fwd_origins + [last, last] + rev_origins + \
+    origins = [None] * (2 + len(doc) + len(body)) + fwd_origins + [last, last] + rev_origins + \
         [rev_origins[-1] if rev_origins else last]
     return "\n".join(lines) + "\n", [None, None] + origins
 

@@ -67,6 +67,7 @@ class Generated:
     helpers: dict                 # name -> object used by the generated code
     copied_params: set
     workspace: Callable = list    # () -> [(name, dtype)] of the tapes kept between calls
+    tape_notes: tuple = ()        # what each loop saves per iteration, for the docstring
 
 
 @dataclass(frozen=True)

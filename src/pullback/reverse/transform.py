@@ -141,7 +141,7 @@ class ReverseTransform:
         adjoint_names = {p: self.d(p) for p in self.wrt}
         return Generated(self.fn.name, self.fn.params, self.wrt, adjoint_names, forward,
                          reverse, ret.value, self.helpers, self.fn.copied_params,
-                         self.tape.workspace)
+                         self.tape.workspace, _tape_notes(self, body))
 
     def _plan(self, body, params) -> bool:
         """The records from the adjoints to the save plan (``read_through_views``,
@@ -264,6 +264,40 @@ def _detach_returned(tr, body) -> list:
                        f"return a copy, `{a}.copy()`")
     return [assign(a, call(ast.Attribute(ast.Name(a), "copy", ast.Load())))
             for a in sorted(returned & restored)]
+
+
+def _tape_notes(tr, body) -> tuple:
+    """What each loop saves per iteration (for the generated docstring): the names its
+    own statements save (nested loops say their own), the arrays whose overwritten
+    elements it saves, or that it keeps no tape (:mod:`pullback.analysis.independent`)."""
+    notes, inside = [], tr.independent.inside
+    for s in ir.walk(body):
+        if not isinstance(s, (ir.For, ir.While)) or s.sid in inside:
+            continue
+        where = f"The loop on line {s.line}"
+        if s.sid in tr.forward_adjoints:
+            notes.append(f"{where} keeps no tape: each iteration's adjoint runs right after it.")
+            continue
+        if s.sid in tr.independent.roots:
+            notes.append(f"{where} keeps no tape: the reverse sweep runs each iteration again.")
+            continue
+        own, stack = [], list(s.blocks())
+        while stack:
+            for t in stack.pop():
+                if isinstance(t, (ir.For, ir.While)):
+                    continue
+                stack += t.blocks()
+                if isinstance(t, ir.Assign) and tr.needs_save(t.target, t):
+                    own.append(t.target)
+                elif isinstance(t, ir.SetItem) and tr.saves_element(t):
+                    own.append(f"what it overwrites in {t.array}")
+        if own:
+            named = sorted({n for n in own if not n.startswith("_")})
+            more = len(own) - len([n for n in own if not n.startswith("_")])
+            items = named + ([f"{more} intermediate value{'s' * (more > 1)}"] if more else [])
+            what = items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+            notes.append(f"{where} saves per iteration: {what}.")
+    return tuple(notes)
 
 
 def _peepholes(tr, forward, reverse):

@@ -1,5 +1,8 @@
 def branch_with_array_write_grad(x, p, _seed=1.0, _ws=()):
-    """Value and reverse-mode gradient of branch_with_array_write with respect to x, p."""
+    """Value and reverse-mode gradient of branch_with_array_write with respect to x, p.
+
+    The loop on line 23 saves per iteration: 1 intermediate value.
+    """
     # ---- forward sweep
     _tape_t4_1 = _ws[0]
     _k_t4_1 = 0

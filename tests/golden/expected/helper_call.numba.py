@@ -1,5 +1,8 @@
 def helper_call_grad(x, p, _seed=1.0):
-    """Value and reverse-mode gradient of helper_call with respect to x, p."""
+    """Value and reverse-mode gradient of helper_call with respect to x, p.
+
+    The loop on line 37 keeps no tape: each iteration's adjoint runs right after it.
+    """
     # ---- forward sweep
     # from: s = 0.0
     s = 0.0

@@ -1,5 +1,8 @@
 def helper_call_grad(x, p, _seed=1.0):
-    """Value and reverse-mode gradient of helper_call with respect to x, p."""
+    """Value and reverse-mode gradient of helper_call with respect to x, p.
+
+    The loop on line 37 saves per iteration: 1 intermediate value.
+    """
     # ---- forward sweep
     _fstack = []
     _fpush = _fstack.append
