@@ -28,24 +28,34 @@ forward sweep):
   statement of the loop reads it, ``y`` is not ``v``, and no adjoint in the loop
   reads it, so its value never matters to the loop's reverse.  An array ``A``
   summed into element by element (``A[k] += y``: ``_t = A[k]``, ``_u = _t + y``,
-  ``A[k] = _u`` in a row) is a sum too, the only write into an array allowed; its
-  adjoint leaves ``dA[k]`` as it found it, whatever the order of iterations.  A local is a
-  number (float, int or bool), mentioned nowhere outside the loop, and read in
-  the loop only where an assignment of the same iteration has surely set it;
-  so nothing flows from one iteration to the next but the sums;
+  ``A[k] = _u``, the last two in a row) is a sum too, the only write into an
+  array allowed; its adjoint leaves ``dA[k]`` as it found it, whatever the order
+  of iterations.  A local is a number (float, int or bool), mentioned nowhere
+  outside the loop, and read in the loop only where an assignment of the same
+  iteration has surely set it; so nothing flows from one iteration to the next
+  but the sums;
 * no adjoint or header in the loop reads a local that a later statement of the
   loop assigns again, so the value a re-run leaves is the value it read;
-* the loop writes no array in place but its sums, and has no early exit; loops nested in it
-  satisfy all of this too, each for its own iterations (each re-runs them in its
-  reverse): a name a nested loop assigns is set in its iteration before it is
-  read there, so ``a += W[i, j] * x[j]`` over ``j``, read after that loop, makes
-  the loop over ``i`` taped;
+* the loop writes no array in place but its sums, and has no early exit; loops
+  nested in it satisfy all of this too, each for its own iterations (each re-runs
+  them in its reverse): a name a nested loop assigns is set in its iteration
+  before it is read there, so ``a += W[i, j] * x[j]`` over ``j``, read after that
+  loop, makes the loop over ``i`` taped;
 * what the loop reads from outside holds, when the reverse sweep reaches the
   loop, what it held in the forward sweep: the save plan counts it as read at
   the root's header, so an assignment after the loop saves and restores it.
 
 The transform also drops the root from the set when the save plan would save
 a sum in it (a sum whose earlier value an adjoint outside reads).
+
+Under a compiled backend a root at the function's top level with one float sum
+(``Root.in_forward``) needs no second pass: each iteration's adjoint runs right
+after the iteration, with the sum's adjoint taken as 1.0, into a buffer per outer
+value the loop reads (zeros of it).  The reverse sweep adds the sum's adjoint
+times each buffer.  Same gradient because the loop's adjoint is linear in the
+sum's adjoint (the only adjoint flowing into it), and each iteration's adjoint
+reads the values the iteration has just computed.  Not for a loop reading a tuple
+of active numbers, whose adjoint has no buffer to add into.
 """
 from __future__ import annotations
 
