@@ -51,7 +51,7 @@ def rnn_einsum(W, h0):
 
 def _body(src):
     """The generated code without its name, docstring and comments."""
-    lines = src.splitlines()[2:]
+    lines = src.split("# ---- forward sweep", 1)[1].splitlines()
     return [ln for ln in lines if not ln.strip().startswith("#")]
 
 

@@ -274,7 +274,10 @@ def _pass_in(src: str, live: list) -> str:
     """``src`` with the ``live`` values as its last parameters, and its docstring
     saying where they come from."""
     def_line, doc, rest = src.split("\n", 2)
-    if not def_line.endswith("):") or not doc.endswith('."""'):
+    # The docstring's first line ends its sentence, and the docstring too unless
+    # notes on the loops follow.
+    close = '"""' if doc.endswith('."""') else ""
+    if not def_line.endswith("):") or not doc.endswith("." + close):
         raise InternalError(f"unexpected header of a generated function: {def_line!r}")
     names = [n for n, _, _ in live]
     params = ", ".join(f"{n}=None" for n in names)
@@ -282,7 +285,7 @@ def _pass_in(src: str, live: list) -> str:
     def_line = def_line[:-2] + sep + params + "):"
     where = "; ".join(f"{n} from {'the closure' if key is None else 'the globals'}"
                       for n, _, key in live)
-    doc = doc[:-4] + f' (read when called: {where})."""'
+    doc = doc[:-1 - len(close)] + f" (read when called: {where})." + close
     return "\n".join((def_line, doc, rest))
 
 
