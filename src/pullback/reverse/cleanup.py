@@ -365,9 +365,9 @@ def zeros_in_place(blocks, scalars, refill) -> None:
     effect: ``add_into(dv[s], g)``), an operand of a sum added in place into another
     buffer (``du += f(dv)``), or an element read into a number of ``scalars``
     (``d_t = dv[i]``, the adjoint of a number)."""
-    candidates = {st.targets[0].id: True for st in _walk_statements(blocks)
+    candidates = {st.targets[0].id for st in _walk_statements(blocks)
                   if isinstance(st, ZeroAdjoint) and _fresh_zeros(st.value)}
-    for dv in [d for d in candidates if all(_holds_no_alias(st, d, scalars)
+    for dv in [d for d in sorted(candidates) if all(_holds_no_alias(st, d, scalars)
                                             for st in _walk_statements(blocks))]:
         _refill_in_loops(blocks, dv, refill, False)
 
