@@ -4,6 +4,7 @@ from . import rules as _rules  # registers the derivative rules  # noqa: F401
 from .api import rule, show, unregister, vjp
 from .check import GradCheck, check_grad
 from .core.background import finish_compiling
+from .core.checkpointing import checkpointed
 from .core.diskcache import cache_dir, set_cache_dir
 from .core.errors import (
                           MissingRuleError,
@@ -25,4 +26,4 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian
            "PullbackError", "UnsupportedSyntaxError", "MissingRuleError", "SourceUnavailableError",
            "NumbaCompileError", "PerformanceWarning", "cache_dir", "set_cache_dir",
            "finish_compiling",
-           "scan", "foldl", "foldr", "accumulate"]
+           "scan", "foldl", "foldr", "accumulate", "checkpointed"]

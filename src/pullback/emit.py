@@ -100,6 +100,8 @@ def _plain(stmts, comments: dict) -> list:
     for s in stmts:
         if isinstance(s, TapeOp):
             out += _plain(s.body, comments)
+        elif isinstance(s, Deferred):       # (in a block: a checkpointed loop's segments)
+            out += _plain(s.make(), comments)
         elif isinstance(s, Comment):
             mark = f"__pb_comment_{len(comments)}__"
             comments[mark] = s

@@ -32,6 +32,8 @@ FEATURES: dict[str, str] = {
     "bool_ops": "and / or / not in conditions",
     "for_range": "for over range(...) with a positive step",
     "negative_step": "range(...) with a negative step",
+    "checkpointed": "a for loop outside any loop marked pullback.checkpointed(range(...), every) "
+                    "with every None, 1, 2 or 3: run in segments in the reverse sweep",
     "reversed_range": "for over reversed(range(...))",
     "for_array": "for over an array, and over enumerate(array)",
     "nested_loops": "a loop inside a loop",

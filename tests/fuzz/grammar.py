@@ -905,6 +905,8 @@ class Builder:
             text, bound = self.dependent_range(sc, n, self.choice(sorted(sc.ints)))
         else:
             text, bound = self.range_of(n), n
+        if sc.loop is None and self.coin() and self.use("checkpointed"):
+            text = f"pullback.checkpointed({text}, {self.choice(['None', '1', '2', '3'])})"
         self.emit(sc, f"for {i} in {text}:")
         body = sc.child(loop="for")
         body.ints[i] = bound

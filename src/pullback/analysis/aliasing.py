@@ -241,6 +241,21 @@ def read_through_views(stmts, kind, params, value_reads) -> set:
     a view (``_t = H[0, :]``).  A write into such an array must be undone before
     that read, like a write into an array read directly; else the reverse sweep
     sees the later contents through the view."""
+    bases = _bases(stmts, kind, params)
+    out = set()
+    for name in value_reads:
+        out |= _base_closure(name, bases)
+    return out
+
+
+def shared_arrays(stmts, kind, params) -> set:
+    """The arrays another name may share memory with: the bases of views, and
+    the arrays a tuple holds."""
+    return set().union(*_bases(stmts, kind, params).values())
+
+
+def _bases(stmts, kind, params) -> dict:
+    """name -> the arrays it is a view of, or (a tuple) holds."""
     bases: dict = {}
     for st in ir.walk(stmts):
         if isinstance(st, ir.Assign):
@@ -253,10 +268,7 @@ def read_through_views(stmts, kind, params, value_reads) -> set:
                 bases.setdefault(st.target, set()).update(
                     a.id for a in st.expr.elts
                     if isinstance(a, ast.Name) and kind(a).ndim not in (0, None))
-    out = set()
-    for name in value_reads:
-        out |= _base_closure(name, bases)
-    return out
+    return bases
 
 
 def _base_closure(name, bases) -> set:

@@ -19,7 +19,8 @@ from ..core import numbacache
 from ..core.errors import NumbaCompileError
 from ..core.kinds import NUMPY_DTYPES
 from ..core.runtime import reserve, snapshot, with_shape
-from ..reverse.ops import assign, attribute, augment, call, expr_stmt, plus, store, subscript
+from ..reverse.ops import (Reserve, assign, attribute, augment, call, expr_stmt, plus, store,
+                           subscript, tape_op)
 from ..rules import forms, registry
 from . import (
     in_place,  # noqa: F401  (registers the in-place forms of rule helpers)
@@ -241,6 +242,11 @@ class NumbaTape(PythonTape):
     def between(self) -> list:
         return []
 
+    def replayed(self, forward: list, reverse: list) -> list:
+        """A segment of a checkpointed loop run again with its tape, then reversed:
+        each tape's counter comes back to where it was."""
+        return forward + reverse
+
     def _dtype(self, key):
         """The typed-array dtype of a tape of numbers, None for a list tape."""
         if key.endswith("[:]"):
@@ -303,7 +309,7 @@ class NumbaTape(PythonTape):
             if c != 1:
                 need = ast.BinOp(need, ast.Mult(), ast.Constant(c))
             out.append(assign(tape, call(r, ast.Name(tape), ast.BinOp(ast.Name(k), ast.Add(), need))))
-        return out
+        return [tape_op(Reserve, "", None, out)] if out else []
 
     def push_code(self, name):
         tape, k = self._tape(name)

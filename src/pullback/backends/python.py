@@ -62,6 +62,29 @@ class PythonTape:
             out.append(assign("_fpop", attribute(floats, "pop")))
         return out
 
+    def replayed(self, forward: list, reverse: list) -> list:
+        """A segment of a checkpointed loop run again with its tape (``forward``), then
+        reversed: the numbers it pushes are popped from their own list, converted
+        as ``between`` converts the others, and the other pops resume after it."""
+        mark, outer = self.needs.names.fresh("_mark"), self.needs.names.fresh("_fpop_outer")
+
+        def before():
+            return [assign(mark, call("len", ast.Name("_fstack")))] if "float" in self.used \
+                else []
+
+        def converted():
+            if "float" not in self.used:
+                return []
+            tail = ast.Subscript(ast.Name("_fstack"), ast.Slice(ast.Name(mark), None), ast.Load())
+            floats = call("list", call("map", ast.Name("float", ast.Load()), tail))
+            return [assign(outer, ast.Name("_fpop")), assign("_fpop", attribute(floats, "pop")),
+                    ast.Delete([ast.Subscript(ast.Name("_fstack"), ast.Slice(ast.Name(mark), None),
+                                              ast.Del())])]
+
+        def after():
+            return [assign("_fpop", ast.Name(outer))] if "float" in self.used else []
+        return [Deferred(before)] + forward + [Deferred(converted)] + reverse + [Deferred(after)]
+
     def _float(self, name):
         k = self.needs.kinds.get(name)
         return k is not None and k.ndim == 0 and k.dtype == "f"

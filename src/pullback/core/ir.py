@@ -95,12 +95,16 @@ class For(Stmt):
     #: The name that holds the iteration count (loop bookkeeping): set before the
     #: loop, and counted by a statement of the body when the loop may be left early.
     trips: str | None = None
+    #: Marked ``checkpointed(..., every)``: the atom giving the iterations per segment
+    #: (``None`` for the square root of the trip count), else None.
+    checkpoint: ast.expr | None = None
 
     def blocks(self):
         return [self.body]
 
     def reads(self):
-        return atom_names(self.start) | atom_names(self.stop) | atom_names(self.step)
+        return atom_names(self.start) | atom_names(self.stop) | atom_names(self.step) | (
+            atom_names(self.checkpoint) if self.checkpoint is not None else set())
 
     def writes(self):
         return {self.var}

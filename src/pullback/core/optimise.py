@@ -10,7 +10,8 @@ each is checked against the *reference derivative*, made with all of them off:
 * every assignment that overwrites a value some adjoint reads saves it
   (the plainest tape: no flow analysis, no "one value for the whole call");
 * nothing is recomputed, no shape fact is used, no loop sum is deferred, every
-  loop is taped (none re-run in the reverse sweep);
+  loop is taped whole (none re-run in the reverse sweep, none cut into
+  checkpointed segments);
 * the sweeps are emitted as generated, without peepholes or fusion;
 * adjoints are NumPy buffers or values (no list buffers, no local temporaries).
 
@@ -42,6 +43,7 @@ class Optimisations:
     fusion: bool = True         # reverse/fusion.py: elementwise temporaries fused
     storage: bool = True        # list buffers and local temporaries for adjoints
     independent: bool = True    # analysis/independent.py: loops re-run instead of taped
+    checkpoints: bool = True    # analysis/checkpoints.py: loops marked checkpointed() in segments
 
 
 #: Every optimisation on: what users get.

@@ -17,6 +17,19 @@ def trip_count(start, stop, step):
     return n if n > 0 else 0
 
 
+def segment_length(n, every):
+    """Iterations per segment of a checkpointed loop of ``n`` iterations: ``every``,
+    or ``ceil(sqrt(n))`` when it is None (:mod:`pullback.core.checkpointing`)."""
+    if every is None:
+        k = int(n ** 0.5)
+        while k * k < n:
+            k += 1
+        return k if k > 0 else 1
+    if every < 1:
+        raise ValueError("checkpointed(every=...) takes a positive int or None")
+    return every
+
+
 def reserve(tape, needed):
     """``tape`` with room for at least ``needed`` entries, at least doubled when it
     grows (amortised O(1) pushes)."""

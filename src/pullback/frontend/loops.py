@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 
 from ..core import ir
+from ..core.checkpointing import checkpointed
 from ..core.runtime import trip_count
 from .scope import UNRESOLVED, Loop, walk_same_scope
 
@@ -60,6 +61,16 @@ class Loops:
             self.exits += 1
 
     def lower_for(self, s, scope):
+        every = None
+        fn = self.resolver.resolve_callee(s.iter.func, scope) if isinstance(s.iter, ast.Call) \
+            else UNRESOLVED
+        if fn is checkpointed:      # for t in checkpointed(it, every): the loop over it
+            inner, every = _checkpointed_parts(s.iter)
+            if inner is None:
+                raise self.error("checkpointed() with these arguments", s.iter, scope,
+                                 "write `checkpointed(range(n))` or `checkpointed(range(n), k)`")
+            every = self.lower_expr(every, scope) if every is not None else ast.Constant(None)
+            s = ast.copy_location(ast.For(s.target, inner, s.body, s.orelse), s)
         it = s.iter
         loop = self._new_loop()
         prologue = []       # binds the loop target(s) at the top of each iteration
@@ -71,7 +82,7 @@ class Loops:
             var, start, stop, step = self._range_header(s, scope, fn)
         else:
             var, start, stop, step = self._sequence_header(s, scope, fn, prologue)
-        node = ir.For(self.out.line(s, scope), var, start, stop, step)
+        node = ir.For(self.out.line(s, scope), var, start, stop, step, checkpoint=every)
         with self.control_block(scope, s):
             body, used_flags = self._loop_body(s, scope, loop, prologue)
         self._finish_loop(s, scope, loop, node, body, used_flags)
@@ -214,3 +225,12 @@ def _rebound_in(stmts) -> set:
             out |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)
                     and isinstance(n.ctx, ast.Store)}
     return out
+
+
+def _checkpointed_parts(call):
+    """``(iterable, every)`` of a call ``checkpointed(iterable, every)`` (``every``
+    None when not given), or ``(None, None)`` for other arguments."""
+    args = list(call.args) + [k.value for k in call.keywords if k.arg == "every"]
+    if not call.args or len(args) > 2 or any(k.arg != "every" for k in call.keywords):
+        return None, None
+    return call.args[0], (args[1] if len(args) == 2 else None)

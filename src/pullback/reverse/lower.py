@@ -174,7 +174,7 @@ class _Lowering:
         self.zero.clear()
         body = render(self.tr, c.body)
         before, after = [], []
-        if self.tr.backend.loop_sums and self.tr.optimise.loop_sums:
+        if c.sums and self.tr.backend.loop_sums and self.tr.optimise.loop_sums:
             before, body, after = defer_loop_sums(self.tr, body)
         body = body or [ast.Pass()]
         info = c.info

@@ -142,11 +142,25 @@ class ForwardAdjoint:
     buffers: MappingProxyType       # outer name -> the buffer's name
 
 
+@dataclass(frozen=True)
+class SegmentNames:
+    """The names the code of a loop run in segments uses
+    (:mod:`pullback.analysis.checkpoints`)."""
+    length: str                     # iterations per segment
+    count: str                      # segments
+    segment: str                    # a segment's number, from 0
+    first: str                      # its first iteration, counted from 0
+    trips: str                      # its iterations
+    snapshots: MappingProxyType     # carried name -> the list of its snapshots
+    entry: MappingProxyType         # name -> its value at loop entry
+
+
 @dataclass
 class ReverseFor:
     var: str | None
     info: LoopInfo
     body: list
+    sums: bool = True               # its buffer updates may be summed after it (loopsums)
 
 
 def assign(name, value):
@@ -240,6 +254,10 @@ class Push(TapeOp):
 
 class Pop(TapeOp):
     """Restore ``name`` (or ``name[index]``) from the tape, in the reverse sweep."""
+
+
+class Reserve(TapeOp):
+    """Make room on tapes before a loop that pushes to them (``name`` unused)."""
 
 
 def tape_op(cls, name: str, index, body: list) -> TapeOp:

@@ -32,7 +32,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ..analysis import aliasing, independent, recompute, saves, shapes, sites, storage
+from ..analysis import aliasing, checkpoints, independent, recompute, saves, shapes, sites, storage
 from ..core import ir
 from ..core.errors import UnsupportedSyntaxError, located
 from ..core.kinds import MISSING, Kind, kind_of_atom
@@ -41,7 +41,7 @@ from ..core.optimise import ALL
 from ..core.runtime import add_into, add_product_into, refill_zeros
 from . import adjoints, cleanup, fusion, lower, sweeps
 from .declared import check_declared_writes
-from .ops import ForwardAdjoint, Generated, Reset, TapeNeeds, assign, call
+from .ops import ForwardAdjoint, Generated, Reset, SegmentNames, TapeNeeds, assign, call
 
 
 class ReverseTransform:
@@ -104,11 +104,15 @@ class ReverseTransform:
                 in_forward=self.backend.fixed_types
             ) if self.optimise.independent and self.backend.reruns_independent_loops \
                 else independent.NONE
+            self.checkpoints = checkpoints.find(
+                body, self.fn.params, self.kind, set(self.independent.loops), self.error
+            ) if self.optimise.checkpoints else checkpoints.NONE
             saved_sums = self._plan(body, params)
             if not saved_sums:
                 break
             refused |= saved_sums
-        self.forward_adjoints = self._forward_adjoints(body)
+        self.forward_adjoints = _forward_adjoints(self, body)
+        self.segment_names = _segment_names(self)
         lists = _list_buffers(self, body) if self.backend.list_buffers and self.optimise.storage \
             else frozenset()
         self.storage = storage.plan(self.active, self.kinds, self.local_temps, lists,
@@ -149,8 +153,10 @@ class ReverseTransform:
         roots of loops re-run in the reverse sweep (:mod:`pullback.analysis.independent`)
         whose sums the plan must save."""
         adj, rerun = self.adjoints, self.independent
-        # A root re-run in the reverse sweep reads there what it reads from outside.
+        # A root re-run in the reverse sweep reads there what it reads from outside, and
+        # so does a loop run again in segments.
         reads = {sid: r.reads for sid, r in rerun.roots.items() if not r.in_forward}
+        reads.update({sid: seg.reads for sid, seg in self.checkpoints.items()})
         outside = set().union(*reads.values())
         reread = {n for n in outside if (self.kind(ast.Name(n)).ndim or 0) > 0}
         self.read_through_views = aliasing.read_through_views(body, self.kind, params,
@@ -177,20 +183,6 @@ class ReverseTransform:
         viewed = {t.sid for t in ir.walk(body) if isinstance(t, ir.SetItem)
                   and t.sid in rerun.sum_sites and t.array in self.read_through_views}
         return frozenset(rerun.roots_of(plan.sites & rerun.sum_sites | viewed))
-
-    def _forward_adjoints(self, body) -> MappingProxyType:
-        """Per loop run with its adjoint in the forward sweep (``Root.in_forward``):
-        the name of its sum's adjoint there (1.0) and, per outer active value it
-        reads, the buffer that adjoint adds into there."""
-        out = {}
-        for sid, root in self.independent.roots.items():
-            if root.in_forward:
-                loop = next(s for s in body if s.sid == sid)
-                read = {n for t in ir.walk(loop.body) for n in ir.operands(t)}
-                outer = sorted((read & self.active) - root.locals - root.sums)
-                out[sid] = ForwardAdjoint(self.names.fresh("_unit"), MappingProxyType(
-                    {n: self.names.fresh("_adj_" + n) for n in outer}))
-        return MappingProxyType(out)
 
     def needs_save(self, name, stmt) -> bool:
         return stmt.sid in self.plan.sites
@@ -239,6 +231,31 @@ class ReverseTransform:
         """Whether ``name``'s adjoint is an array of its shape whenever its
         definition's adjoint runs (never the number a reset leaves)."""
         return self.backend.fixed_types or name in self.sites.single_use
+
+
+def _forward_adjoints(tr, body) -> MappingProxyType:
+    """Per loop run with its adjoint in the forward sweep (``Root.in_forward``):
+    the name of its sum's adjoint there (1.0) and, per outer active value it
+    reads, the buffer that adjoint adds into there."""
+    out = {}
+    for sid, root in tr.independent.roots.items():
+        if root.in_forward:
+            loop = next(s for s in body if s.sid == sid)
+            read = {n for t in ir.walk(loop.body) for n in ir.operands(t)}
+            outer = sorted((read & tr.active) - root.locals - root.sums)
+            out[sid] = ForwardAdjoint(tr.names.fresh("_unit"), MappingProxyType(
+                {n: tr.names.fresh("_adj_" + n) for n in outer}))
+    return MappingProxyType(out)
+
+
+def _segment_names(tr) -> MappingProxyType:
+    """The names each checkpointed loop's code uses (:class:`.ops.SegmentNames`)."""
+    fresh = tr.names.fresh
+    return MappingProxyType({sid: SegmentNames(
+        fresh("_every"), fresh("_segments"), fresh("_segment"), fresh("_first"),
+        fresh("_trips"), MappingProxyType({n: fresh("_snapshots") for n in seg.carried}),
+        MappingProxyType({n: fresh("_entry") for n in seg.entry}))
+        for sid, seg in tr.checkpoints.items()})
 
 
 def _detach_returned(tr, body) -> list:
@@ -295,9 +312,19 @@ def _tape_notes(tr, body) -> tuple:
             named = sorted({n for n in own if not n.startswith("_")})
             more = len(own) - len([n for n in own if not n.startswith("_")])
             items = named + ([f"{more} intermediate value{'s' * (more > 1)}"] if more else [])
-            what = items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-            notes.append(f"{where} saves per iteration: {what}.")
+            notes.append(f"{where} saves per iteration: {_listed(items)}.")
+        if s.sid in tr.checkpoints:
+            seg = tr.checkpoints[s.sid]
+            kept = f"keeps {_listed(list(seg.carried))} at the start of each" if seg.carried \
+                else "keeps nothing at the start of a"
+            notes.append(f"{where} runs in segments (checkpointed): the forward sweep "
+                         f"{kept} segment, and the reverse sweep runs each segment again to "
+                         "save what it needs, one segment at a time.")
     return tuple(notes)
+
+
+def _listed(items) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _peepholes(tr, forward, reverse):
