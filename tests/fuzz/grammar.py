@@ -905,14 +905,36 @@ class Builder:
             text, bound = self.dependent_range(sc, n, self.choice(sorted(sc.ints)))
         else:
             text, bound = self.range_of(n), n
-        if sc.loop is None and self.coin() and self.use("checkpointed"):
+        marked = sc.loop is None and self.on("checkpointed") and self.coin() \
+            and self.use("checkpointed")
+        locals_ = [v for v in sc.floats if v not in self.float_params]
+        params = self.float_params + [f"np.sum({p})" for p in sorted(self.array_params)]
+        entry = self.choice(locals_) if marked and len(locals_) > 1 and self.coin() else None
+        shift = self.fresh("q") if marked and locals_ and self.coin() else None
+        if marked:
             text = f"pullback.checkpointed({text}, {self.choice(['None', '1', '2', '3'])})"
+        if entry is not None:
+            # Read just before the loop by an adjoint, assigned in the loop before any
+            # read: the segments must give it back its value at loop entry.
+            acc = self.choice([v for v in locals_ if v != entry])
+            self.emit(sc, f"{acc} = {acc} + {entry} * {entry}")
+        if shift is not None:
+            # Read in the loop where no adjoint reads it, assigned again after it: the
+            # segments run again must read the value it had during the loop.
+            self.emit(sc, f"{shift} = 0.5 * {self.choice(params)}")
         self.emit(sc, f"for {i} in {text}:")
         body = sc.child(loop="for")
         body.ints[i] = bound
         if not reused:
             body.for_vars.append(i)
+        if entry is not None:
+            self.emit(body, f"{entry} = 0.5 * {self.choice(params)} + 0.25")
+        if shift is not None:
+            acc = self.choice(locals_)
+            self.emit(body, f"{acc} = {acc} + {shift}")
         self.block(body)
+        if shift is not None:
+            self.emit(sc, f"{shift} = 0.75 - {self.choice(params)}")
         if reused:
             self.used.add("nested_reuse")
             self.read_after_reuse(sc, i, n)
