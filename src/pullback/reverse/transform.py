@@ -39,7 +39,7 @@ from ..core.kinds import MISSING, Kind, kind_of_atom
 from ..core.names import HelperNames, Helpers, Names
 from ..core.optimise import ALL
 from ..core.runtime import add_into, add_product_into, refill_zeros
-from . import adjoints, cleanup, fusion, lower, sweeps
+from . import adjoints, cleanup, fusion, gather, lower, sweeps
 from .declared import check_declared_writes
 from .ops import ForwardAdjoint, Generated, Reset, SegmentNames, TapeNeeds, assign, call
 
@@ -344,6 +344,8 @@ def _peepholes(tr, forward, reverse):
     scalars = {dn for n, dn in tr.adj.items() if getattr(tr.kinds.get(n), "ndim", None) == 0}
     cleanup.zeros_in_place([forward, reverse], scalars,
                            lambda: tr.helper(refill_zeros, "refill_zeros"))
+    if tr.backend.fixed_types:      # compiled: a loop of gathers vectorises, of scatters not
+        gather.gather_scatters([forward, reverse], tr.names.fresh)
 
 
 def _list_buffers(tr, body) -> frozenset:
