@@ -127,3 +127,29 @@ def test_an_aux_array_restored_for_a_view_is_refused_and_its_copy_is_returned(ji
     eps = 1e-6
     fd = (_aux_copied(0.7 + eps, args[1])[0] - _aux_copied(0.7 - eps, args[1])[0]) / (2 * eps)
     assert abs(g - fd) < 1e-6 * max(1.0, abs(fd))
+
+
+def _aux_returned_early(p):
+    h = np.zeros(len(p))
+    h[np.array([0, 2])] += p[1] * 2.0
+    for i in range(1, 3):
+        w = 1.0 / (1.0 + (h[i] - p[i]) ** 2)
+        if p[i] < 1.0:
+            return w + np.sum(h), h
+    return np.sum(h), h
+
+
+def test_an_aux_array_returned_by_an_early_return_keeps_its_writes(jit_mode):
+    # The value returned is `_result = (loss, h)` bound in a branch: the copy made
+    # for the restores did not follow that name, and the reverse sweep's restore
+    # of h[[0, 2]] zeroed the aux returned ([0, 0, 0, 0]); found by the random
+    # programs (seed 5, program 286 of 400).
+    jit = jit_mode != "python"
+    p = np.array([-1.83, -1.77, -1.99, -0.99])
+    (loss, aux), g = pullback.value_and_grad(_aux_returned_early, has_aux=True, jit=jit)(p)
+    np.testing.assert_array_equal(aux, _aux_returned_early(p)[1])
+    assert loss == _aux_returned_early(p)[0]
+    eps = 1e-6
+    fd = [(_aux_returned_early(p + eps * e)[0] - _aux_returned_early(p - eps * e)[0]) / (2 * eps)
+          for e in np.eye(4)]
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)

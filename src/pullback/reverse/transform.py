@@ -260,18 +260,20 @@ def _segment_names(tr) -> MappingProxyType:
 
 def _detach_returned(tr, body) -> list:
     """``h = h.copy()`` for each array the function returns (or returns in a tuple,
-    a ``has_aux`` aux) whose overwritten elements the reverse sweep restores in
-    place: it restores them into the copy, and the value returned keeps what the
+    a ``has_aux`` aux, also through the names an early ``return`` binds) whose
+    overwritten elements the reverse sweep restores in place: it restores them into the copy, and the value returned keeps what the
     function computed.  An array read through a view, which must see the
     restores, is refused there (its value returned would lose its writes)."""
-    tuples = {s.target: s.expr for s in ir.walk(body)
-              if isinstance(s, ir.Assign) and isinstance(s.expr, ast.Tuple)}
+    holds = {}          # name -> the names its value holds: a tuple's items, a copy's source
+    for s in ir.walk(body):
+        if isinstance(s, ir.Assign) and isinstance(s.expr, (ast.Tuple, ast.Name)):
+            holds.setdefault(s.target, set()).update(ir.atom_names(s.expr))
     returned, todo = set(), list(ir.atom_names(body[-1].value))
     while todo:
         n = todo.pop()
         if n not in returned:
             returned.add(n)
-            todo += ir.atom_names(tuples[n]) if n in tuples else []
+            todo += holds.get(n, ())
     restored = {s.array for s in ir.walk(body)
                 if isinstance(s, ir.SetItem) and tr.saves_element(s)}
     for a in sorted(returned & restored & set(tr.read_through_views)):
