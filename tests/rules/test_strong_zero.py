@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import pullback
 from helpers import assert_fd_close, fd_estimate
-from pullback.rules.strong_zero import divided, scaled
+from pullback.rules.strong_zero import divided, powered, scaled
 
 from .checks import SETTINGS, check_rule
 
@@ -47,6 +47,12 @@ def test_zero_where_u_is_zero_and_nothing_else_changed():
 @given(u=st.floats(-3.0, 3.0), d=st.floats(0.2, 3.0))
 def test_rules_of_the_helpers(helper, u, d):
     check_rule(helper, [u, d])
+
+
+@SETTINGS
+@given(x=st.floats(0.2, 3.0), e=st.floats(-2.0, 3.0))
+def test_rule_of_powered(x, e):
+    check_rule(powered, [x, e])
 
 
 def where_sqrt(x):
@@ -138,6 +144,16 @@ def sqrt_of_clamped(x):
     return np.sum(np.sqrt(np.maximum(x, 0)))
 
 
+def where_power_as_written(x):
+    # np.power's partial x ** -0.5 at 0 (strong_zero.powered): it printed "divide
+    # by zero encountered in power" on the Python backend.
+    return np.sum(np.where(x > 0, x ** 0.5, 0))
+
+
+def power_of_clamped(x):
+    return np.sum(np.power(np.maximum(x, 0), 0.5))
+
+
 def scalar_sqrt_of_clamped(x):
     total = 0.0
     for k in range(len(x)):
@@ -149,6 +165,8 @@ def scalar_sqrt_of_clamped(x):
     (where_sqrt_as_written, [0.0, 0.0, 0.25, 1 / 3]),
     (sqrt_of_clamped, [0.0, np.inf, 0.25, 1 / 3]),
     (scalar_sqrt_of_clamped, [0.0, np.inf, 0.5, 2 / 3]),
+    (where_power_as_written, [0.0, 0.0, 0.25, 1 / 3]),
+    (power_of_clamped, [0.0, np.inf, 0.25, 1 / 3]),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_no_runtime_warning_of_ours_reaches_the_user(f, expected, jit_mode):
     """The strong zero computes 0 * inf and 1 / 0 on its way to the derivative: NumPy's

@@ -53,6 +53,16 @@ def _strong_zero(rng, dt):
 
 
 EXAMPLES[R + "strong_zero.scaled"] = EXAMPLES[R + "strong_zero.divided"] = _strong_zero
+
+
+def _powered(rng, dt):
+    x = np.abs(arr(rng, dt, (3, 4)))
+    x[0, :2] = 0.0
+    e = arr(rng, dt, (3, 4))
+    return [call(x, e), call(x, dt(-0.5)), call(dt(0.0), dt(-0.5)), call(num(rng, dt) ** 2, e[0])]
+
+
+EXAMPLES[R + "strong_zero.powered"] = _powered
 EXAMPLES["abs"] = lambda rng, dt: [call(arr(rng, dt, (3, 4))), call(arr(rng, dt, (5,)))]
 EXAMPLES["pullback.core.runtime.cotangent_or_zero"] = lambda rng, dt: [
     call(None, arr(rng, dt, (3, 4))), call(arr(rng, dt, (3, 4)), arr(rng, dt, (3, 4))),

@@ -50,7 +50,7 @@ import numpy as np
 from . import results, twins
 from .forms import numba_twin
 from .registry import defnondiff, defrule
-from .strong_zero import divided, scaled  # noqa: F401  (named by the templates below)
+from .strong_zero import divided, powered, scaled  # noqa: F401  (named by the templates below)
 from .tangents import deftangent
 
 _AxisError = getattr(getattr(np, "exceptions", np), "AxisError")
@@ -444,10 +444,11 @@ defrule(np.multiply, "x1, x2, /", x1="g * x2", x2="g * x1")
 defrule(np.divide, "x1, x2, /", x1="divided(g, x2)", x2="-scaled(g, ans / x2)")
 # Zero-safe power, written with arithmetic on comparisons (no np.where) so that
 # it stays valid for scalars under Numba:
-#   d/dx1: x1 ** (x2 - 1) with exponent 0 when x2 == 0, so 0 * x1**-1 never happens;
+#   d/dx1: x1 ** (x2 - 1) with exponent 0 when x2 == 0, so 0 * x1**-1 never happens
+#   (powered: np.power without the RuntimeWarning where x1 == 0 and x2 < 1);
 #   d/dx2: log of x1, with x1 == 0 replaced by 1, where ans == 0 anyway (x2 > 0).
 defrule(np.power, "x1, x2, /",
-        x1="scaled(g, x2 * np.power(x1, x2 - 1 + (x2 == 0)))",
+        x1="scaled(g, x2 * powered(x1, x2 - 1 + (x2 == 0)))",
         x2="scaled(g, ans * np.log(x1 + (x1 == 0)))")
 # Ties split evenly, as JAX.
 defrule(np.maximum, "x1, x2, /",

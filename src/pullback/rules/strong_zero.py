@@ -101,6 +101,19 @@ def _zero_where_zero(u, r):
     return xp.where(zero, xp.zeros_like(r), r)
 
 
+def powered(x, e):
+    """``np.power(x, e)``, raising no RuntimeWarning: a power rule's partial
+    ``x ** (e - 1)`` is infinite at ``x == 0`` for ``e < 1``, and :func:`scaled`
+    makes it 0 where the cotangent is 0 (``np.where(x > 0, x ** 0.5, 0)``)."""
+    with np.errstate(all="ignore"):
+        return np.power(x, e)
+
+
+@numba_twin(powered)
+def _powered_twin(x, e):
+    return lambda x, e: np.power(x, e)      # (compiled code raises no warnings)
+
+
 @numba_twin(scaled)
 def _scaled_twin(u, d):
     return _twin(u, d, lambda u, d: np.multiply(u, d))
@@ -157,5 +170,8 @@ def _zero_where_zero_array(u, r):
 # strong zero: where u is 0 the product is 0 whatever d is.
 defrule(scaled, "u, d", u="scaled(g, d)", d="scaled(u, g)")
 defrule(divided, "u, d", u="divided(g, d)", d="-divided(scaled(u, g), d * d)")
-for _helper in (scaled, divided):
+defrule(powered, "x, e",
+        x="scaled(g, e * powered(x, e - 1 + (e == 0)))",
+        e="scaled(g, ans * np.log(x + (x == 0)))")
+for _helper in (scaled, divided, powered):
     deftangent(_helper, elementwise=True)
