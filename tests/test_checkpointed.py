@@ -98,6 +98,27 @@ def nested_while(x, every):
     return y
 
 
+def leaves_early(x, every):
+    # break at data-dependent iterations, continue elsewhere.
+    y = 0.3
+    for i in checkpointed(range(x.shape[0]), every):
+        if x[i] > 0.7:
+            break
+        if x[i] < -0.6:
+            continue
+        y = y * math.cos(x[i]) + x[i] * y * y
+    return y
+
+
+def returns_inside(x, every):
+    y = 0.1
+    for i in checkpointed(range(x.shape[0]), every):
+        y = math.sin(y + x[i])
+        if y > 0.6:
+            return y * y
+    return y
+
+
 RNG = np.random.default_rng(3)
 A = RNG.normal(size=(4, 4)) * 0.3
 Y0 = RNG.normal(size=4)
@@ -114,6 +135,10 @@ CASES = [
     ("entry_value", entry_value, lambda e: (X, e), (0,)),
     ("param_written", param_written, lambda e: (X, 0.3, e), (0, 1)),
     ("nested_while", nested_while, lambda e: (X, e), (0,)),
+    ("leaves_early", leaves_early, lambda e: (X, e), (0,)),
+    ("leaves_early_late", leaves_early, lambda e: (X[::-1].copy(), e), (0,)),
+    ("returns_inside", returns_inside, lambda e: (X, e), (0,)),
+    ("returns_at_once", returns_inside, lambda e: (X[::-1] * 1.4, e), (0,)),
 ]
 
 
@@ -188,15 +213,6 @@ def inside_a_loop(x):
     return s
 
 
-def with_break(x):
-    s = 0.0
-    for j in checkpointed(range(x.shape[0])):
-        if x[j] > 0.9:
-            break
-        s = s * x[j] + 1.0
-    return s
-
-
 def carried_without_value(x):
     for j in checkpointed(range(x.shape[0])):
         if j > 0:
@@ -216,7 +232,6 @@ def written_while_held(x):
 
 @pytest.mark.parametrize("f, says", [
     (inside_a_loop, "inside another loop"),
-    (with_break, "left early"),
     (carried_without_value, "carries `s`"),
     (written_while_held, "writes into `u`"),
 ])

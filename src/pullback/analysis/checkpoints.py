@@ -30,8 +30,10 @@ each adjoint reads what it read without checkpoints):
 * snapshots are copies, and a carried array shares its memory with no other name
   the program reads (no view, no tuple holding it): else the restored copy would
   lose the link;
-* the loop is in no other loop (its snapshots are taken once per call) and is
-  never left early (its trip count is known when it starts).
+* the loop is in no other loop (its snapshots are taken once per call).  A loop
+  left early (``break``, ``return``) is cut by its range's length; the segments
+  the reverse sweep runs again are those of the iterations that ran, and its
+  exit flag was unset at the start of each of them.
 
 A marked loop that breaks any of these is refused at its line.  A marked loop
 the transform differentiates without a tape (:mod:`.independent`) keeps none,
@@ -90,9 +92,6 @@ def _visit(block, shared, kind, untaped, error, out, defined, in_loop):
 
 
 def _segmented(loop: ir.For, shared, kind, error, defined) -> Segmented:
-    if loop.exit_flag is not None:
-        raise error(loop, "a loop marked checkpointed() that may be left early (break or "
-                    "return)", "leave the loop by its range only, or remove the mark")
     written = _written(loop.body)
     carried = _exposed(loop.body, set(), set()) & written
     for name in sorted(carried - defined):

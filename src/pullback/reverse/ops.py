@@ -146,6 +146,7 @@ class ForwardAdjoint:
 class SegmentNames:
     """The names the code of a loop run in segments uses
     (:mod:`pullback.analysis.checkpoints`)."""
+    total: str                      # iterations (at most, before a loop left early)
     length: str                     # iterations per segment
     count: str                      # segments
     segment: str                    # a segment's number, from 0

@@ -18,7 +18,7 @@ from ..analysis.storage import BUFFER, LIST, VALUE
 from ..core import ir
 from ..core.errors import NumbaCompileError
 from .lower import render, zeros
-from ..core.runtime import segment_length, snapshot
+from ..core.runtime import segment_length, snapshot, trip_count
 from .ops import (Accum, Branch, LoopInfo, Push, Reserve, Reset, Restore, ReverseFor, assign,
                   call, expr_stmt, fold, from_line, names_in)
 
@@ -166,33 +166,42 @@ def _segment(s: ir.For, first: ast.expr, trips: ast.expr) -> ast.expr:
 def _segments_forward(tr, s: ir.For) -> list:
     """A checkpointed loop (:mod:`pullback.analysis.checkpoints`) in the forward sweep:
     no tape, its carried names snapshotted at each segment's start, and the names
-    it assigns put aside as they are at loop entry."""
+    it assigns put aside as they are at loop entry.  A loop that may be left early
+    is cut by its range's length and leaves the segments too."""
     seg, names = tr.checkpoints[s.sid], tr.segment_names[s.sid]
     copy_of = tr.helper(snapshot, "snapshot")
-    out = [assign(names.length, call(tr.helper(segment_length, "segment_length"),
-                                     ast.Name(s.trips), copy.deepcopy(seg.every))),
-           assign(names.count, ast.BinOp(ast.BinOp(ast.Name(s.trips), ast.Add(), ast.BinOp(
-               ast.Name(names.length), ast.Sub(), ast.Constant(1))), ast.FloorDiv(),
-               ast.Name(names.length)))]
+    total = ast.Name(s.trips) if s.exit_flag is None else call(
+        tr.helper(trip_count, "trip_count"), *(copy.deepcopy(e) for e in (s.start, s.stop, s.step)))
+    out = [assign(names.total, total), assign(names.length, call(
+        tr.helper(segment_length, "segment_length"), ast.Name(names.total),
+        copy.deepcopy(seg.every)))] + _segment_count(names)
     out += [assign(kept, call(copy_of, ast.Name(n))) for n, kept in names.entry.items()]
     out += [assign(lst, ast.List([], ast.Load())) for lst in names.snapshots.values()]
     body = [expr_stmt(call(ast.Attribute(ast.Name(lst), "append", ast.Load()),
                            call(copy_of, ast.Name(n)))) for n, lst in names.snapshots.items()]
-    first, trips = _segment_bounds(s, names)
-    body += first + trips
+    body += _segment_bounds(names)
     body += _untaped(_taped_for(tr, s, _segment(s, ast.Name(names.first),
                                                 ast.Name(names.trips)), ast.Name(names.trips)))
+    if s.exit_flag is not None:
+        body.append(ast.If(ast.Name(s.exit_flag), [ast.Break()], []))
     return out + [ast.For(ast.Name(names.segment, ast.Store()),
                           call("range", ast.Name(names.count)), body, [])]
 
 
-def _segment_bounds(s: ir.For, names) -> tuple:
-    """``first = segment * length``, ``trips = min(n - first, length)``."""
-    return ([assign(names.first, ast.BinOp(ast.Name(names.segment), ast.Mult(),
-                                           ast.Name(names.length)))],
-            [assign(names.trips, call("min", ast.BinOp(ast.Name(s.trips), ast.Sub(),
-                                                       ast.Name(names.first)),
-                                      ast.Name(names.length)))])
+def _segment_count(names) -> list:
+    """``count = (total + length - 1) // length``."""
+    return [assign(names.count, ast.BinOp(ast.BinOp(ast.Name(names.total), ast.Add(), ast.BinOp(
+        ast.Name(names.length), ast.Sub(), ast.Constant(1))), ast.FloorDiv(),
+        ast.Name(names.length)))]
+
+
+def _segment_bounds(names) -> list:
+    """``first = segment * length``, ``trips = min(total - first, length)``."""
+    return [assign(names.first, ast.BinOp(ast.Name(names.segment), ast.Mult(),
+                                          ast.Name(names.length))),
+            assign(names.trips, call("min", ast.BinOp(ast.Name(names.total), ast.Sub(),
+                                                      ast.Name(names.first)),
+                                     ast.Name(names.length)))]
 
 
 def _untaped(code: list) -> list:
@@ -212,11 +221,14 @@ def _untaped(code: list) -> list:
 def _segments_reverse(tr, s: ir.For) -> list:
     """A checkpointed loop in the reverse sweep: per segment, last first, its carried
     names restored, the segment run again with its tape, and reversed; then the
-    names it assigns as they were at loop entry."""
-    seg, names = tr.checkpoints[s.sid], tr.segment_names[s.sid]
-    first, trips = _segment_bounds(s, names)
+    names it assigns as they were at loop entry.  The segments are those of the
+    iterations that ran (a loop left early counts them); in each, the exit flag
+    starts unset, as it was at the start of every iteration."""
+    names = tr.segment_names[s.sid]
     body = [assign(n, call(ast.Attribute(ast.Name(lst), "pop", ast.Load())))
-            for n, lst in names.snapshots.items()] + first + trips
+            for n, lst in names.snapshots.items()] + _segment_bounds(names)
+    if s.exit_flag is not None:
+        body.append(assign(s.exit_flag, ast.Constant(False)))
     again = _taped_for(tr, s, _segment(s, ast.Name(names.first), ast.Name(names.trips)),
                        ast.Name(names.trips))
     start = fold(ast.BinOp(copy.deepcopy(s.start), ast.Add(),
@@ -224,8 +236,9 @@ def _segments_reverse(tr, s: ir.For) -> list:
     back = [ReverseFor(s.var if ir.var_read_in(s) else None,
                        LoopInfo(start, copy.deepcopy(s.step), names.trips), rev_block(tr, s.body))]
     body += tr.tape.replayed(again, back)
-    out = [ReverseFor(names.segment, LoopInfo(ast.Constant(0), ast.Constant(1), names.count),
-                      body, sums=False)]
+    out = [assign(names.total, ast.Name(s.trips))] + _segment_count(names)
+    out.append(ReverseFor(names.segment, LoopInfo(ast.Constant(0), ast.Constant(1), names.count),
+                          body, sums=False))
     return out + [assign(n, ast.Name(kept)) for n, kept in names.entry.items()]
 
 

@@ -252,7 +252,7 @@ def _segment_names(tr) -> MappingProxyType:
     """The names each checkpointed loop's code uses (:class:`.ops.SegmentNames`)."""
     fresh = tr.names.fresh
     return MappingProxyType({sid: SegmentNames(
-        fresh("_every"), fresh("_segments"), fresh("_segment"), fresh("_first"),
+        fresh("_total"), fresh("_every"), fresh("_segments"), fresh("_segment"), fresh("_first"),
         fresh("_trips"), MappingProxyType({n: fresh("_snapshots") for n in seg.carried}),
         MappingProxyType({n: fresh("_entry") for n in seg.entry}))
         for sid, seg in tr.checkpoints.items()})
