@@ -216,7 +216,7 @@ def inside_a_loop(x):
 def carried_without_value(x):
     for j in checkpointed(range(x.shape[0])):
         if j > 0:
-            s = s * x[j]
+            s = s * x[j]  # noqa: F821  (carried, with no value before the loop)
         else:
             s = x[j]
     return s

@@ -19,8 +19,18 @@ from ..core import numbacache
 from ..core.errors import NumbaCompileError
 from ..core.kinds import NUMPY_DTYPES
 from ..core.runtime import reserve, snapshot, with_shape
-from ..reverse.ops import (Reserve, assign, attribute, augment, call, expr_stmt, plus, store,
-                           subscript, tape_op)
+from ..reverse.ops import (
+    Reserve,
+    assign,
+    attribute,
+    augment,
+    call,
+    expr_stmt,
+    plus,
+    store,
+    subscript,
+    tape_op,
+)
 from ..rules import forms, registry
 from . import (
     in_place,  # noqa: F401  (registers the in-place forms of rule helpers)

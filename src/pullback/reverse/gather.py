@@ -161,66 +161,85 @@ def _header(loop):
 def _body(body, i):
     """``(adds, resets, temps)``: ``(array, offset, term)`` per addition in order,
     ``(array, offset)`` per reset, and the names assigned; else _Refused."""
-    env, adds, resets, reads = {}, [], [], []
-    assigned = {t.targets[0].id for t in body if isinstance(t, ast.Assign)
-                and isinstance(t.targets[0], ast.Name)}
-    if i in assigned:
-        raise _Refused
-
-    def value(e):
-        """``e`` with every temporary replaced by its expression (a copy)."""
-        if isinstance(e, ast.Name):
-            if e.id in assigned:
-                if e.id not in env:
-                    raise _Refused      # read before it is assigned: carried between iterations
-                return copy.deepcopy(env[e.id])
-            return ast.Name(e.id, ast.Load())
-        if isinstance(e, ast.Subscript):
-            if not isinstance(e.value, ast.Name):
-                raise _Refused
-            c = _offset(value(e.slice), i)
-            reads.append((e.value.id, c, len(resets)))
-            return ast.Subscript(ast.Name(e.value.id, ast.Load()), _at(ast.Name(i), c), ast.Load())
-        if isinstance(e, (ast.BinOp, ast.UnaryOp, ast.Call, ast.Constant, ast.Compare,
-                          ast.IfExp, ast.BoolOp, ast.Attribute)):
-            if isinstance(e, ast.Call) and e.keywords:
-                raise _Refused
-            out = copy.copy(e)
-            for field, old in ast.iter_fields(e):
-                if isinstance(old, ast.expr):
-                    setattr(out, field, value(old) if field != "func" else copy.deepcopy(old))
-                elif isinstance(old, list):
-                    setattr(out, field, [value(v) if isinstance(v, ast.expr) else v for v in old])
-            return out
-        raise _Refused
-
+    it = _Iteration(body, i)
     for st in body:
-        if isinstance(st, Comment):
-            continue
+        if not isinstance(st, Comment):
+            it.statement(st)
+    it.check()
+    return it.adds, it.resets, it.assigned
+
+
+class _Iteration:
+    """One iteration's statements read symbolically: each temporary's expression in
+    terms of ``i`` and of values no iteration changes (``env``), the additions and
+    resets in order, and the array reads with how many resets came before each."""
+
+    def __init__(self, body, i):
+        self.i, self.env, self.adds, self.resets, self.reads = i, {}, [], [], []
+        self.assigned = {t.targets[0].id for t in body if isinstance(t, ast.Assign)
+                         and isinstance(t.targets[0], ast.Name)}
+        if i in self.assigned:
+            raise _Refused
+
+    def statement(self, st):
         if isinstance(st, ast.Assign) and len(st.targets) == 1:
             t = st.targets[0]
             if isinstance(t, ast.Name):
-                env[t.id] = value(st.value)
-                continue
+                self.env[t.id] = self.value(st.value)
+                return
             if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and \
                     isinstance(st.value, ast.Constant) and st.value.value == 0.0:
-                resets.append((t.value.id, _offset(value(t.slice), i)))
-                continue
+                self.resets.append((t.value.id, _offset(self.value(t.slice), self.i)))
+                return
         if isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add) and \
                 isinstance(st.target, ast.Subscript) and isinstance(st.target.value, ast.Name):
-            adds.append((st.target.value.id, _offset(value(st.target.slice), i),
-                         value(st.value)))
-            continue
+            self.adds.append((st.target.value.id, _offset(self.value(st.target.slice), self.i),
+                              self.value(st.value)))
+            return
         raise _Refused
-    added, reset = {x for x, _, _ in adds}, {y: c for y, c in resets}
-    if added & set(reset) or len(reset) < len(resets):
-        raise _Refused
-    for a, c, before in reads:
-        if a in added:
-            raise _Refused          # an array added into is read: the order matters
-        if a in reset and (c != reset[a] or before > [y for y, _ in resets].index(a)):
-            raise _Refused          # read elsewhere, or after its reset
-    return adds, resets, assigned
+
+    def value(self, e):
+        """``e`` with every temporary replaced by its expression (a copy)."""
+        if isinstance(e, ast.Name):
+            if e.id not in self.assigned:
+                return ast.Name(e.id, ast.Load())
+            if e.id not in self.env:
+                raise _Refused      # read before it is assigned: carried between iterations
+            return copy.deepcopy(self.env[e.id])
+        if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name):
+            c = _offset(self.value(e.slice), self.i)
+            self.reads.append((e.value.id, c, len(self.resets)))
+            return ast.Subscript(ast.Name(e.value.id, ast.Load()), _at(ast.Name(self.i), c),
+                                 ast.Load())
+        if not isinstance(e, _PURE) or isinstance(e, ast.Call) and e.keywords:
+            raise _Refused
+        out = copy.copy(e)
+        for field, old in ast.iter_fields(e):
+            if isinstance(old, ast.expr):
+                setattr(out, field, self.value(old) if field != "func" else copy.deepcopy(old))
+            elif isinstance(old, list):
+                setattr(out, field, [self.value(v) if isinstance(v, ast.expr) else v
+                                     for v in old])
+        return out
+
+    def check(self):
+        """The arrays added into are never read nor reset; a reset array is read only
+        at the element it resets, before the reset."""
+        added, reset = {x for x, _, _ in self.adds}, {y: c for y, c in self.resets}
+        if added & set(reset) or len(reset) < len(self.resets):
+            raise _Refused
+        order = [y for y, _ in self.resets]
+        for a, c, before in self.reads:
+            if a in added:
+                raise _Refused          # an array added into is read: the order matters
+            if a in reset and (c != reset[a] or before > order.index(a)):
+                raise _Refused          # read elsewhere, or after its reset
+
+
+#: Expressions a term may hold besides names and reads of arrays (calls: the
+#: generated code's helpers and ``math`` functions, which change nothing).
+_PURE = (ast.BinOp, ast.UnaryOp, ast.Call, ast.Constant, ast.Compare, ast.IfExp, ast.BoolOp,
+         ast.Attribute)
 
 
 def _offset(index, i) -> int:

@@ -261,9 +261,10 @@ def _segment_names(tr) -> MappingProxyType:
 def _detach_returned(tr, body) -> list:
     """``h = h.copy()`` for each array the function returns (or returns in a tuple,
     a ``has_aux`` aux, also through the names an early ``return`` binds) whose
-    overwritten elements the reverse sweep restores in place: it restores them into the copy, and the value returned keeps what the
-    function computed.  An array read through a view, which must see the
-    restores, is refused there (its value returned would lose its writes)."""
+    overwritten elements the reverse sweep restores in place: it restores them
+    into the copy, and the value returned keeps what the function computed.  An
+    array read through a view, which must see the restores, is refused there (its
+    value returned would lose its writes)."""
     holds = {}          # name -> the names its value holds: a tuple's items, a copy's source
     for s in ir.walk(body):
         if isinstance(s, ir.Assign) and isinstance(s.expr, (ast.Tuple, ast.Name)):
