@@ -1,6 +1,6 @@
 """The package's imports point one way, down a declared layer order.
 
-core -> rules -> frontend -> analysis -> reverse -> backends -> emit -> pipeline -> api.
+core -> rules -> frontend -> analysis -> reverse -> forward -> backends -> emit -> pipeline -> api.
 A module may import from its own layer or a lower one; no module imports
 another part of pullback inside a function (a lazy import hides a cycle).
 """

@@ -146,10 +146,6 @@ def _tuple(items) -> str:
     return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
 
-def source_of(gen: Generated, fname: str) -> str:
-    return render(gen, fname)[0]
-
-
 def render(gen: Generated, fname: str) -> tuple[str, list]:
     """The derivative's source, and for each of its lines (counted from 1, as the
     compiled code counts them: line 1 is the maker's, see :func:`build`) the user's

@@ -262,14 +262,6 @@ def refuse_complex(fn: ir.Function, kinds: dict, active: set, qualname: str, loc
                             f"Write this step with real floats (the real and imaginary parts "
                             f"as separate values).\n{location(s.line)}")
 
-def _reads(s) -> set[str]:
-    if isinstance(s, ir.Assign):
-        return ir.atom_names(s.expr)
-    if isinstance(s, ir.SetItem):
-        return ir.atom_names(s.value) | ir.atom_names(s.index)
-    return set()
-
-
 def _differentiable_operands(s, kinds) -> set[str]:
     """Names through which a derivative can flow into the statement's target."""
     e = s.expr if isinstance(s, ir.Assign) else s.value

@@ -72,8 +72,7 @@ class ReverseTransform:
 
     def d(self, name: str) -> str:
         if name not in self.adj:
-            self.adj[name] = self.names.reserve("d" + name if not name.startswith("_")
-                                                else "d" + name)
+            self.adj[name] = self.names.reserve("d" + name)
         return self.adj[name]
 
     def helper(self, obj, preferred: str) -> str:

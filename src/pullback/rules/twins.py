@@ -50,11 +50,6 @@ def is_int(t) -> bool:
     return isinstance(t, types.Integer)
 
 
-def is_bool(t) -> bool:
-    types = _types()
-    return isinstance(t, types.Boolean)
-
-
 def is_float_array(t) -> bool:
     """An array of real floats (float32, float64)."""
     types = _types()
