@@ -75,7 +75,9 @@ def _read_unset(blocks, skip) -> set:
     def visit(block, bound):
         bound = set(bound)
         for st in block:
-            if st is skip:
+            if st is skip:      # what the loop assigns holds its last iteration's value
+                bound -= {n.id for n in ast.walk(st) if isinstance(n, ast.Name)
+                          and isinstance(getattr(n, "ctx", None), ast.Store)}
                 continue
             nested = [getattr(st, f) for f in ("body", "orelse")
                       if isinstance(getattr(st, f, None), list)]
