@@ -119,6 +119,17 @@ def returns_inside(x, every):
     return y
 
 
+def row_views(x, every):
+    # A view of the array written in place, made afresh in every iteration.
+    h = np.zeros((2, x.shape[0]))
+    h[0] = x
+    for i in checkpointed(range(1, x.shape[0]), every):
+        row = h[0, :]
+        h[1, i] = h[1, i - 1] * 0.5 + np.sum(row * row) * x[i]
+        h[0, i] = math.sin(h[1, i])
+    return np.sum(h * h)
+
+
 RNG = np.random.default_rng(3)
 A = RNG.normal(size=(4, 4)) * 0.3
 Y0 = RNG.normal(size=4)
@@ -138,6 +149,7 @@ CASES = [
     ("leaves_early", leaves_early, lambda e: (X, e), (0,)),
     ("leaves_early_late", leaves_early, lambda e: (X[::-1].copy(), e), (0,)),
     ("returns_inside", returns_inside, lambda e: (X, e), (0,)),
+    ("row_views", row_views, lambda e: (X * 0.3, e), (0,)),
     ("returns_at_once", returns_inside, lambda e: (X[::-1] * 1.4, e), (0,)),
 ]
 
@@ -222,6 +234,15 @@ def carried_without_value(x):
     return s
 
 
+def viewed_before(x):
+    u = x.copy()
+    row = u[1:]
+    z = np.sum(row * row)
+    for j in checkpointed(range(x.shape[0])):
+        u[j] = math.sin(u[j]) * z
+    return np.sum(u * u) + z
+
+
 def written_while_held(x):
     u = x.copy()
     pair = (u, 2.0)
@@ -234,6 +255,7 @@ def written_while_held(x):
     (inside_a_loop, "inside another loop"),
     (carried_without_value, "carries `s`"),
     (written_while_held, "writes into `u`"),
+    (viewed_before, "writes into `u`"),
 ])
 def test_refusals_name_the_loop(f, says):
     with pytest.raises(pullback.UnsupportedSyntaxError, match=says) as err:

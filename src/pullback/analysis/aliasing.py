@@ -248,10 +248,10 @@ def read_through_views(stmts, kind, params, value_reads) -> set:
     return out
 
 
-def shared_arrays(stmts, kind, params) -> set:
-    """The arrays another name may share memory with: the bases of views, and
-    the arrays a tuple holds."""
-    return set().union(*_bases(stmts, kind, params).values())
+def sharing(stmts, kind, params) -> dict:
+    """name -> the arrays it shares memory with: those it is a view of, or (a
+    tuple) holds."""
+    return _bases(stmts, kind, params)
 
 
 def _bases(stmts, kind, params) -> dict:

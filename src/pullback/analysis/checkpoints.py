@@ -27,9 +27,10 @@ each adjoint reads what it read without checkpoints):
   the names read at the loop's header, so the save plan saves and restores it
   around a later assignment, and an array among them is a value read, whose
   later in-place writes are undone first;
-* snapshots are copies, and a carried array shares its memory with no other name
-  the program reads (no view, no tuple holding it): else the restored copy would
-  lose the link;
+* snapshots are copies, and an array the loop writes into shares its memory
+  with no name from outside the loop nor carried by it (a view, a tuple holding
+  it): such a name would still see the array the restored copy replaced.  A view
+  made in the body before it is read there is made again from the copy;
 * the loop is in no other loop (its snapshots are taken once per call).  A loop
   left early (``break``, ``return``) is cut by its range's length; the segments
   the reverse sweep runs again are those of the iterations that ran, and its
@@ -69,7 +70,7 @@ def find(body, params, kind, untaped, error) -> MappingProxyType:
     if not any(isinstance(s, ir.For) and s.checkpoint is not None for s in ir.walk(body)):
         return NONE
     out = {}
-    shared = aliasing.shared_arrays(body, kind, params)
+    shared = aliasing.sharing(body, kind, params)
     _visit(body, shared, kind, untaped, error, out, defined=set(params), in_loop=False)
     return MappingProxyType(out)
 
@@ -99,7 +100,12 @@ def _segmented(loop: ir.For, shared, kind, error, defined) -> Segmented:
                     "iteration to the next without a value before the loop",
                     f"assign `{name}` before the loop")
     in_place = {w.array for w in aliasing.in_place_writes(loop.body, kind)}
-    for name in sorted(shared & in_place):
+    # A view (or tuple) made in the body each iteration is made again from the
+    # restored array; one from outside, or carried, would still see the old one.
+    assigned = {t.target for t in ir.walk(loop.body) if isinstance(t, ir.Assign)}
+    held = set().union(*(bases for name, bases in shared.items()
+                         if name not in assigned or name in carried))
+    for name in sorted(held & in_place):
         raise error(loop, f"a loop marked checkpointed() that writes into `{name}`, which "
                     "another name (a view or a tuple) shares memory with",
                     f"work on a copy, `{name} = {name}.copy()`, before the loop")
