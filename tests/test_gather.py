@@ -117,22 +117,11 @@ def test_loops_it_must_leave_alone(body, why):
     assert not _rewritten(src)[2], why
 
 
-def test_a_temporary_read_after_the_loop_keeps_the_loop():
-    src = """def f(du, un, k, dun, dk, lo, hi):
-    for i in range(lo, hi + 1, 1):
-        d = du[i + 4]
-        dun[i + 3] += d
-        dun[i + 5] += d
-    k[0] = d
-"""
-    assert not _rewritten(src)[2]
-
-
-def test_a_temporary_assigned_before_the_loop_and_read_after_it_keeps_the_loop():
-    # The read after the loop sees the loop's last value, not the one before it.
-    src = """def f(du, un, k, dun, dk, lo, hi):
-    d = 0.0
-    for i in range(lo, hi + 1, 1):
+@pytest.mark.parametrize("before", ["", "    d = 0.0\n"], ids=["unset", "assigned before"])
+def test_a_temporary_read_after_the_loop_keeps_the_loop(before):
+    # The read after the loop sees the loop's last value (not the one before it).
+    src = f"""def f(du, un, k, dun, dk, lo, hi):
+{before}    for i in range(lo, hi + 1, 1):
         d = du[i + 4]
         dun[i + 3] += d
         dun[i + 5] += d

@@ -15,9 +15,9 @@ it one element at a time.  Written per element of ``dun`` instead, gathering
 from the neighbours of ``du`` (``dun[m] += c * du[m + 1]``, ...), each
 iteration writes its own element, and the loop vectorises like the primal's.
 :func:`gather_scatters` rewrites such loops of the Numba backend's reverse
-sweep: one loop per array added into, over the elements it touches (its
-interior unguarded, the few elements at each end guarded), then one loop for
-the elements the original reset to zero.
+sweep: one loop per array added into, over the elements every term reaches,
+and at each end a short loop per term over the few elements only some terms
+reach; then one loop for the elements the original reset to zero.
 
 Invariant (why the result is the same, bit for bit): a loop is rewritten only
 when its body is straight-line code of three kinds of statement: scalar
@@ -35,6 +35,7 @@ from __future__ import annotations
 import ast
 import copy
 
+from .cleanup import bodies, names_written
 from .ops import Comment, fold
 
 #: Largest expression (in AST nodes) a rewritten loop may carry per array: beyond,
@@ -54,10 +55,8 @@ def _rewrite_block(block, blocks, fresh) -> None:
     k = 0
     while k < len(block):
         st = block[k]
-        for field in ("body", "orelse"):
-            sub = getattr(st, field, None)
-            if isinstance(sub, list) and sub and isinstance(sub[0], ast.AST):
-                _rewrite_block(sub, blocks, fresh)
+        for sub in bodies(st):
+            _rewrite_block(sub, blocks, fresh)
         new = _gathered(st, blocks, fresh) if isinstance(st, ast.For) else None
         if new is not None:
             block[k:k + 1] = new
@@ -76,8 +75,7 @@ def _read_unset(blocks, skip) -> set:
         bound = set(bound)
         for st in block:
             if st is skip:      # what the loop assigns holds its last iteration's value
-                bound -= {n.id for n in ast.walk(st) if isinstance(n, ast.Name)
-                          and isinstance(getattr(n, "ctx", None), ast.Store)}
+                bound -= names_written(st)
                 continue
             nested = [getattr(st, f) for f in ("body", "orelse")
                       if isinstance(getattr(st, f, None), list)]
