@@ -188,6 +188,9 @@ REFUSALS = [
      "decorates a function"),
     ("a library rule unregistered", lambda: pullback.unregister(np.sin), ValueError,
      "is pullback's own"),
+    ("vmap's batch sizes", lambda: pullback.vmap(_total)(np.ones((3, 2)), np.ones((2, 2))),
+     ValueError, "different sizes"),
+    ("vmap of no function", lambda: pullback.vmap(3), TypeError, "expects a function"),
 ]
 
 

@@ -19,6 +19,7 @@ from .custom import custom_jvp, custom_vjp, stop_gradient
 from .jacobians import hessian, hvp, jacfwd, jacobian, jacrev, jvp
 from .nesting import grad, value_and_grad
 from .trees import tree_flatten, tree_map, tree_unflatten
+from .vmap import vmap
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian", "hvp",
            "hessian", "show", "rule", "tree_flatten", "tree_unflatten", "tree_map",
@@ -26,4 +27,4 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian
            "PullbackError", "UnsupportedSyntaxError", "MissingRuleError", "SourceUnavailableError",
            "NumbaCompileError", "PerformanceWarning", "cache_dir", "set_cache_dir",
            "finish_compiling",
-           "scan", "foldl", "foldr", "accumulate", "checkpointed"]
+           "scan", "foldl", "foldr", "accumulate", "checkpointed", "vmap"]
