@@ -222,3 +222,13 @@ def test_an_error_in_one_example_names_the_users_line(jit):
     with pytest.raises(IndexError) as info:
         pullback.vmap(pullback.grad(first_above, jit=jit))(X)
     assert "first_above" in "".join(getattr(info.value, "__notes__", []))
+
+
+def batched_inside(w, X):
+    return np.sum(pullback.vmap(scaled, in_axes=(None, 0))(w, X))
+
+
+def test_vmap_inside_a_differentiated_function_is_refused_with_what_to_write(jit):
+    with pytest.raises(pullback.UnsupportedSyntaxError,
+                       match=r"(?s)write the batch as a loop.*test_vmap.py"):
+        pullback.grad(batched_inside, jit=jit)(np.ones(2), np.ones((3, 2)))

@@ -41,6 +41,16 @@ class Calls:
         call = ast.Call(ast.Attribute(recv, e.func.attr, ast.Load()), args, kws)
         return Primitive(call, method=e.func.attr)
 
+    def unknown_call_hint(self, e: ast.Call, scope) -> str:
+        """What to write instead of ``pullback.vmap(f, ...)(args)`` in differentiated code."""
+        if isinstance(e.func, ast.Call):
+            maker = self.resolver.resolve(e.func.func, scope)
+            if getattr(maker, "__module__", None) == "pullback.vmap":
+                return ("inside a differentiated function, write the batch as a loop, which "
+                        "pullback differentiates (`for b in range(n): out[b] = f(w, X[b])`); "
+                        "vmap the derivative instead (`vmap(grad(f), in_axes=(None, 0))`)")
+        return ""
+
     def lower_call(self, e: ast.Call, scope):
         for a in e.args:
             if isinstance(a, ast.Starred):
@@ -56,7 +66,7 @@ class Calls:
             if isinstance(e.func, ast.Attribute):
                 return self.lower_method_call(e, scope)
             raise self.error(f"a call to {ast.unparse(e.func)}, which is not a known function",
-                             e, scope)
+                             e, scope, self.unknown_call_hint(e, scope))
         built = self.tree_call(e, fn, scope)    # len() of a pytree, a NamedTuple built...
         if built is not None:
             return built
