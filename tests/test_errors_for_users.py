@@ -191,6 +191,8 @@ REFUSALS = [
     ("vmap's batch sizes", lambda: pullback.vmap(_total)(np.ones((3, 2)), np.ones((2, 2))),
      ValueError, "different sizes"),
     ("vmap of no function", lambda: pullback.vmap(3), TypeError, "expects a function"),
+    ("a sparse Jacobian of a 2-D argument",
+     lambda: pullback.jacfwd(_square, sparse=True)(np.ones((2, 2))), ValueError, "1-D array"),
 ]
 
 

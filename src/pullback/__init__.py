@@ -18,6 +18,7 @@ from .core.folds import accumulate, foldl, foldr, scan
 from .custom import custom_jvp, custom_vjp, stop_gradient
 from .jacobians import hessian, hvp, jacfwd, jacobian, jacrev, jvp
 from .nesting import grad, value_and_grad
+from .sparse_jacobians import sparsity
 from .trees import tree_flatten, tree_map, tree_unflatten
 from .vmap import vmap
 
@@ -27,4 +28,4 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian
            "PullbackError", "UnsupportedSyntaxError", "MissingRuleError", "SourceUnavailableError",
            "NumbaCompileError", "PerformanceWarning", "cache_dir", "set_cache_dir",
            "finish_compiling",
-           "scan", "foldl", "foldr", "accumulate", "checkpointed", "vmap"]
+           "scan", "foldl", "foldr", "accumulate", "checkpointed", "vmap", "sparsity"]

@@ -34,6 +34,7 @@ from .core.errors import PullbackError
 from .core.kinds import kind_of_value
 from .jacobian_trees import hessian_tree, jacfwd_tree
 from .pipeline import choose_backend, derivative, still_valid
+from .sparse_jacobians import SparseJacobian
 from .trees import (
     flatten_args,
     is_container,
@@ -368,14 +369,18 @@ def _like_value(tangent, value):
     return t if t.shape == np.shape(value) else np.broadcast_to(t, np.shape(value)).copy()
 
 
-def jacfwd(f, argnums=0, jit=None, has_aux=False):
+def jacfwd(f, argnums=0, jit=None, has_aux=False, sparse=False):
     """The Jacobian of ``f`` by forward mode: one :func:`jvp` per entry of the
     differentiated arguments (cheapest when they have fewer entries than the result).
 
     The Jacobian with respect to an argument has shape ``value.shape + arg.shape``;
     a tuple ``argnums`` gives a tuple of them; a pytree argument's is a pytree of its
     structure (:mod:`pullback.jacobian_trees`).  With ``has_aux=True``, ``f`` returns
-    ``(value, aux)`` and the call returns ``(jacobian, aux)``."""
+    ``(value, aux)`` and the call returns ``(jacobian, aux)``.  With ``sparse=True``
+    (a 1-D argument and result), a ``scipy.sparse.csr_array`` from one sweep per
+    colour of its columns (:mod:`pullback.sparse_jacobians`)."""
+    if sparse:
+        return _sparse(f, argnums, jit, has_aux, reverse=False)
     def jacobian(*args):
         try:
             fname = _name(f)
@@ -413,13 +418,15 @@ def jacfwd(f, argnums=0, jit=None, has_aux=False):
     return jacobian
 
 
-def jacrev(f, argnums=0, jit=None, has_aux=False):
+def jacrev(f, argnums=0, jit=None, has_aux=False, sparse=False):
     """The Jacobian of ``f`` by reverse mode: one :func:`vjp` cotangent per entry of
     the result (cheapest when it has fewer entries than the arguments).  Shapes as
     in :func:`jacfwd`; a pytree argument's Jacobian is a pytree of its structure whose
     leaves have shape ``value.shape + leaf.shape`` (None for a leaf that is not a
     float).  With ``has_aux=True``, ``f`` returns ``(value, aux)`` and the call
-    returns ``(jacobian, aux)``."""
+    returns ``(jacobian, aux)``.  ``sparse=True``: one sweep per colour of its rows."""
+    if sparse:
+        return _sparse(f, argnums, jit, has_aux, reverse=True)
     def jacobian(*args):
         try:
             fname = _name(f)
@@ -458,6 +465,12 @@ def _stacked(rows, value):
 
 #: The Jacobian by reverse mode, as JAX's ``jacobian``.
 jacobian = jacrev
+
+
+def _sparse(f, argnums, jit, has_aux, reverse):
+    if has_aux:
+        raise TypeError("sparse=True takes no has_aux: return the residual alone")
+    return SparseJacobian(f, argnums, jit, reverse)
 
 
 def _unit(like, k):

@@ -228,7 +228,8 @@ def derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp=None,
     Closures of one code object share a derivative: it is rebound to each closure's
     cells, which it reads when it runs, as the primal does.  ``mode="forward"``
     gives the tangent program instead (:mod:`.forward`): ``fn(*args, *tangents)``
-    returns the value and its tangent.  ``structures``: per parameter, the
+    returns the value and its tangent; ``mode="pattern"`` that program made to run on
+    index sets (:mod:`.core.index_sets`), on the Python backend.  ``structures``: per parameter, the
     structure of its pytree (:mod:`.core.trees`) or None; the derivative then takes
     each pytree's leaves in its place, and ``wrt_index`` and ``kinds`` count leaves.
     ``has_aux``: f returns ``(loss, aux)`` and only the loss is differentiated
@@ -254,10 +255,11 @@ def _derivative(f, wrt_index: tuple, kinds: tuple, backend, call_vjp, mode: str 
         if still_valid(hit):
             return hit
     p = prepare(py, wrt_index, kinds, backend, structures, has_aux)
-    if mode == "forward":
+    if mode in ("forward", "pattern"):
         made = forward(p.fn, p.kinds, p.active, p.wrt, p.parsed.at_line, p.lookup, p.helpers,
-                       backend)
-        fname = f"{p.fn.name}_jvp".replace("<", "").replace(">", "")
+                       backend, pattern=mode == "pattern")
+        fname = f"{p.fn.name}_{'jvp' if mode == 'forward' else 'pattern'}".replace(
+            "<", "").replace(">", "")
         compiled_fn, src, read, lines = build_forward(made, fname, p.parsed.globals,
                                                       p.parsed.closure, p.externals, backend)
     else:

@@ -28,7 +28,8 @@ LIBRARY = os.path.dirname(os.path.realpath(__file__))
 #: (the API's functions and the argument, pytree and rule-registration checks).
 _API_FILES = frozenset(os.path.join(LIBRARY, *name.split("/")) for name in (
     "api.py", "arguments.py", "trees.py", "jacobians.py", "jacobian_trees.py", "custom.py",
-    "nesting.py", "check.py", "core/trees.py", "rules/registry.py", "vmap.py"))
+    "nesting.py", "check.py", "core/trees.py", "rules/registry.py", "vmap.py",
+    "sparse_jacobians.py"))
 
 
 def debugging() -> bool:

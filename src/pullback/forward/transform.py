@@ -20,14 +20,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..analysis.activity import NO_DERIVATIVE_ATTRIBUTES
-from ..core import ir
+from ..core import index_sets, ir
 from ..core.errors import MissingRuleError, UnsupportedSyntaxError, located
 from ..core.kinds import MISSING, Kind, kind_of_atom
 from ..core.names import HelperNames, Helpers, Names
 from ..core.runtime import fit, zeros_tangent
 from ..reverse.adjoints import refused_attribute
 from ..reverse.ops import from_line
-from ..rules import registry, tangents
+from ..rules import registry, strong_zero, tangents
 from ..rules.scalar import OPERATORS, numpy_form
 from ..rules.templates import substitute
 
@@ -49,20 +49,30 @@ class Tangents:
 
 def forward(fn: ir.Function, kinds: Mapping, active: frozenset, wrt: list, location,
             lookup=lambda name: MISSING, helpers: HelperNames = HelperNames(),
-            backend=None) -> Tangents:
+            backend=None, pattern: bool = False) -> Tangents:
     """The tangent program of ``fn`` for the tangents of ``wrt``; ``backend``, when
-    given, refuses (located) a tangent template it cannot run."""
-    return _Writer(fn, kinds, active, location, lookup, helpers, backend).run(wrt)
+    given, refuses (located) a tangent template it cannot run.  With ``pattern``,
+    its zero tangents and broadcasts are those of :mod:`pullback.core.index_sets`,
+    so that it runs on index sets to trace a sparsity pattern."""
+    return _Writer(fn, kinds, active, location, lookup, helpers, backend, pattern).run(wrt)
 
 
 class _Writer:
-    def __init__(self, fn, kinds, active, location, lookup, helpers, backend=None):
+    def __init__(self, fn, kinds, active, location, lookup, helpers, backend=None,
+                 pattern=False):
         self.fn, self.kinds, self.active, self.location = fn, kinds, active, location
-        self.backend = backend
+        self.backend, self.pattern = backend, pattern
+        # A pattern program's helpers for those that need floats (core/index_sets.py).
+        self.swap = {fit: index_sets.fit, strong_zero.scaled: index_sets.product,
+                     strong_zero.divided: index_sets.quotient} if pattern else {}
         self.names = Names(set(fn.names) | set(kinds))
         assigned = set(fn.params) | {n for s in ir.walk(fn.body) for n in s.writes()}
         self.helpers = Helpers(self.names, lookup, assigned.__contains__, helpers)
         self.dots: dict[str, str] = {}
+
+    def helper(self, obj, name: str) -> str:
+        """The name the generated code calls ``obj`` (its pattern twin) by."""
+        return self.helpers.name(self.swap.get(obj, obj), name)
 
     def dot(self, name: str) -> str:
         if name not in self.dots:
@@ -221,6 +231,9 @@ class _Writer:
         k = self.kind(atom)
         if k.ndim == 0 and k.items is None:
             return ast.Constant(0.0)
+        if self.pattern:
+            return ast.Call(ast.Name(self.helper(index_sets.zeros, "pattern_zeros")),
+                            [copy.deepcopy(atom)], [])
         if k.ndim is not None and k.ndim > 0 and k.dtype == "f":
             np_name = ast.Name(self.helpers.name(np, "np"))
             return ast.Call(ast.Attribute(np_name, "zeros_like", ast.Load()), [copy.deepcopy(atom)], [])
@@ -245,7 +258,7 @@ class _Writer:
 
 
 def _templated(w, form, bound, active, fitted):
-    names = {n: w.helpers.name(obj, n) for n, obj in form.helpers.items()}
+    names = {n: w.helper(obj, n) for n, obj in form.helpers.items()}
     t_name = "g" if form.uses_g else tangents.TANGENT
 
     def build(ans):
@@ -254,7 +267,7 @@ def _templated(w, form, bound, active, fitted):
             for p, a in active.items()]
         out = _sum(terms)
         if fitted:      # an operand may have been broadcast: the tangent takes ans's shape
-            out = ast.Call(ast.Name(w.helpers.name(fit, "fit")), [out, ans], [])
+            out = ast.Call(ast.Name(w.helper(fit, "fit")), [out, ans], [])
         return out
     return build
 
@@ -262,7 +275,7 @@ def _templated(w, form, bound, active, fitted):
 def _reduced(w, rule, form, bound, active):
     """``sum(t * w, axis, keepdims)``, ``w`` the derivative for a cotangent of ones."""
     (param, arg), = active.items()
-    names = {n: w.helpers.name(obj, n) for n, obj in form.helpers.items()}
+    names = {n: w.helper(obj, n) for n, obj in form.helpers.items()}
     np_name = w.helpers.name(np, "np")
 
     def build(ans):
