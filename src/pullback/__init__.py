@@ -16,7 +16,8 @@ from .core.errors import (
 )
 from .core.folds import accumulate, foldl, foldr, scan
 from .custom import custom_jvp, custom_vjp, stop_gradient
-from .jacobians import hessian, hvp, jacfwd, jacobian, jacrev, jvp
+from .hessians import hessian, hvp
+from .jacobians import jacfwd, jacobian, jacrev, jvp
 from .nesting import grad, value_and_grad
 from .sparse_jacobians import sparsity
 from .trees import tree_flatten, tree_map, tree_unflatten

@@ -3,7 +3,7 @@
 ``jacfwd`` and ``hessian`` of plain arguments build their blocks in
 :mod:`pullback.jacobians`; where a differentiated argument is a pytree (a dict
 of arrays, a dataclass model), this module builds them from the public
-:func:`~pullback.jacobians.jvp` and :func:`~pullback.jacobians.hvp`, which
+:func:`~pullback.jacobians.jvp` and :func:`~pullback.hessians.hvp`, which
 take pytree tangents: one call per entry of each float leaf, its tangent the
 unit vector there and ``None`` (held fixed) everywhere else.
 

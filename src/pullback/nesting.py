@@ -10,7 +10,7 @@ The functions are generated per argument kinds, when a call first has them.
 
 A call of ``grad(f, i)`` inside differentiated code is a primitive (:func:`rule`):
 
-* its cotangent is ``H g``, one :func:`~pullback.jacobians.hvp` of f along ``g``
+* its cotangent is ``H g``, one :func:`~pullback.hessians.hvp` of f along ``g``
   in argument ``i`` (the Hessian is symmetric);
 * its tangent along argument ``k``'s tangent ``t`` is ``grad(phi, i)`` of
   ``phi = <df/dx_k, t>`` (:func:`partial` with the tangent a parameter), a

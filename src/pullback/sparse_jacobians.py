@@ -57,6 +57,13 @@ def sparsity(f, argnums=0):
     return pattern
 
 
+def sparse_jacobian(f, argnums, jit, has_aux, reverse):
+    """``jacfwd(f, sparse=True)`` (``jacrev``'s with ``reverse``)."""
+    if has_aux:
+        raise TypeError("sparse=True takes no has_aux: return the residual alone")
+    return SparseJacobian(f, argnums, jit, reverse)
+
+
 class SparseJacobian:
     """``jacfwd(f, sparse=True)`` (columns coloured, tangent sweeps) or
     ``jacrev(f, sparse=True)`` (rows coloured, cotangent sweeps): call it like

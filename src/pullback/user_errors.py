@@ -29,7 +29,7 @@ LIBRARY = os.path.dirname(os.path.realpath(__file__))
 _API_FILES = frozenset(os.path.join(LIBRARY, *name.split("/")) for name in (
     "api.py", "arguments.py", "trees.py", "jacobians.py", "jacobian_trees.py", "custom.py",
     "nesting.py", "check.py", "core/trees.py", "rules/registry.py", "vmap.py",
-    "sparse_jacobians.py"))
+    "sparse_jacobians.py", "hessians.py", "tangent_calls.py"))
 
 
 def debugging() -> bool:

@@ -63,7 +63,6 @@ class Mapped:
         self.f, self.in_axes, self.out_axes, self.axis_size = f, in_axes, out_axes, axis_size
         self.__name__ = f"vmap({_name(f)})"
         self.__doc__ = getattr(f, "__doc__", None)
-        self._kernels: dict = {}    # the compiled loops (backends/parallel_map.py)
 
     def __call__(self, *args, **kwargs):
         try:
