@@ -32,7 +32,7 @@ import numpy as np
 from . import api
 from .arguments import _check_argnums, _check_differentiable, _name
 from .core import index_sets
-from .core.errors import PullbackError
+from .core.errors import MissingRuleError, PullbackError
 from .core.kinds import kind_of_value
 from .pipeline import choose_backend, derivative, still_valid
 from .user_errors import cut_for_user, for_user, locate
@@ -222,11 +222,14 @@ def _trace(f, args, i):
                              "a sparse Jacobian is a matrix, so return a 1-D array")
         entries = [index_sets.bits_of(e) for e in np.ravel(np.asarray(tangent, dtype=object))]
     except TypeError as exc:
+        if isinstance(exc, PullbackError):
+            raise for_user(exc) from None
         locate(exc, program.lines)
-        exc.add_note(f"sparse Jacobian of {fname}: pullback traces the sparsity pattern by "
-                     "running its tangent program on index sets, which this step does not "
-                     "take; use the dense jacfwd, or write the step with NumPy arithmetic")
-        raise
+        where = "".join(f"; {n}" for n in getattr(exc, "__notes__", ()))
+        raise MissingRuleError(
+            f"sparse Jacobian of {fname}: pullback traces the sparsity pattern by running its "
+            f"tangent program on index sets, and a step takes none ({exc}){where}. Use the "
+            "dense jacfwd, or write the step with NumPy arithmetic") from None
     per_row = [index_sets.indices(b) for b in entries]
     indptr = np.concatenate([[0], np.cumsum([len(r) for r in per_row])]).astype(np.int64)
     indices = np.array([j for r in per_row for j in r], dtype=np.int64)

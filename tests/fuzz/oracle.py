@@ -644,6 +644,36 @@ def check_second_order(fn, program: Program, cases: list[Case], jit: bool) -> Ou
     return guarded("second order", body)
 
 
+def check_sparsity(fn, program: Program, cases: list[Case], jit: bool) -> Outcome:
+    """The pattern traced on index sets (``pullback.sparsity``) holds every nonzero
+    of the gradient in each 1-D array argument, and the sparse Jacobian of the
+    scalar (one row, its columns coloured) is the gradient.  The Python backend
+    only (the trace runs there whatever the backend)."""
+    def body():
+        if jit or program.has_aux:
+            return None
+        case = cases[0]
+        enter(fn, case.state)
+        _, grads, _ = split(pullback.value_and_grad(fn, argnums=program.wrt)(
+            *fresh(case.args)), False)
+        for g, i in zip(grads, program.wrt):
+            if np.ndim(case.args[i]) != 1 or np.size(case.args[i]) < 1:
+                continue
+            enter(fn, case.state)
+            pattern = pullback.sparsity(fn, argnums=i)(*fresh(case.args)).toarray()
+            missing = np.nonzero((np.asarray(g) != 0) & ~pattern[0])[0]
+            if missing.size:
+                return "wrong", (f"sparsity misses entries {missing.tolist()} of the gradient "
+                                 f"in argument {i}")
+            enter(fn, case.state)
+            row = pullback.jacfwd(fn, argnums=i, sparse=True)(*fresh(case.args)).toarray()[0]
+            scale = float(np.max(np.abs(g), initial=0.0))
+            if np.any(np.abs(row - g) > 1e-12 * scale + 1e-300):
+                return "wrong", f"the sparse Jacobian {row!r} against the gradient {g!r}"
+        return None
+    return guarded("sparsity", body)
+
+
 def judged(fn, program: Program, args: tuple, directory: Path, state: int = 0) -> Reference | None:
     """The reference at ``args`` and ``state`` (of the values read from outside the
     arguments), or None where it cannot be trusted."""
@@ -710,7 +740,8 @@ def check(program: Program, jit: bool, directory: Path) -> Outcome:
               check_grad(fn, program, cases, jit),
               check_vjp(fn, program, ref, jit)]
     if not program.constructs & NO_FORWARD_MODE:
-        checks += [check_jvp(fn, program, cases, jit), check_second_order(fn, program, cases, jit)]
+        checks += [check_jvp(fn, program, cases, jit), check_second_order(fn, program, cases, jit),
+                   check_sparsity(fn, program, cases, jit)]
     return worst(checks)
 
 
