@@ -49,6 +49,7 @@ import numpy as np
 from reference import differs
 
 import pullback
+from pullback.backends import batch_loop
 from pullback.backends.lazy_numba import _as_python
 from pullback.core import optimise
 from pullback.core.errors import InternalError
@@ -674,6 +675,58 @@ def check_sparsity(fn, program: Program, cases: list[Case], jit: bool) -> Outcom
     return guarded("sparsity", body)
 
 
+def check_vmap(fn, program: Program, cases: list[Case], jit: bool) -> Outcome:
+    """``vmap`` of ``value_and_grad`` over three argument sets (the first, and two
+    with its float arguments nudged; ints passed whole) gives the three calls'
+    values and gradients: under jit=True from the compiled batch loop, which calls
+    each example's derivative with its tape workspace and the values read from
+    outside the arguments."""
+    def body():
+        if program.has_aux:
+            return None
+        case = cases[0]
+        rng = np.random.default_rng(len(program.source) + 2)
+        floats = [i for i, a in enumerate(case.args)
+                  if isinstance(a, float) or (isinstance(a, np.ndarray) and a.dtype.kind == "f")]
+        sets = [fresh(case.args)]
+        for _ in range(2):
+            nudged = fresh(case.args)
+            for i in floats:
+                nudged[i] = nudged[i] + 1e-3 * (rng.normal(size=np.shape(nudged[i]))
+                                                if np.ndim(nudged[i]) else rng.normal())
+            sets.append(nudged)
+        g = pullback.value_and_grad(fn, argnums=program.wrt, jit=jit)
+        enter(fn, case.state)
+        try:
+            singles = [g(*fresh(s)) for s in sets]
+        except pullback.PullbackError:
+            raise
+        except Exception:       # noqa: BLE001 - a nudged set the program cannot take
+            return None
+        batch = [np.stack([np.asarray(s[i], dtype=float) for s in sets]) if i in floats
+                 else case.args[i] for i in range(len(case.args))]
+        axes = tuple(0 if i in floats else None for i in range(len(case.args)))
+        ran = []
+        real = batch_loop.run
+        batch_loop.run = lambda *a: ran.append(real(*a)) or ran[-1]
+        try:
+            with warnings.catch_warnings(record=True) as said:
+                warnings.simplefilter("always")
+                values, grads = pullback.vmap(g, in_axes=axes)(*batch)
+        finally:
+            batch_loop.run = real
+        if jit and ran != [True]:
+            return "crash", "the compiled batch loop did not run: " + "; ".join(
+                str(w.message) for w in said if "compiled loop over a batch" in str(w.message))
+        for b, (value, single) in enumerate(singles):
+            why = differs(values[b], value) or differs(tuple(gr[b] for gr in grads),
+                                                       tuple(single))
+            if why:
+                return "wrong", f"vmap's example {b} against its own call: {why}"
+        return None
+    return guarded("vmap", body)
+
+
 def judged(fn, program: Program, args: tuple, directory: Path, state: int = 0) -> Reference | None:
     """The reference at ``args`` and ``state`` (of the values read from outside the
     arguments), or None where it cannot be trusted."""
@@ -738,7 +791,8 @@ def check(program: Program, jit: bool, directory: Path) -> Outcome:
     checks = [check_reference(fn, program, cases, jit),
               check_value_and_grad(fn, program, cases, jit),
               check_grad(fn, program, cases, jit),
-              check_vjp(fn, program, ref, jit)]
+              check_vjp(fn, program, ref, jit),
+              check_vmap(fn, program, cases, jit)]
     if not program.constructs & NO_FORWARD_MODE:
         checks += [check_jvp(fn, program, cases, jit), check_second_order(fn, program, cases, jit),
                    check_sparsity(fn, program, cases, jit)]

@@ -23,14 +23,17 @@ Invariant: each entry's numbers are those of ``fn`` called on that entry's
 arguments from Python (the same compiled code, on the same argument types).
 ``run`` returns False where it does not run (``fn`` is not compiled by Numba,
 the loop is still compiling in the background, or a call raised): the caller
-then loops in Python, which gives the same numbers, or the error located.
+then loops in Python, which gives the same numbers, or the error located.  A
+loop Numba fails to compile says so once, with a PerformanceWarning.
 """
 from __future__ import annotations
 
 import time
+import warnings
 import weakref
 
 from ..core import background
+from ..core.errors import PerformanceWarning
 from .lazy_numba import LazyNumba, _read
 
 # The compiled loops of each derivative's dispatcher, by their layout.
@@ -69,9 +72,20 @@ def run(fn, args, axes, outputs, size) -> bool:
                         for c in range(n)]:
                 job.result()
         kernel.per_entry = (time.perf_counter() - start) * n / size
-    except Exception:       # the Python loop raises it again, located
-        return False
+    except Exception as exc:
+        if _compile_failure(exc) and not kernel.warned:     # said once: slower, not wrong
+            kernel.warned = True
+            warnings.warn(f"the compiled loop over a batch of calls of {jitted.py_func.__name__} "
+                          f"could not be compiled ({type(exc).__name__}: "
+                          f"{str(exc).splitlines()[0][:200]}); the calls run one by one from "
+                          "Python instead", PerformanceWarning, stacklevel=4)
+        return False        # an error of the derivative's: the Python loop raises it, located
     return True
+
+
+def _compile_failure(exc) -> bool:
+    from numba.core.errors import NumbaError
+    return isinstance(exc, NumbaError)
 
 
 class _Kernel:
@@ -85,6 +99,7 @@ class _Kernel:
         self.dispatcher = numba.njit(nogil=True)(namespace["batched"])
         self._jobs: dict = {}
         self.per_entry = None       # seconds one entry took in the last run
+        self.warned = False         # of a failed compile
 
     def ready(self, args) -> bool:
         if not background.enabled():
