@@ -87,7 +87,7 @@ class _Batch:
     def __init__(self, mapped, args, kwargs):
         self.mapped, self.fname = mapped, _name(mapped.f)
         in_axes = mapped.in_axes
-        if isinstance(in_axes, (tuple, list)) and type(in_axes) in (tuple, list):
+        if type(in_axes) in (tuple, list):      # one entry per positional argument
             if len(in_axes) != len(args):
                 raise ValueError(f"vmap of {self.fname}: in_axes has {len(in_axes)} entries "
                                  f"but the call passes {len(args)} positional arguments; give "

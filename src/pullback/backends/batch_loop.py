@@ -30,14 +30,15 @@ from __future__ import annotations
 
 import time
 import warnings
-import weakref
 
 from ..core import background
 from ..core.errors import PerformanceWarning
 from .lazy_numba import LazyNumba, _read
 
-# The compiled loops of each derivative's dispatcher, by their layout.
-_KERNELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# The compiled loops of each derivative's dispatcher, by their layout: kept for
+# the process, as Numba keeps the derivative's own machine code (a loop holds
+# its derivative, so a weak key would never let go of it either).
+_KERNELS: dict = {}
 _POOLS: dict = {}
 #: Seconds of work below which a batch runs on the calling thread alone: handing
 #: ranges to a pool and waiting for them costs tens of microseconds.
