@@ -19,21 +19,11 @@ import numpy as np
 
 import pullback
 from pullback.bench.timing import interleaved, once
+from pullback.examples import reaction
 
 os.environ.setdefault("PULLBACK_BACKGROUND_COMPILE", "0")
 
 
-def reaction(z):
-    """Two species interleaved on a periodic grid: diffusion and a reaction."""
-    n = z.shape[0] // 2
-    out = np.empty(2 * n)
-    for i in range(n):
-        u, v = z[2 * i], z[2 * i + 1]
-        ul, vl = z[2 * ((i - 1) % n)], z[2 * ((i - 1) % n) + 1]
-        ur, vr = z[2 * ((i + 1) % n)], z[2 * ((i + 1) % n) + 1]
-        out[2 * i] = 0.1 * (ul - 2.0 * u + ur) + u * u * v - 0.5 * u
-        out[2 * i + 1] = 0.05 * (vl - 2.0 * v + vr) - u * u * v + 0.3 * (1.0 - v)
-    return out
 
 
 def nll(w, X, y):

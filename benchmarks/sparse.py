@@ -21,19 +21,11 @@ import numpy as np
 
 import pullback
 from pullback.bench.timing import interleaved, once
+from pullback.examples import bratu
 
 os.environ.setdefault("PULLBACK_BACKGROUND_COMPILE", "0")
 
 
-def bratu(u, lam):
-    n = u.shape[0]
-    h = 1.0 / (n + 1)
-    r = np.empty(n)
-    for i in range(n):
-        left = u[i - 1] if i > 0 else 0.0
-        right = u[i + 1] if i < n - 1 else 0.0
-        r[i] = (left - 2.0 * u[i] + right) / (h * h) + lam * np.exp(u[i])
-    return r
 
 
 def rows(n, budget):

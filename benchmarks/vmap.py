@@ -25,17 +25,11 @@ import numpy as np
 import pullback
 from pullback.bench.timing import interleaved, once
 from pullback.bench.workloads import WORKLOADS
+from pullback.examples import series_loss
 
 os.environ.setdefault("PULLBACK_BACKGROUND_COMPILE", "0")
 
 
-def series_loss(theta, y):
-    h = 0.0
-    s = 0.0
-    for t in range(y.shape[0]):
-        h = theta[0] * h + theta[1] * np.tanh(y[t] - theta[2] * h)
-        s += (y[t] - h) ** 2
-    return s
 
 
 def mlp_example(W1, b1, W2, b2, x, y):

@@ -7,21 +7,11 @@ import pytest
 import pullback
 from helpers import fd_grad
 from pullback.backends import batch_loop
+from pullback.examples import reaction
 
 RNG = np.random.default_rng(11)
 
 
-def reaction(z):
-    """A loop over points of two interleaved species, periodic neighbours."""
-    n = z.shape[0] // 2
-    out = np.empty(2 * n)
-    for i in range(n):
-        u, v = z[2 * i], z[2 * i + 1]
-        ul, vl = z[2 * ((i - 1) % n)], z[2 * ((i - 1) % n) + 1]
-        ur, vr = z[2 * ((i + 1) % n)], z[2 * ((i + 1) % n) + 1]
-        out[2 * i] = 0.1 * (ul - 2.0 * u + ur) + u * u * v - 0.5 * u
-        out[2 * i + 1] = 0.05 * (vl - 2.0 * v + vr) - u * u * v + 0.3 * (1.0 - v)
-    return out
 
 
 def energy(x, k):

@@ -12,21 +12,12 @@ from hypothesis import strategies as st
 import pullback
 from helpers import fd_grad
 from pullback.core.index_sets import IndexSet, indices, seeds
+from pullback.examples import bratu
 from pullback.sparse_jacobians import colour_columns
 
 RNG = np.random.default_rng(5)
 
 
-def bratu(u, lam):
-    """The 1-D Bratu residual, written as a loop."""
-    n = u.shape[0]
-    h = 1.0 / (n + 1)
-    r = np.empty(n)
-    for i in range(n):
-        left = u[i - 1] if i > 0 else 0.0
-        right = u[i + 1] if i < n - 1 else 0.0
-        r[i] = (left - 2.0 * u[i] + right) / (h * h) + lam * np.exp(u[i])
-    return r
 
 
 def bratu_slices(u, lam):
@@ -203,7 +194,7 @@ def test_least_squares_with_the_sparse_jacobian():
     h2 = 1.0 / (n + 1) ** 2
 
     def residual(u):
-        return h2 * (bratu(u, 1.0) - bratu(target, 1.0))
+        return h2 * (bratu_slices(u, 1.0) - bratu_slices(target, 1.0))
     u0 = np.zeros(n)
     jac = pullback.jacfwd(residual, sparse=True)
     sparse = scipy.optimize.least_squares(residual, u0, jac=jac, tr_solver="lsmr",

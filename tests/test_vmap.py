@@ -7,6 +7,7 @@ import pytest
 
 import pullback
 from helpers import fd_grad
+from pullback.examples import series_loss
 
 RNG = np.random.default_rng(3)
 
@@ -15,14 +16,6 @@ def affine(w, x):
     return np.tanh(w @ x) + x[0]
 
 
-def series_loss(theta, y):
-    """A scalar recurrence over one series: the per-example loss of the benchmark."""
-    h = 0.0
-    s = 0.0
-    for t in range(y.shape[0]):
-        h = theta[0] * h + theta[1] * np.tanh(y[t] - theta[2] * h)
-        s += (y[t] - h) ** 2
-    return s
 
 
 def pair(a, b):

@@ -1,4 +1,4 @@
-"""Example functions shared by the demo and the benchmarks (the seeds' workloads)."""
+"""Example functions shared by the demo, the benchmarks and the tests (the seeds' workloads)."""
 from __future__ import annotations
 
 import numpy as np
@@ -63,3 +63,41 @@ def lotka_volterra_misfit(theta, observed, h):
         y = y + h / 6.0 * (k1y + 2.0 * k2y + 2.0 * k3y + k4y)
         loss += (x - observed[k, 0]) ** 2 + (y - observed[k, 1]) ** 2
     return loss
+
+
+def series_loss(theta, y):
+    """A scalar recurrence over one series, and its squared one-step errors: the
+    per-example loss of the batching benchmarks."""
+    h = 0.0
+    s = 0.0
+    for t in range(y.shape[0]):
+        h = theta[0] * h + theta[1] * np.tanh(y[t] - theta[2] * h)
+        s += (y[t] - h) ** 2
+    return s
+
+
+def bratu(u, lam):
+    """The 1-D Bratu residual u'' + lam exp(u), zero at both ends, written as a
+    loop: its Jacobian is tridiagonal."""
+    n = u.shape[0]
+    h = 1.0 / (n + 1)
+    r = np.empty(n)
+    for i in range(n):
+        left = u[i - 1] if i > 0 else 0.0
+        right = u[i + 1] if i < n - 1 else 0.0
+        r[i] = (left - 2.0 * u[i] + right) / (h * h) + lam * np.exp(u[i])
+    return r
+
+
+def reaction(z):
+    """Two species interleaved (u0, v0, u1, v1, ...) on a periodic grid, diffusion
+    and a reaction between them, written as a loop over the points."""
+    n = z.shape[0] // 2
+    out = np.empty(2 * n)
+    for i in range(n):
+        u, v = z[2 * i], z[2 * i + 1]
+        ul, vl = z[2 * ((i - 1) % n)], z[2 * ((i - 1) % n) + 1]
+        ur, vr = z[2 * ((i + 1) % n)], z[2 * ((i + 1) % n) + 1]
+        out[2 * i] = 0.1 * (ul - 2.0 * u + ur) + u * u * v - 0.5 * u
+        out[2 * i + 1] = 0.05 * (vl - 2.0 * v + vr) - u * u * v + 0.3 * (1.0 - v)
+    return out
