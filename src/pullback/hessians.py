@@ -70,8 +70,11 @@ def _second_order(f, args, nums, dots, jit, structures=(), wrt=None):
     reverse transform applied to the tangent program, seeded with the cotangent
     ``(0, 1)`` of its result ``(value, tangent)``, the gradient of ``<grad f, v>``.
     Made once, so a Hessian's columns each cost one call of the compiled function."""
-    second, floats = _second_program(f, args, nums, dots, jit, structures, wrt)
+    return _runner(f, args, *_second_program(f, args, nums, dots, jit, structures, wrt))
 
+
+def _runner(f, args, second, floats):
+    """``run(dots)`` of the second-order program ``second`` (see _second_order)."""
     def run(dots):
         try:
             (value, _), grads = _run(second, *args, *dots, (0.0, 1.0))
@@ -113,7 +116,8 @@ def hessian(f, argnums=0, jit=None):
             _check_differentiable(args, nums, fname)
             dots = _zero_tangents(args, nums)
             # The blocks of the arguments asked for only: no entry of H v for the others.
-            run = _second_order(f, args, nums, tuple(dots.values()), jit, wrt=nums)
+            second, floats = _second_program(f, args, nums, tuple(dots.values()), jit, wrt=nums)
+            run = _runner(f, args, second, floats)
             blocks = {}
             for j in nums:
                 n = max(np.size(args[j]), 1)
@@ -125,8 +129,7 @@ def hessian(f, argnums=0, jit=None):
                         cols[i][:, k] = np.ravel(grads[i])
                     _put(dots, j, k, 0.0)
                     at_once = None if k or n < 2 else columns.hessian_columns(
-                        _second_program(f, args, nums, tuple(dots.values()), jit, wrt=nums)[0],
-                        args, dots, j, nums)
+                        second, args, dots, j, nums)
                     if at_once is not None:     # every column from one compiled loop
                         cols = {i: a.reshape(n, -1).T for i, a in at_once.items()}
                         break
