@@ -1,7 +1,7 @@
 """pullback: automatic differentiation of plain Python by source transformation (reverse
 mode, forward mode, Hessians)."""
 from . import rules as _rules  # registers the derivative rules  # noqa: F401
-from .api import rule, show, unregister, vjp
+from .api import show, vjp
 from .check import GradCheck, check_grad
 from .core.background import finish_compiling
 from .core.checkpointing import checkpointed
@@ -15,7 +15,7 @@ from .core.errors import (
                           UnsupportedSyntaxError,
 )
 from .core.folds import accumulate, foldl, foldr, scan
-from .custom import custom_jvp, custom_vjp, stop_gradient
+from .custom import custom_jvp, custom_vjp, rule, stop_gradient, unregister
 from .hessians import hessian, hvp
 from .jacobians import jacfwd, jacobian, jacrev, jvp
 from .nesting import grad, value_and_grad

@@ -1,10 +1,11 @@
-"""The public functions: grad, value_and_grad, vjp, show, rule; argument handling.
+"""The public functions: grad, value_and_grad, vjp, show; argument handling.
 
 The transform itself, and its cache, live in :mod:`pullback.pipeline`.
 """
 from __future__ import annotations
 
 import types
+import weakref
 
 import numpy as np
 
@@ -27,7 +28,6 @@ from .core.kinds import kind_of_value
 from .core.trees import Tree, shape_key, tree_map, unflatten
 from .frontend.parse import unwrap
 from .pipeline import Compiled, choose_backend, derivative, still_valid
-from .rules import registry
 from .trees import (
     FlatArgs,
     _check_cotangent,
@@ -283,14 +283,18 @@ def _failed(gf, exc, c, args, seed, primal_args=None):
 
 def _run(c: Compiled, args: tuple):
     """``c.fn(*args)``: the derivative run, an error it raises located at the user's
-    line it comes from and cut to the caller's frame (:func:`.user_errors.locate`)."""
+    line it comes from and cut to the caller's frame (:func:`.user_errors.locate`);
+    once Numba compiled it, later calls go to the dispatcher directly."""
     try:
-        return c.fn(*args)
+        out = c.fn(*args)
     except PullbackError as exc:
         raise for_user(exc) from None
     except Exception as exc:
         locate(exc, c.lines, c.python, args)
         raise
+    if type(c.fn) is not types.FunctionType and getattr(c.fn, "ok", False):
+        c.fn = c.fn.dispatcher
+    return out
 
 
 def grad(f, argnums=0, jit=None, has_aux=False):
@@ -342,60 +346,107 @@ def vjp(f, *args, jit=None, has_aux=False, **kwargs):
     arguments as they were when ``vjp`` was called.
     """
     try:
-        f, bound = _split_method(f)
-        args = _full_args(f, bound + args, kwargs)
-        nb, name = len(bound), _name(f)
-        npos, kwonly = _signature(f)
-        if npos < 0:
-            npos = len(args)
-        _refuse_complex(args[nb:], name)
-        flat = flatten_args(args, range(nb, npos), name, _param_names(f), need_float=True) \
-            if may_hold_tree(args) else None
-        if flat is None:
-            flat = FlatArgs(args, (None,) * len(args),
-                            tuple((i, i + 1) for i in range(len(args))))
-        nums = tuple(j for i in range(nb, npos) for j in flat.floats(i))
-        backend = choose_backend(f, jit, bool(bound))
-        leaves = _copy_arrays(flat.args)    # a snapshot: the point back() differentiates at
-        primal = backend.primal(f, unwrap(f)[0])
-        call = tuple(tree_map(_copy_leaf, a) for a in args)     # f may write into its arguments
-        value = primal(*call[:npos], **dict(zip(kwonly, call[npos:])))
-        aux = None
-        if has_aux:
-            value, aux = split_aux(value, name, "vjp")
-        if not nums:
-            return _with_aux(value, lambda ct: tuple(None for _ in range(npos - nb)), aux,
-                             has_aux)
-        kinds = tuple(kind_of_value(a) for a in leaves)
-        try:
-            c = derivative(f, nums, kinds, backend, call_vjp, structures=flat.structures,
-                           has_aux=has_aux)
-        except PullbackError as exc:
-            raise for_user(exc) from None
-        tree_out = c.out_tree is not None and (not has_aux
-                                               or isinstance(c.out_tree.children[0], Tree))
-        n_all = output_leaves(c, name, "vjp") if has_aux else None
-
-        def back(cotangent):
-            try:
-                if tree_out:
-                    seed = cotangent_seed(cotangent, value, name)
-                else:
-                    _check_cotangent(value, cotangent, f)
-                    seed = (cotangent,) if has_aux else cotangent
-                if has_aux:
-                    seed = tuple(seed) + (0.0,) * (n_all - len(seed))
-                _, grads = _run(c, (*leaves, seed))
-                by_index = dict(zip(nums, _unshared(list(grads))))
-                return tuple(flat.gradient(i, by_index, _to_user) for i in range(nb, npos))
-            except Exception as exc:
-                cut_for_user(exc)
-                raise
-        back.source = c.source
-        return _with_aux(value, back, aux, has_aux)
+        return vjp_at(f, args, kwargs, jit, has_aux)
     except Exception as exc:
         cut_for_user(exc)
         raise
+
+
+_RUN = object()
+# f -> {(jit, the arguments' types): (derivative, nums, npos, primal)}: a vjp of floats
+# and arrays like an earlier one skips the argument checks and the pipeline's lookup,
+# as grad's fast path does.  Weak in f, so a lambda made per call does not pile up.
+_FAST: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def vjp_at(f, args: tuple, kwargs: dict, jit, has_aux: bool, value=_RUN):
+    """:func:`vjp`, given ``f``'s value at ``args`` when the caller has it (one
+    computed by compiled code, :mod:`pullback.interop`): otherwise ``f`` runs here,
+    as Python under either backend."""
+    key = None
+    if not kwargs and not has_aux and not may_hold_tree(args):
+        key = (jit, tuple([(a.dtype, a.ndim) if type(a) is np.ndarray else type(a)
+                           for a in args]))
+        entry = _FAST.get(f, {}).get(key) if isinstance(f, types.FunctionType) else None
+        if entry is not None and not entry[0].stale and (not entry[0].dependencies
+                                                         or still_valid(entry[0])):
+            c, nums, npos, primal = entry
+            leaves = _copy_arrays(args)
+            if value is _RUN:
+                value = primal(*_copy_arrays(args))
+            return value, _plain_back(c, f, leaves, value, nums, npos)
+    f, bound = _split_method(f)
+    given = len(args)
+    args = _full_args(f, bound + args, kwargs)
+    nb, name = len(bound), _name(f)
+    npos, kwonly = _signature(f)
+    if npos < 0:
+        npos = len(args)
+    _refuse_complex(args[nb:], name)
+    flat = flatten_args(args, range(nb, npos), name, _param_names(f), need_float=True) \
+        if may_hold_tree(args) else None
+    if flat is None:
+        flat = FlatArgs(args, (None,) * len(args),
+                        tuple((i, i + 1) for i in range(len(args))))
+    nums = tuple(j for i in range(nb, npos) for j in flat.floats(i))
+    backend = choose_backend(f, jit, bool(bound))
+    leaves = _copy_arrays(flat.args)    # a snapshot: the point back() differentiates at
+    primal = backend.primal(f, unwrap(f)[0])
+    if value is _RUN:
+        call = tuple(tree_map(_copy_leaf, a) for a in args)     # f may write into them
+        value = primal(*call[:npos], **dict(zip(kwonly, call[npos:])))
+    aux = None
+    if has_aux:
+        value, aux = split_aux(value, name, "vjp")
+    if not nums:
+        return _with_aux(value, lambda ct: tuple(None for _ in range(npos - nb)), aux,
+                         has_aux)
+    kinds = tuple(kind_of_value(a) for a in leaves)
+    try:
+        c = derivative(f, nums, kinds, backend, call_vjp, structures=flat.structures,
+                       has_aux=has_aux)
+    except PullbackError as exc:
+        raise for_user(exc) from None
+    if key is not None and not bound and npos == len(args) == given and c.out_tree is None:
+        _FAST.setdefault(f, {})[key] = (c, nums, npos, primal)
+        return value, _plain_back(c, f, leaves, value, nums, npos)
+    tree_out = c.out_tree is not None and (not has_aux
+                                           or isinstance(c.out_tree.children[0], Tree))
+    n_all = output_leaves(c, name, "vjp") if has_aux else None
+
+    def back(cotangent):
+        try:
+            if tree_out:
+                seed = cotangent_seed(cotangent, value, name)
+            else:
+                _check_cotangent(value, cotangent, f)
+                seed = (cotangent,) if has_aux else cotangent
+            if has_aux:
+                seed = tuple(seed) + (0.0,) * (n_all - len(seed))
+            _, grads = _run(c, (*leaves, seed))
+            by_index = dict(zip(nums, _unshared(list(grads))))
+            return tuple(flat.gradient(i, by_index, _to_user) for i in range(nb, npos))
+        except Exception as exc:
+            cut_for_user(exc)
+            raise
+    back.source = c.source
+    return _with_aux(value, back, aux, has_aux)
+
+
+def _plain_back(c: Compiled, f, leaves: tuple, value, nums: tuple, npos: int):
+    """``back`` of a vjp of floats and arrays whose value is no pytree."""
+    def back(cotangent):
+        try:
+            _check_cotangent(value, cotangent, f)
+            _, grads = _run(c, (*leaves, cotangent))
+            by_index = dict(zip(nums, _unshared(list(grads))))
+            return tuple(_to_user(by_index[i], leaves[i]) if i in by_index else None
+                         for i in range(npos))
+        except Exception as exc:
+            cut_for_user(exc)
+            raise
+    back.source = c.source
+    return back
 
 
 def _with_aux(value, back, aux, has_aux):
@@ -436,65 +487,3 @@ def show(g, *args) -> None:
     except Exception as exc:
         cut_for_user(exc)
         raise
-
-
-def rule(fn, *, argnums=None):
-    """Register the derivative of ``fn``: any callable (your own function, a NumPy
-    ufunc, a SciPy function, a Numba function).
-
-    Decorate its vector-Jacobian product.  Where differentiated code calls
-    ``fn(*args, **kwargs)``, the derivative calls ``vjp(g, ans, *args, **kwargs)``:
-    the cotangent ``g`` of the result, the result ``ans``, then exactly the
-    arguments that call passed, positional and keyword, as written (defaults
-    are never filled in, so a ufunc's ``out=``, ``where=``... are not passed
-    unless the call passes them)::
-
-        @pullback.rule(softplus, argnums=0)       # softplus(x, beta=1.0)
-        def softplus_vjp(g, ans, x, beta=1.0):    # beta: the call's, or this default
-            return g / (1.0 + math.exp(-beta * x)), None
-
-        @pullback.rule(scipy.special.gammaln)     # a ufunc: x, /, out=None, *, where=...
-        def gammaln_vjp(g, ans, x):
-            return g * scipy.special.digamma(x)
-
-    So the VJP's parameters after ``g, ans`` mirror those of ``fn`` that calls
-    use; a call it cannot take is refused (a MissingRuleError naming the VJP and
-    the call's line) before anything runs.  It returns one cotangent per
-    positional parameter of its own after ``g, ans``, in that argument's shape
-    (``None`` where there is no derivative): the cotangent itself when it has
-    one such parameter, a tuple when it has several (anything else is a
-    TypeError naming it and the call).  ``argnums`` says which of those
-    parameters may carry a derivative (default: all); differentiating through
-    any other, or a keyword-only one, is refused up front.
-
-    The transform then calls ``fn`` and this VJP instead of reading ``fn``'s
-    source; a user's rule replaces a built-in one.  On the Numba backend both
-    ``fn`` and the VJP must be Numba-compilable.
-    """
-    def register(vjp):
-        try:
-            registry.defvjp(fn, vjp, argnums=argnums)   # drops the derivatives built before
-            return vjp
-        except Exception as exc:
-            cut_for_user(exc)
-            raise
-    return register
-
-
-def unregister(fn) -> None:
-    """Remove the rule registered for ``fn`` with :func:`rule`: a library rule it
-    replaced applies again, and your own function is differentiated from its
-    source again.  Every derivative generated before is dropped, also those of
-    gradient functions made before, which generate theirs again at their next
-    call.  Nothing happens when ``fn`` has no rule of yours.  For a
-    ``custom_vjp`` / ``custom_jvp`` function, its ``defvjp`` / ``defjvp`` is removed."""
-    fn = getattr(fn, "custom_primitive", fn)     # where pullback.custom put the rule
-    rule = registry.lookup(fn)
-    if rule is None:
-        return
-    if rule.call_signature is None:
-        raise ValueError(f"the rule for {rule.name} is pullback's own; pullback.unregister "
-                         "removes rules registered with pullback.rule")
-    registry.unregister(fn)
-    for helper in getattr(fn, "custom_helpers", ()):     # a custom_jvp's tangent helper
-        registry.unregister(helper)

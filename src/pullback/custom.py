@@ -1,4 +1,5 @@
-"""Custom derivatives of one function: ``custom_vjp``, ``custom_jvp``, ``stop_gradient``.
+"""Custom derivatives of one function: :func:`rule` (a VJP for any callable),
+``custom_vjp``, ``custom_jvp``, ``stop_gradient``; :func:`unregister` removes one.
 
 ``@custom_vjp`` and ``@custom_jvp`` return a function of the decorated one's
 parameters, made from source, that calls a *primitive* standing for it (which
@@ -349,3 +350,65 @@ def _along_map(n, k):
         [f"def tangent_along(t, {ps}):",
          f"    return jvp(({ps},), ({ts},))[1]",
          "return tangent_along"], {})
+
+
+def rule(fn, *, argnums=None):
+    """Register the derivative of ``fn``: any callable (your own function, a NumPy
+    ufunc, a SciPy function, a Numba function).
+
+    Decorate its vector-Jacobian product.  Where differentiated code calls
+    ``fn(*args, **kwargs)``, the derivative calls ``vjp(g, ans, *args, **kwargs)``:
+    the cotangent ``g`` of the result, the result ``ans``, then exactly the
+    arguments that call passed, positional and keyword, as written (defaults
+    are never filled in, so a ufunc's ``out=``, ``where=``... are not passed
+    unless the call passes them)::
+
+        @pullback.rule(softplus, argnums=0)       # softplus(x, beta=1.0)
+        def softplus_vjp(g, ans, x, beta=1.0):    # beta: the call's, or this default
+            return g / (1.0 + math.exp(-beta * x)), None
+
+        @pullback.rule(scipy.special.gammaln)     # a ufunc: x, /, out=None, *, where=...
+        def gammaln_vjp(g, ans, x):
+            return g * scipy.special.digamma(x)
+
+    So the VJP's parameters after ``g, ans`` mirror those of ``fn`` that calls
+    use; a call it cannot take is refused (a MissingRuleError naming the VJP and
+    the call's line) before anything runs.  It returns one cotangent per
+    positional parameter of its own after ``g, ans``, in that argument's shape
+    (``None`` where there is no derivative): the cotangent itself when it has
+    one such parameter, a tuple when it has several (anything else is a
+    TypeError naming it and the call).  ``argnums`` says which of those
+    parameters may carry a derivative (default: all); differentiating through
+    any other, or a keyword-only one, is refused up front.
+
+    The transform then calls ``fn`` and this VJP instead of reading ``fn``'s
+    source; a user's rule replaces a built-in one.  On the Numba backend both
+    ``fn`` and the VJP must be Numba-compilable.
+    """
+    def register(vjp):
+        try:
+            registry.defvjp(fn, vjp, argnums=argnums)   # drops the derivatives built before
+            return vjp
+        except Exception as exc:
+            cut_for_user(exc)
+            raise
+    return register
+
+
+def unregister(fn) -> None:
+    """Remove the rule registered for ``fn`` with :func:`rule`: a library rule it
+    replaced applies again, and your own function is differentiated from its
+    source again.  Every derivative generated before is dropped, also those of
+    gradient functions made before, which generate theirs again at their next
+    call.  Nothing happens when ``fn`` has no rule of yours.  For a
+    ``custom_vjp`` / ``custom_jvp`` function, its ``defvjp`` / ``defjvp`` is removed."""
+    fn = getattr(fn, "custom_primitive", fn)     # where pullback.custom put the rule
+    rule = registry.lookup(fn)
+    if rule is None:
+        return
+    if rule.call_signature is None:
+        raise ValueError(f"the rule for {rule.name} is pullback's own; pullback.unregister "
+                         "removes rules registered with pullback.rule")
+    registry.unregister(fn)
+    for helper in getattr(fn, "custom_helpers", ()):     # a custom_jvp's tangent helper
+        registry.unregister(helper)

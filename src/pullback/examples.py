@@ -65,6 +65,34 @@ def lotka_volterra_misfit(theta, observed, h):
     return loss
 
 
+def lotka_volterra(theta, y0, h, n):
+    """The RK4 Lotka–Volterra trajectory from ``y0`` (prey, predator), ``n`` steps of
+    ``h``, as an ``(n, 2)`` array: a layer of a model that PyTorch or JAX trains."""
+    a, b, c, d = theta[0], theta[1], theta[2], theta[3]
+    x, y = y0[0], y0[1]
+    out = np.empty((n, 2))
+    for k in range(n):
+        k1x = a * x - b * x * y
+        k1y = c * x * y - d * y
+        x2 = x + 0.5 * h * k1x
+        y2 = y + 0.5 * h * k1y
+        k2x = a * x2 - b * x2 * y2
+        k2y = c * x2 * y2 - d * y2
+        x3 = x + 0.5 * h * k2x
+        y3 = y + 0.5 * h * k2y
+        k3x = a * x3 - b * x3 * y3
+        k3y = c * x3 * y3 - d * y3
+        x4 = x + h * k3x
+        y4 = y + h * k3y
+        k4x = a * x4 - b * x4 * y4
+        k4y = c * x4 * y4 - d * y4
+        x = x + h / 6.0 * (k1x + 2.0 * k2x + 2.0 * k3x + k4x)
+        y = y + h / 6.0 * (k1y + 2.0 * k2y + 2.0 * k3y + k4y)
+        out[k, 0] = x
+        out[k, 1] = y
+    return out
+
+
 def series_loss(theta, y):
     """A scalar recurrence over one series, and its squared one-step errors: the
     per-example loss of the batching benchmarks."""

@@ -1,0 +1,166 @@
+"""A user's function as another framework differentiates it: its value, its vjp, its
+jvp, and the function that *is* its vjp, again differentiable, to any order.
+
+PyTorch and JAX (:mod:`pullback.torch`, :mod:`pullback.jax`) call pullback through a
+:class:`Level`.  The first level is the user's function.  ``level.transpose(args)``
+is the level of ``(*args, c) -> J(args)^T c`` (the cotangents' float leaves, one
+flat tuple): its value is computed by the level below (``below.vjp``, compiled at
+the first level under ``jit=True``), and its own derivative by pullback from
+generated Python that calls :func:`pullback.vjp` inside, as pullback differentiates
+any nested transform (:mod:`pullback.nesting`).  So a framework's backward is the
+second level's value, its double backward the second level's vjp, and each order
+adds one.
+
+Invariant: ``Level(f).transpose(args).value(args + (c,), f(*args))`` equals the
+float leaves of ``vjp(f, *args)[1](c)``, and that level's vjp is the vjp of
+``(*args, c) -> vjp(f, *args)[1](c)``.  Levels above the first are differentiated on
+the Python backend: a derivative that calls ``vjp`` at run time is not compiled
+(:mod:`pullback.backends.object_mode`).
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from . import api
+from .api import _RUN, vjp_at
+from .core.trees import flatten, paths, unflatten
+from .jacobians import jvp as _jvp
+from .pipeline import choose_backend
+from .rules.twins import function_from_source
+from .trees import tree_map
+
+
+@dataclass(frozen=True)
+class Level:
+    """``fn`` (pullback-differentiable), run under ``jit``.  The first level is the
+    user's function; a level with ``below`` is ``below``'s vjp: ``fn(*args, c)``
+    returns the cotangents of ``below``'s ``nargs`` arguments at their float leaves
+    (``mask``: which leaves of the arguments, flattened, are floats), as one tuple;
+    with ``forward``, ``below``'s jvp: ``fn(*args, *tangents)``."""
+
+    fn: Callable
+    jit: object = None
+    below: Level | None = None
+    nargs: int = 0
+    mask: tuple = ()
+    forward: bool = False
+
+    def value(self, args: tuple, below_value=None):
+        """``fn(*args)``.  The first level under the Numba backend runs compiled code:
+        the tangent program with no tangent, which is the primal as pullback lowers
+        it.  A level above runs the vjp of the level below, given that level's value
+        ``below_value`` when the caller has it.  The caller's arrays are never
+        written, whatever ``fn`` does."""
+        if self.forward:
+            n = self.nargs
+            return self.below.jvp(tuple(args[:n]), tuple(args[n:]))[1]
+        if self.below is not None:
+            *inner, c = args
+            inner = tuple(inner)
+            value, back = self.below.vjp(inner, self.below.value(inner)
+                                         if below_value is None else below_value)
+            return self.pick(back(conform(value, c)))
+        if choose_backend(self.fn, self.jit, False).name == "numba":
+            return _jvp(self.fn, args, (None,) * len(args), jit=self.jit)[0]
+        return self.fn(*(tree_map(_copy, a) for a in args))
+
+    def vjp(self, args: tuple, value=_RUN):
+        """``(value, back)`` as :func:`pullback.vjp` gives them; ``value``, when the
+        caller has it, is not computed again."""
+        return vjp_at(self.fn, args, {}, self.jit, False, value)
+
+    def jvp(self, args: tuple, tangents: tuple):
+        """``(value, tangent)`` as :func:`pullback.jvp` gives them."""
+        return _jvp(self.fn, args, tangents, jit=self.jit)
+
+    def pick(self, cotangents: tuple) -> tuple:
+        """The float leaves of each argument's cotangent, in order, as one tuple (the
+        leaf itself when there is one: a level above then takes one cotangent, not a
+        tuple, which a ``vjp`` inside code could not take)."""
+        out = tuple(leaf for leaf, m in zip(flatten(tuple(cotangents))[0], self.mask) if m)
+        return out[0] if len(out) == 1 else out
+
+    def transpose(self, args: tuple) -> Level:
+        """The level of this level's vjp at arguments like ``args``: generated Python,
+        differentiated on the Python backend (a derivative that calls ``vjp`` at run
+        time is not compiled).  The third derivative is refused: pullback's forward
+        mode, which the vjp of a nested ``vjp`` runs, does not differentiate one."""
+        if self.below is not None and self.below.below is not None:
+            raise NotImplementedError(
+                "pullback differentiates a function called from another framework to "
+                "second order (a double backward, gradgradcheck); a third derivative "
+                "is not supported")
+        leaves, structure = flatten(tuple(args))
+        return _transpose(self, len(args), structure, tuple(map(is_float, leaves)))
+
+    def tangent(self, args: tuple) -> Level:
+        """The level of ``(*args, *tangents) -> jvp(fn, args, tangents)[1]``, its
+        derivatives from generated Python, as :meth:`transpose`'s are.  Forward mode
+        over a vjp (a level above the first) is refused: pullback's forward mode does
+        not differentiate a ``vjp`` inside code."""
+        if self.below is not None and not self.forward:
+            raise NotImplementedError(
+                "forward mode over pullback's vjp (jacfwd of a gradient, as "
+                "torch.func.hessian and jax.hessian do) is not supported: differentiate "
+                "the gradient in reverse mode, jacrev(jacrev(f)) or a double backward")
+        return Level(_tangent(self.fn, len(args)), False, self, len(args), forward=True)
+
+
+def conform(value, c):
+    """The cotangent ``c`` (NumPy leaves from another framework) in ``value``'s
+    structure and kinds: a float where the value is a number, a contiguous array
+    where it is an array (a framework may hand over a broadcast view)."""
+    leaves, structure = flatten(value)
+    cs = flatten(c)[0]
+    return unflatten(structure, [np.ascontiguousarray(x) if isinstance(v, np.ndarray)
+                                 else float(np.asarray(x)) for x, v in zip(cs, leaves)])
+
+
+@functools.lru_cache(maxsize=256)
+def _transpose(level: Level, nargs: int, structure, mask: tuple) -> Level:
+    """:meth:`Level.transpose` for arguments of ``structure`` (their tuple's) whose
+    leaves are floats where ``mask`` says."""
+    picks = tuple(p for p, m in zip(paths(structure, "g"), mask) if m)
+    return Level(_transposed(level.fn, nargs, picks), False, level, nargs, mask)
+
+
+@functools.lru_cache(maxsize=256)
+def _transposed(fn, nargs: int, picks: tuple):
+    """Generated ``def vjp_of_<fn>(a0, ..., c)`` calling ``vjp(fn, a0, ...)`` and
+    returning the cotangent leaves at ``picks`` (paths such as ``g[0]['w']``) as
+    :meth:`Level.pick` does (cached, so that a framework calling it again finds pullback's derivative
+    cached as well)."""
+    params = [f"a{i}" for i in range(nargs)]
+    body = [f"value, back = vjp(inner, {', '.join(params)})",
+            "g = back(c)",
+            f"return {picks[0]}" if len(picks) == 1 else f"return ({', '.join(picks)})"]
+    name = f"vjp_of_{getattr(fn, '__name__', 'f').strip('<>')}"
+    return function_from_source(name, params + ["c"], body, {"vjp": api.vjp, "inner": fn})
+
+
+@functools.lru_cache(maxsize=256)
+def _tangent(fn, nargs: int):
+    """Generated ``def jvp_of_<fn>(a0, ..., t0, ...)`` returning
+    ``jvp(fn, (a0, ...), (t0, ...))[1]``."""
+    params = [f"a{i}" for i in range(nargs)]
+    dots = [f"t{i}" for i in range(nargs)]
+    body = [f"value, dot = jvp(inner, ({''.join(p + ', ' for p in params)}), "
+            f"({''.join(t + ', ' for t in dots)}))",
+            "return dot"]
+    name = f"jvp_of_{getattr(fn, '__name__', 'f').strip('<>')}"
+    return function_from_source(name, params + dots, body, {"jvp": _jvp, "inner": fn})
+
+
+def is_float(a) -> bool:
+    """Whether a leaf carries a derivative: a Python float or a float array."""
+    if isinstance(a, float):
+        return True
+    return isinstance(a, np.ndarray) and np.issubdtype(a.dtype, np.floating)
+
+
+def _copy(a):
+    return a.copy() if isinstance(a, np.ndarray) else a
