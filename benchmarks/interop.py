@@ -151,14 +151,14 @@ def crossing_rows(budget):
     import torch
 
     import pullback.torch as pt
-    from pullback import api, jacobians
+    from pullback import interop
     torch.set_num_threads(1)
     layer = pt.function(_twice, jit=True)
     x = torch.ones(4, dtype=torch.float64, requires_grad=True)
     layer(x).sum().backward()
     layer(x).sum().backward()
-    value_kernel = next(iter(jacobians._FAST[_twice].values()))[0].fn
-    grad_kernel = next(iter(api._FAST[_twice].values()))[0].fn
+    plain = next(iter(interop._PLAINS[_twice].values()))
+    value_kernel, grad_kernel = plain.value_program.fn, plain.gradient_program.fn
 
     class Glue(torch.autograd.Function):
         @staticmethod

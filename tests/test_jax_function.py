@@ -102,6 +102,23 @@ def test_pytrees_and_tuple_results(jit):
     np.testing.assert_allclose(g, [2.0 + 2.0, 6.0 - 4.0])
 
 
+SCALE = 2.0
+
+
+def scaled(x):
+    return np.sum(SCALE * x ** 2)
+
+
+def test_a_global_changed_between_calls_is_read_at_call_time(jit_mode, monkeypatch):
+    F = pj.function(scaled, jit=jit_mode != "python")
+    x = jnp.array([1.0, -2.0])
+    for scale in (2.0, 3.0, 2.0, 5.0):
+        monkeypatch.setitem(globals(), "SCALE", scale)
+        v, g = jax.value_and_grad(F)(x)
+        assert float(v) == pytest.approx(5.0 * scale)
+        np.testing.assert_allclose(g, [2.0 * scale, -4.0 * scale])
+
+
 def test_float32_follows_jax():
     x = jnp.array([0.3, 0.7], dtype=jnp.float32)
     F = pj.function(lambda_free_cube)

@@ -145,6 +145,36 @@ def test_caller_tensors_untouched(jit):
     assert v.item() == pytest.approx(45.0)
 
 
+def first_two(x):
+    return x[:2]
+
+
+def test_a_value_that_is_a_view_of_an_argument_is_a_tensor_of_its_own(jit):
+    x = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    y = pt.function(first_two, jit=jit)(x)
+    with torch.no_grad():
+        y += 10.0
+    assert torch.equal(x.detach(), torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64))
+
+
+SCALE = 2.0
+
+
+def scaled(x):
+    return np.sum(SCALE * x ** 2)
+
+
+def test_a_global_changed_between_calls_is_read_at_call_time(jit_mode, monkeypatch):
+    F = pt.function(scaled, jit=jit_mode != "python")
+    for scale in (2.0, 3.0, 2.0, 5.0):
+        monkeypatch.setitem(globals(), "SCALE", scale)
+        x = torch.tensor([1.0, -2.0], dtype=torch.float64, requires_grad=True)
+        v = F(x)
+        v.backward()
+        assert v.item() == pytest.approx(5.0 * scale)
+        np.testing.assert_allclose(x.grad, [2.0 * scale, -4.0 * scale])
+
+
 def test_strided_and_broadcast_tensors(jit):
     base = torch.arange(6, dtype=torch.float64).reshape(2, 3).T      # not contiguous
     x = base.clone().T.T.requires_grad_()

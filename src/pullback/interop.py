@@ -20,21 +20,29 @@ the Python backend: a derivative that calls ``vjp`` at run time is not compiled
 from __future__ import annotations
 
 import functools
+import types
+import weakref
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
 from . import api
-from .api import _RUN, vjp_at
+from .api import _RUN, call_vjp, vjp_at
+from .api import _run as _run_reverse
+from .arguments import _signature, _to_user
+from .core.errors import PullbackError
+from .core.kinds import kind_of_value
 from .core.trees import flatten, paths, unflatten
 from .jacobians import jvp as _jvp
-from .pipeline import choose_backend
+from .pipeline import choose_backend, derivative, still_valid
 from .rules.twins import function_from_source
-from .trees import tree_map
+from .tangent_calls import _run as _run_tangent
+from .trees import may_hold_tree, tree_map
+from .user_errors import for_user
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)      # hashed by identity: the caches' keys
 class Level:
     """``fn`` (pullback-differentiable), run under ``jit``.  The first level is the
     user's function; a level with ``below`` is ``below``'s vjp: ``fn(*args, c)``
@@ -61,12 +69,36 @@ class Level:
         if self.below is not None:
             *inner, c = args
             inner = tuple(inner)
-            value, back = self.below.vjp(inner, self.below.value(inner)
-                                         if below_value is None else below_value)
-            return self.pick(back(conform(value, c)))
+            plain = self.below.plain(inner)
+            if below_value is None:
+                below_value = self.below.value(inner)
+            if plain is not None:
+                return self.pick(plain.cotangents(inner, conform(below_value, c)))
+            _, back = self.below.vjp(inner, below_value)
+            return self.pick(back(conform(below_value, c)))
+        plain = self.plain(args)
+        if plain is not None:
+            return plain.value(args)
         if choose_backend(self.fn, self.jit, False).name == "numba":
             return _jvp(self.fn, args, (None,) * len(args), jit=self.jit)[0]
         return self.fn(*(tree_map(_copy, a) for a in args))
+
+    def plain(self, args: tuple) -> Plain | None:
+        """The first level's two programs for these arguments, when they are floats,
+        ints and arrays and its value one float or array (else None)."""
+        if self.below is not None:
+            return None
+        key = (self.jit, tuple([(a.dtype, a.ndim) if type(a) is np.ndarray else type(a)
+                                for a in args]))
+        per_fn = _PLAINS.get(self.fn)
+        made = per_fn.get(key) if per_fn is not None else None
+        if made is None or not made.valid:
+            if any(t not in _PLAIN_TYPES for t in map(type, args)):
+                return None
+            made = _plain(self.fn, args, self.jit)
+            if made is not False:
+                _PLAINS.setdefault(self.fn, {})[key] = made
+        return made or None
 
     def vjp(self, args: tuple, value=_RUN):
         """``(value, back)`` as :func:`pullback.vjp` gives them; ``value``, when the
@@ -81,7 +113,8 @@ class Level:
         """The float leaves of each argument's cotangent, in order, as one tuple (the
         leaf itself when there is one: a level above then takes one cotangent, not a
         tuple, which a ``vjp`` inside code could not take)."""
-        out = tuple(leaf for leaf, m in zip(flatten(tuple(cotangents))[0], self.mask) if m)
+        leaves = cotangents if not may_hold_tree(cotangents) else flatten(tuple(cotangents))[0]
+        out = tuple(leaf for leaf, m in zip(leaves, self.mask) if m)
         return out[0] if len(out) == 1 else out
 
     def transpose(self, args: tuple) -> Level:
@@ -94,7 +127,7 @@ class Level:
                 "pullback differentiates a function called from another framework to "
                 "second order (a double backward, gradgradcheck); a third derivative "
                 "is not supported")
-        leaves, structure = flatten(tuple(args))
+        leaves, structure = (args, None) if not may_hold_tree(args) else flatten(tuple(args))
         return _transpose(self, len(args), structure, tuple(map(is_float, leaves)))
 
     def tangent(self, args: tuple) -> Level:
@@ -110,10 +143,64 @@ class Level:
         return Level(_tangent(self.fn, len(args)), False, self, len(args), forward=True)
 
 
+# fn -> {(jit, the arguments' types): Plain, or False where the value is a pytree}.
+_PLAINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_PLAIN_TYPES = frozenset({np.ndarray, float, int, bool})
+
+
+@dataclass
+class Plain:
+    """The first level's compiled programs for one set of argument types, called
+    directly: the tangent program with no tangent for the value, the reverse program
+    for the cotangents.  Invariant: ``value(args)`` is ``fn(*args)`` and
+    ``cotangents(args, c)`` is ``vjp(fn, *args)[1](c)``, as the public functions give
+    them, while ``valid`` (no global or closure value they inlined has changed, no
+    rule since)."""
+
+    value_program: object
+    gradient_program: object
+    nums: tuple
+
+    @property
+    def valid(self) -> bool:
+        v, g = self.value_program, self.gradient_program
+        return not (v.stale or g.stale or v.dependencies and not still_valid(v)
+                    or g.dependencies and not still_valid(g))
+
+    def value(self, args: tuple):
+        return _run_tangent(self.value_program, *args)[0]
+
+    def cotangents(self, args: tuple, c) -> tuple:
+        _, grads = _run_reverse(self.gradient_program, (*args, c))
+        by_index = dict(zip(self.nums, grads))
+        return tuple(_to_user(by_index[i], a) if i in by_index else None
+                     for i, a in enumerate(args))
+
+
+def _plain(fn, args, jit):
+    """A :class:`Plain` of ``fn`` for ``args``, or False where its value is not one
+    float or array (or its derivative is not plain)."""
+    if not isinstance(fn, types.FunctionType) or _signature(fn) != (len(args), ()):
+        return False
+    backend = choose_backend(fn, jit, False)
+    kinds = tuple(kind_of_value(a) for a in args)
+    nums = tuple(i for i, k in enumerate(kinds) if k.dtype == "f")
+    try:
+        value = derivative(fn, (), kinds, backend, mode="forward")
+        reverse = derivative(fn, nums, kinds, backend, call_vjp) if nums else None
+    except PullbackError as exc:
+        raise for_user(exc) from None
+    if reverse is None or value.out_tree is not None or reverse.out_tree is not None:
+        return False
+    return Plain(value, reverse, nums)
+
+
 def conform(value, c):
     """The cotangent ``c`` (NumPy leaves from another framework) in ``value``'s
     structure and kinds: a float where the value is a number, a contiguous array
     where it is an array (a framework may hand over a broadcast view)."""
+    if type(value) is np.ndarray:
+        return np.ascontiguousarray(c)
     leaves, structure = flatten(value)
     cs = flatten(c)[0]
     return unflatten(structure, [np.ascontiguousarray(x) if isinstance(v, np.ndarray)
@@ -122,9 +209,10 @@ def conform(value, c):
 
 @functools.lru_cache(maxsize=256)
 def _transpose(level: Level, nargs: int, structure, mask: tuple) -> Level:
-    """:meth:`Level.transpose` for arguments of ``structure`` (their tuple's) whose
-    leaves are floats where ``mask`` says."""
-    picks = tuple(p for p, m in zip(paths(structure, "g"), mask) if m)
+    """:meth:`Level.transpose` for arguments of ``structure`` (their tuple's; None:
+    no argument is a pytree) whose leaves are floats where ``mask`` says."""
+    where = [f"g[{k}]" for k in range(nargs)] if structure is None else paths(structure, "g")
+    picks = tuple(p for p, m in zip(where, mask) if m)
     return Level(_transposed(level.fn, nargs, picks), False, level, nargs, mask)
 
 
@@ -159,7 +247,7 @@ def is_float(a) -> bool:
     """Whether a leaf carries a derivative: a Python float or a float array."""
     if isinstance(a, float):
         return True
-    return isinstance(a, np.ndarray) and np.issubdtype(a.dtype, np.floating)
+    return isinstance(a, np.ndarray) and a.dtype.kind == "f"
 
 
 def _copy(a):

@@ -25,7 +25,8 @@ import numpy as np
 import torch
 
 from .core.trees import flatten, unflatten
-from .interop import Level, is_float
+from .interop import Level, conform, is_float
+from .trees import may_hold_tree
 
 try:
     from torch._C._functorch import peek_interpreter_stack as _peek
@@ -61,18 +62,26 @@ class _Tape:
     backward differentiates at them), the value and its structure, and for a level
     above the first, the value of the level below."""
 
-    __slots__ = ("args", "structure", "value", "below_value")
+    __slots__ = ("args", "structure", "value", "below_value", "plain", "device")
 
     def __init__(self, below_value=None):
         self.below_value = below_value
 
 
 def _call(level: Level, *args, below_value=None):
-    leaves, structure = flatten(args)
+    leaves, structure = (args, _FLAT) if not may_hold_tree(args) else flatten(args)
     tape = _Tape(below_value)
     node = _Apply if _transformed() else _Plain
     out = node.apply(level, structure, tape, *leaves)
-    return unflatten(tape.structure, list(out))
+    return out[0] if tape.structure is None else unflatten(tape.structure, list(out))
+
+
+_FLAT = "flat"      # the structure of arguments none of which is a pytree
+
+
+def _tree(structure, leaves) -> tuple:
+    """The arguments of ``structure`` holding ``leaves``."""
+    return tuple(leaves) if structure is _FLAT else unflatten(structure, list(leaves))
 
 
 def _transformed() -> bool:
@@ -83,11 +92,18 @@ def _transformed() -> bool:
 
 
 def _forward(level, structure, tape, leaves):
-    """The level's value at the tensors ``leaves``, as tensors on their device."""
-    tape.args = unflatten(structure, [_to_numpy(a) for a in leaves])
-    tape.value = level.value(tape.args, tape.below_value)
+    """The level's value at the tensors ``leaves``, as tensors on their device (never
+    sharing memory with an argument: ``f`` may return one, or a view of one)."""
+    arrays = [_to_numpy(a) for a in leaves]
+    tape.args = _tree(structure, arrays)
+    tape.plain = level.plain(tape.args) if structure is _FLAT else None
+    tape.value = tape.plain.value(tape.args) if tape.plain is not None else \
+        level.value(tape.args, tape.below_value)
     out, tape.structure = flatten(tape.value)
-    return tuple(_to_tensor(v, _device(leaves)) for v in out)
+    inputs = [a for a in arrays if type(a) is np.ndarray]
+    tape.device = device = _device(leaves)
+    return tuple(_to_tensor(v.copy() if type(v) is np.ndarray and any(
+        np.may_share_memory(v, a) for a in inputs) else v, device) for v in out)
 
 
 def _backward(ctx, cotangents):
@@ -98,18 +114,25 @@ def _backward(ctx, cotangents):
     if not any(needs):
         return (None,) * (3 + len(needs))
     tape = ctx.tape
+    nested = torch.is_grad_enabled() or _transformed()
+    if not nested and tape.plain is not None and tape.structure is None:
+        c = conform(tape.value, _to_numpy(cotangents[0]))
+        return (None, None, None, *[
+            _gradient(_to_tensor(g, tape.device), t) if need and g is not None else None
+            for g, t, need in zip(tape.plain.cotangents(tape.args, c), ctx.leaves, needs)])
     nxt = ctx.level.transpose(tape.args)
-    if torch.is_grad_enabled() or _transformed():
+    if nested:
         c = unflatten(tape.structure, list(cotangents))
-        args = unflatten(ctx.structure, list(ctx.leaves))
+        args = _tree(ctx.structure, ctx.leaves)
         out = flatten(_call(nxt, *args, c, below_value=tape.value))[0]
     else:
         c = unflatten(tape.structure, [_to_numpy(t) for t in cotangents])
-        out = [_to_tensor(g, _device(ctx.leaves))
+        out = [_to_tensor(g, tape.device)
                for g in flatten(nxt.value((*tape.args, c), tape.value))[0]]
     out = iter(out)
+    args = tape.args if ctx.structure is _FLAT else flatten(tape.args)[0]
     grads = [_gradient(next(out), t) if is_float(a) else None
-             for a, t in zip(flatten(tape.args)[0], ctx.leaves)]
+             for a, t in zip(args, ctx.leaves)]
     return (None, None, None, *[g if need else None for g, need in zip(grads, needs)])
 
 
@@ -151,9 +174,10 @@ class _Apply(torch.autograd.Function):
     @staticmethod
     def jvp(ctx, *tangents):
         tape = ctx.tape
-        args = unflatten(ctx.structure, list(ctx.leaves))
-        dots = unflatten(ctx.structure, [_tangent_or_none(t, a) for t, a in
-                                         zip(tangents[3:], flatten(tape.args)[0])])
+        args = _tree(ctx.structure, ctx.leaves)
+        flat = tape.args if ctx.structure is _FLAT else flatten(tape.args)[0]
+        dots = _tree(ctx.structure, [_tangent_or_none(t, a) for t, a in
+                                     zip(tangents[3:], flat)])
         return tuple(flatten(_call(ctx.level.tangent(tape.args), *args, *dots))[0])
 
     @staticmethod
@@ -181,18 +205,17 @@ def _device(leaves):
 
 
 def _to_numpy(a):
-    if isinstance(a, torch.Tensor):
-        a = a.detach()
-        if a.device.type != "cpu":
-            a = a.cpu()
-        if a.ndim == 0 and a.is_floating_point():
-            return a.item()
-        return a.numpy()
-    return a
+    """A tensor as NumPy: a view of a CPU tensor, a copy of another; a 0-d float
+    tensor as a Python float."""
+    if not isinstance(a, torch.Tensor):
+        return a
+    if a.ndim == 0 and a.is_floating_point():
+        return a.item()
+    return a.detach().numpy() if a.is_cpu else a.detach().cpu().numpy()
 
 
 def _to_tensor(v, device):
-    t = torch.as_tensor(np.asarray(v))
+    t = torch.from_numpy(v) if type(v) is np.ndarray else torch.as_tensor(np.asarray(v))
     return t if device is None or device.type == "cpu" else t.to(device)
 
 

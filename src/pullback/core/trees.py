@@ -105,6 +105,11 @@ class _Leaf:
 LEAF = _Leaf()
 
 
+# The leaves met most, told apart at once (a pytree is flattened on every call).
+_LEAF_TYPES = frozenset({np.ndarray, float, int, bool, type(None), str, np.float64,
+                         np.float32, np.int64})
+
+
 def _is_shape(v) -> bool:
     return all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in v)
 
@@ -112,6 +117,8 @@ def _is_shape(v) -> bool:
 def node_of(v):
     """(kind, class, keys, children) when ``v`` is a container, else None."""
     t = type(v)
+    if t in _LEAF_TYPES:
+        return None
     if t is dict:
         return "dict", None, tuple(v), tuple(v.values())
     if t is list:
