@@ -19,7 +19,7 @@ LAYERS = ["core", "rules", "frontend", "analysis", "reverse", "forward", "backen
 API_MODULES = {"api", "arguments", "trees", "jacobians", "jacobian_trees", "nesting", "custom",
                "check", "__init__", "__main__", "examples", "ensemble", "bench", "user_errors",
                "vmap", "parallel_map", "sparse_jacobians", "columns", "hessians",
-               "tangent_calls", "interop", "torch", "jax"}
+               "tangent_calls", "interop", "torch", "jax", "export"}
 # Modules that may be imported inside a function, and why (never to dodge a cycle).
 DEFERRED = {"backends.numba_twins": "imports numba (0.2 s): loaded when Numba first compiles"}
 

@@ -1,4 +1,5 @@
-"""The ``pullback`` command (also ``python -m pullback``): ``demo``, ``show`` and ``bench``.
+"""The ``pullback`` command (also ``python -m pullback``): ``demo``, ``show``, ``export``
+and ``bench``.
 
 Every error it reports is one line on stderr, naming the command, with exit status
 2 for a wrong command line and 1 for anything else; never a traceback, unless
@@ -18,8 +19,10 @@ import time
 import numpy as np
 
 import pullback
+from pullback.arguments import _example_args
 from pullback.bench import cli as bench_cli
 from pullback.examples import horner
+from pullback.export import export_source, parse_kinds
 
 
 def _median_time(f, repeat):
@@ -77,25 +80,47 @@ def demo() -> int:
 
 def show(target: str, jit: bool, argnums) -> int:
     """Print the derivative pullback generates for ``MODULE:FUNCTION``."""
+    obj, status = _find(target, "show")
+    if obj is None:
+        return status
+    source = pullback.grad(obj, argnums=argnums, jit=jit).source
+    print(_highlight(source))
+    return 0
+
+
+def export(target: str, argnums, kinds, jit: bool, out: str) -> int:
+    """Write the derivative of ``MODULE:FUNCTION`` as a standalone module ``out``."""
+    obj, status = _find(target, "export")
+    if obj is None:
+        return status
+    args = parse_kinds(kinds) if kinds else _example_args(obj)
+    source = export_source(obj, args, argnums, jit, origin=target)
+    with open(out, "w") as fh:
+        fh.write(source)
+    print(f"wrote {out}: grad and value_and_grad of {target}")
+    return 0
+
+
+def _find(target: str, command: str):
+    """``(the object MODULE:NAME names, 0)``, or ``(None, exit status)`` with the reason
+    printed."""
     module_name, _, function_name = target.partition(":")
     if not module_name or not function_name:
-        print(f"pullback show: expected MODULE:FUNCTION, got {target!r}", file=sys.stderr)
-        return 2
+        print(f"pullback {command}: expected MODULE:FUNCTION, got {target!r}", file=sys.stderr)
+        return None, 2
     sys.path.insert(0, os.getcwd())         # as `python -m` would, for the user's modules
     try:
         obj = importlib.import_module(module_name)
         for part in function_name.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError) as exc:
-        print(f"pullback show: cannot find {target}: {one_line(exc)}", file=sys.stderr)
-        return 2
+        print(f"pullback {command}: cannot find {target}: {one_line(exc)}", file=sys.stderr)
+        return None, 2
     except Exception as exc:        # the module itself raised while it was imported
-        print(f"pullback show: importing {module_name} raised {type(exc).__name__}: "
+        print(f"pullback {command}: importing {module_name} raised {type(exc).__name__}: "
               f"{one_line(exc)}", file=sys.stderr)
-        return 1
-    source = pullback.grad(obj, argnums=argnums, jit=jit).source
-    print(_highlight(source))
-    return 0
+        return None, 1
+    return obj, 0
 
 
 def one_line(exc: BaseException) -> str:
@@ -157,6 +182,20 @@ def parser() -> argparse.ArgumentParser:
     sh.add_argument("--jit", action="store_true", help="the Numba backend's code")
     sh.add_argument("--argnums", type=_argnums, default=0, metavar="I[,J...]",
                     help="which positional arguments to differentiate (default 0)")
+    ex = sub.add_parser("export", help="write a function's derivative as a standalone module "
+                        "(NumPy, and Numba with --jit; no pullback)",
+                        description="Write grad and value_and_grad of MODULE:FUNCTION, with the "
+                        "helpers they call and the globals they read (frozen), to a module that "
+                        "imports NumPy (and Numba with --jit) only.")
+    ex.add_argument("target", metavar="MODULE:FUNCTION", help="e.g. mypackage.models:loss")
+    ex.add_argument("--argnums", type=_argnums, default=0, metavar="I[,J...]",
+                    help="which positional arguments to differentiate (default 0)")
+    ex.add_argument("--kinds", metavar="KIND,...",
+                    help="each positional argument's kind: float, int, bool, float64[:], "
+                    "float32[:, :], ... (default: guessed from the code, as show does)")
+    ex.add_argument("--jit", action="store_true", help="the Numba backend's code, compiled by "
+                    "numba.njit when imported")
+    ex.add_argument("-o", "--output", required=True, metavar="FILE.py", help="the module to write")
     bench = sub.add_parser("bench", help="time gradients of the seed workloads against the primal "
                            "and the installed peers (JAX, PyTorch, autograd); writes JSON, CSV, plots",
                            description=bench_cli.DESCRIPTION,
@@ -189,6 +228,8 @@ def _run(ap, args) -> int:
         return demo()
     if args.command == "show":
         return show(args.target, args.jit, args.argnums)
+    if args.command == "export":
+        return export(args.target, args.argnums, args.kinds, args.jit, args.output)
     if args.command == "bench":
         return bench_cli.main(args)
     ap.print_help()
