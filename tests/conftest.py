@@ -79,12 +79,21 @@ if NUMBA_TESTS not in ("sample", "all"):
     raise ValueError(f"PULLBACK_NUMBA_TESTS={NUMBA_TESTS!r}: expected sample or all")
 
 
+#: Tests of that sixth whose one compile takes 40 to 80 s of CPU (a whole gradient
+#: through a dozen twins): PULLBACK_NUMBA_TESTS=all runs them, the suite does not.
+#: tests/test_every_twin.py checks the twins they compile one by one.
+LONG_COMPILES = frozenset({"test_cross_of_vectors_stacks_and_axes", "test_joins_of_mixed_tuples",
+                           "test_rot90_of_matrices_and_3d_arrays", "test_svd",
+                           "test_product_and_linalg_twins_in_float32[products]"})
+
+
 def _sampled_out(item) -> bool:
     """Five sixths of the tests of NUMBA_SAMPLED, by a hash of the test's name (the
-    same sixth runs on every run and machine)."""
+    same sixth runs on every run and machine), and LONG_COMPILES."""
     if NUMBA_TESTS == "all" or os.path.basename(str(item.fspath)) not in NUMBA_SAMPLED:
         return False
-    return zlib.crc32(item.nodeid.encode()) % 6 != 1
+    long = item.name in LONG_COMPILES or getattr(item, "originalname", None) in LONG_COMPILES
+    return zlib.crc32(item.nodeid.encode()) % 6 != 1 or long
 
 
 def pytest_collection_modifyitems(config, items):

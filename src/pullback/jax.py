@@ -12,10 +12,11 @@ of ``grad``) by the vjp of that vjp (:mod:`pullback.interop`).
 * The value's shapes and dtypes are found by calling ``f`` once at ones of the
   arguments' shapes (cached per shapes); pass ``result_shape`` (a pytree of
   ``jax.ShapeDtypeStruct``) when the value's shape depends on the arguments' values.
-* Reverse mode only, to second order: ``jax.grad``, ``vjp``, ``jacrev`` and
+* Reverse mode by default, to second order: ``jax.grad``, ``vjp``, ``jacrev`` and
   ``jacrev(jacrev(...))``.  JAX allows a function one custom rule, and forward mode
   over pullback's vjp is not supported, so ``jax.jvp``, ``jacfwd`` and
-  ``jax.hessian`` (forward over reverse) are refused by JAX.
+  ``jax.hessian`` (forward over reverse) are refused by JAX; ``mode="forward"``
+  gives a ``custom_jvp`` instead (``jax.jvp``, ``jacfwd``, first order).
 * ``jax.vmap`` runs ``f`` once per example (the callback's ``"sequential"`` method).
 """
 from __future__ import annotations
@@ -33,12 +34,14 @@ from .interop import Level, is_float
 __all__ = ["function"]
 
 
-def function(f, jit=None, result_shape=None):
+def function(f, jit=None, result_shape=None, mode="reverse"):
     """``f`` (a function of NumPy arrays and numbers that pullback differentiates) as
-    a function of JAX arrays that JAX differentiates in reverse mode, under
-    ``jax.jit`` too.  ``jit`` chooses pullback's backend, as in :func:`pullback.grad`;
-    ``result_shape``: the value's ``jax.ShapeDtypeStruct``\\ s, when calling ``f`` at
-    ones cannot tell them.
+    a function of JAX arrays that JAX differentiates, under ``jax.jit`` too.  ``jit``
+    chooses pullback's backend, as in :func:`pullback.grad`; ``result_shape``: the
+    value's ``jax.ShapeDtypeStruct``\\ s, when calling ``f`` at ones cannot tell them.
+    ``mode="reverse"`` (a ``custom_vjp``: ``grad``, ``vjp``, ``jacrev``, to second
+    order) or ``"forward"`` (a ``custom_jvp``: ``jvp``, ``jacfwd``, first order, by
+    pullback's forward mode); JAX allows a function one of the two.
 
     >>> import jax, jax.numpy as jnp, pullback.jax
     >>> def horner(c, x):
@@ -49,8 +52,11 @@ def function(f, jit=None, result_shape=None):
     >>> jax.grad(pullback.jax.function(horner))(jnp.array([1.0, 2.0, 3.0]), 2.0)
     Array([4., 2., 1.], dtype=float32)
     """
+    if mode not in ("reverse", "forward"):
+        raise ValueError(f"pullback.jax.function: mode={mode!r}; expected 'reverse' or "
+                         "'forward'")
     shape = None if result_shape is None else flatten(result_shape)
-    wrapped = functools.partial(_call, Level(f, jit), shape)
+    wrapped = functools.partial(_call, Level(f, jit), shape, mode == "forward")
     functools.update_wrapper(wrapped, f)
     return wrapped
 
@@ -58,7 +64,8 @@ def function(f, jit=None, result_shape=None):
 @dataclass(frozen=True)
 class _Call:
     """A call's static part: the level, the arguments' structure, the leaves that are
-    constants (None where a leaf is an array, traced), and the value's given shape."""
+    constants (``_TRACED`` where a leaf is an array, traced), and the value's given
+    shape."""
 
     level: Level
     structure: object
@@ -67,7 +74,7 @@ class _Call:
 
     def args(self, arrays) -> tuple:
         it = iter(arrays)
-        return unflatten(self.structure, [next(it) if c is None else c
+        return unflatten(self.structure, [next(it) if c is _TRACED else c
                                           for c in self.constants])
 
     def value_shape(self, arrays):
@@ -78,13 +85,17 @@ class _Call:
         return _probe(self, tuple((tuple(a.shape), np.dtype(a.dtype)) for a in arrays))
 
 
-def _call(level, result_shape, *args):
+def _call(level, result_shape, forward, *args):
     leaves, structure = flatten(args)
-    constants = tuple(None if _is_array(a) else a for a in leaves)
+    constants = tuple(_TRACED if _is_array(a) else a for a in leaves)
     call = _Call(level, structure, constants, result_shape)
     arrays = [a for a in leaves if _is_array(a)]
     shapes, out_structure = call.value_shape(arrays)
-    return unflatten(out_structure, list(_apply(call, *arrays)))
+    apply = _apply_forward if forward else _apply
+    return unflatten(out_structure, list(apply(call, *arrays)))
+
+
+_TRACED = type("Traced", (), {"__repr__": lambda self: "<traced>"})()  # an array's slot
 
 
 def _is_array(a) -> bool:
@@ -103,14 +114,37 @@ def _probe(call: _Call, shapes: tuple):
         np.result_type(v))) for v in leaves), structure
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
-def _apply(call: _Call, *arrays):
+def _value(call: _Call, arrays):
+    """The level's value at ``arrays``, through a callback."""
     shapes, _ = call.value_shape(arrays)
 
     def run(*xs):
         value = call.level.value(call.args([np.asarray(x) for x in xs]))
         return tuple(np.asarray(v, dtype=s.dtype) for v, s in zip(flatten(value)[0], shapes))
     return jax.pure_callback(run, tuple(shapes), *arrays, vmap_method="sequential")
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _apply(call: _Call, *arrays):
+    return _value(call, arrays)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _apply_forward(call: _Call, *arrays):
+    return _value(call, arrays)
+
+
+@_apply_forward.defjvp
+def _tangent(call, arrays, dots):
+    """The value's tangent: pullback's jvp, the tangent level called through a
+    callback (a float array's tangent traced, any other argument's None)."""
+    stand_ins = call.args([np.empty(0, a.dtype) for a in arrays])
+    nxt = call.level.tangent(stand_ins)
+    it = iter(d if np.dtype(a.dtype).kind == "f" else None for a, d in zip(arrays, dots))
+    tangents = unflatten(call.structure, [next(it) if c is _TRACED else None
+                                          for c in call.constants])
+    out = _call(nxt, None, False, *call.args(arrays), *tangents)
+    return _apply_forward(call, *arrays), tuple(flatten(out)[0])
 
 
 def _forward(call, *arrays):
@@ -124,10 +158,10 @@ def _backward(call, arrays, cotangents):
     stand_ins = call.args([np.empty(0, a.dtype) for a in arrays])
     nxt = call.level.transpose(stand_ins)
     c = unflatten(structure, list(cotangents))
-    out = iter(flatten(_call(nxt, None, *call.args(arrays), c))[0])
+    out = iter(flatten(_call(nxt, None, False, *call.args(arrays), c))[0])
     grads = [next(out) if is_float(s) else None
              for s in flatten(stand_ins)[0]]
-    return tuple(g for g, c in zip(grads, call.constants) if c is None)
+    return tuple(g for g, c in zip(grads, call.constants) if c is _TRACED)
 
 
 _apply.defvjp(_forward, _backward)

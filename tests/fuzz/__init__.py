@@ -20,7 +20,7 @@ Files:
                 while it fails;
 * test_harness.py  checks of the grammar and of the oracle themselves.
 
-The CI run is ``pytest tests/fuzz``: 100 programs on the Python backend and 3
+The CI run is ``pytest tests/fuzz``: 100 programs on the Python backend and 2
 on Numba (each one compile: the reference derivative is the Python backend's),
 from a fixed seed, known-broken constructs off (and, on Numba, custom_jvp, which
 it refuses by design).  Every program is checked against finite differences and

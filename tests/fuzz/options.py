@@ -12,14 +12,15 @@ from pathlib import Path
 from .features import FEATURES, ci_features, parse_features
 
 PYTHON_COUNT = 100     # default programs per run (a Numba one is one compile: its
-NUMBA_COUNT = 3        # reference derivative is the Python backend's)
+NUMBA_COUNT = 2        # reference derivative is the Python backend's)
 
 
 def add_options(parser) -> None:
     group = parser.getgroup("fuzz", "random-program tests (tests/fuzz)")
     group.addoption("--fuzz-count", type=int, default=None, metavar="N",
                     help=f"programs to check on the Python backend (default {PYTHON_COUNT}); "
-                         f"the Numba backend gets 3/20 of it unless --fuzz-count-numba is given")
+                         f"the Numba backend gets {NUMBA_COUNT}/{PYTHON_COUNT} of it unless "
+                         "--fuzz-count-numba is given")
     group.addoption("--fuzz-count-numba", type=int, default=None, metavar="N",
                     help=f"programs to check on the Numba backend (default {NUMBA_COUNT})")
     group.addoption("--fuzz-all", action="store_true",
