@@ -175,6 +175,16 @@ def test_a_global_changed_between_calls_is_read_at_call_time(jit_mode, monkeypat
         np.testing.assert_allclose(x.grad, [2.0 * scale, -4.0 * scale])
 
 
+def test_an_argument_changed_in_place_before_backward_is_refused_by_torch():
+    x = torch.tensor([0.3, 0.7], dtype=torch.float64, requires_grad=True)
+    y = x * 1.0
+    v = pt.function(cube_sin)(y)
+    with torch.no_grad():
+        y += 1.0
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        v.backward()
+
+
 def test_strided_and_broadcast_tensors(jit):
     base = torch.arange(6, dtype=torch.float64).reshape(2, 3).T      # not contiguous
     x = base.clone().T.T.requires_grad_()

@@ -106,6 +106,16 @@ def _forward(level, structure, tape, leaves):
         np.may_share_memory(v, a) for a in inputs) else v, device) for v in out)
 
 
+def _keep(ctx, leaves, out) -> None:
+    """The tensor arguments saved for backward (so that torch refuses a backward after
+    one of them was changed in place: the NumPy arguments are views of them), and
+    the outputs that are no floats marked so."""
+    ctx.save_for_backward(*[a for a in leaves if isinstance(a, torch.Tensor)])
+    ints = [t for t in out if not t.is_floating_point()]
+    if ints:
+        ctx.mark_non_differentiable(*ints)
+
+
 def _backward(ctx, cotangents):
     """The gradients of the leaves: the next level's value, called on tensors (an
     autograd node itself) where a graph of the gradients is built or ``torch.func``
@@ -113,6 +123,7 @@ def _backward(ctx, cotangents):
     needs = ctx.needs_input_grad[3:]
     if not any(needs):
         return (None,) * (3 + len(needs))
+    ctx.saved_tensors       # raises if an argument was changed in place since forward
     tape = ctx.tape
     nested = torch.is_grad_enabled() or _transformed()
     if not nested and tape.plain is not None and tape.structure is None:
@@ -144,7 +155,7 @@ class _Plain(torch.autograd.Function):
     def forward(ctx, level, structure, tape, *leaves):
         ctx.level, ctx.structure, ctx.tape, ctx.leaves = level, structure, tape, leaves
         out = _forward(level, structure, tape, leaves)
-        ctx.mark_non_differentiable(*[t for t in out if not t.is_floating_point()])
+        _keep(ctx, leaves, out)
         return out
 
     @staticmethod
@@ -165,7 +176,7 @@ class _Apply(torch.autograd.Function):
     def setup_context(ctx, inputs, output):
         level, structure, tape, *leaves = inputs
         ctx.level, ctx.structure, ctx.tape, ctx.leaves = level, structure, tape, leaves
-        ctx.mark_non_differentiable(*[t for t in output if not t.is_floating_point()])
+        _keep(ctx, leaves, output)
 
     @staticmethod
     def backward(ctx, *cotangents):
