@@ -69,6 +69,11 @@ class _Tape:
 
 
 def _call(level: Level, *args, below_value=None):
+    if below_value is None and not may_hold_tree(args) and not _transformed():
+        arrays = tuple([_to_numpy(a) for a in args])
+        plain = level.plain(arrays)
+        if plain is not None:
+            return _Direct.apply((level, plain, arrays), *args)
     leaves, structure = (args, _FLAT) if not may_hold_tree(args) else flatten(args)
     tape = _Tape(below_value)
     node = _Apply if _transformed() else _Plain
@@ -145,6 +150,43 @@ def _backward(ctx, cotangents):
     grads = [_gradient(next(out), t) if is_float(a) else None
              for a, t in zip(args, ctx.leaves)]
     return (None, None, None, *[g if need else None for g, need in zip(grads, needs)])
+
+
+class _Direct(torch.autograd.Function):
+    """A first level on tensors, numbers and arrays whose value is one float or array
+    (:class:`~pullback.interop.Plain`), outside ``torch.func``: its two compiled
+    programs called directly.  A backward that builds a graph goes through the next
+    level, as :class:`_Plain`'s does."""
+
+    @staticmethod
+    def forward(ctx, call, *leaves):
+        level, plain, arrays = call
+        value = plain.value(arrays)
+        if type(value) is np.ndarray:
+            for a in arrays:
+                if type(a) is np.ndarray and np.may_share_memory(value, a):
+                    value = value.copy()
+                    break
+        ctx.call, ctx.value, ctx.leaves = call, value, leaves
+        ctx.save_for_backward(*[a for a in leaves if isinstance(a, torch.Tensor)])
+        ctx.device = _device(leaves)
+        return _to_tensor(value, ctx.device)
+
+    @staticmethod
+    def backward(ctx, cotangent):
+        needs = ctx.needs_input_grad[1:]
+        ctx.saved_tensors       # raises if an argument was changed in place since forward
+        level, plain, arrays = ctx.call
+        if torch.is_grad_enabled():
+            nxt = level.transpose(arrays)
+            out = iter(flatten(_call(nxt, *ctx.leaves, cotangent, below_value=ctx.value))[0])
+            grads = [next(out) if is_float(a) else None for a in arrays]
+        else:
+            c = conform(ctx.value, _to_numpy(cotangent))
+            grads = [None if g is None else _to_tensor(g, ctx.device)
+                     for g in plain.cotangents(arrays, c)]
+        return (None, *[_gradient(g, t) if need and g is not None else None
+                        for g, t, need in zip(grads, ctx.leaves, needs)])
 
 
 class _Plain(torch.autograd.Function):
