@@ -130,14 +130,8 @@ def _backward(ctx, cotangents):
         return (None,) * (3 + len(needs))
     ctx.saved_tensors       # raises if an argument was changed in place since forward
     tape = ctx.tape
-    nested = torch.is_grad_enabled() or _transformed()
-    if not nested and tape.plain is not None and tape.structure is None:
-        c = conform(tape.value, _to_numpy(cotangents[0]))
-        return (None, None, None, *[
-            _gradient(_to_tensor(g, tape.device), t) if need and g is not None else None
-            for g, t, need in zip(tape.plain.cotangents(tape.args, c), ctx.leaves, needs)])
     nxt = ctx.level.transpose(tape.args)
-    if nested:
+    if torch.is_grad_enabled() or _transformed():
         c = unflatten(tape.structure, list(cotangents))
         args = _tree(ctx.structure, ctx.leaves)
         out = flatten(_call(nxt, *args, c, below_value=tape.value))[0]
