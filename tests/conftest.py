@@ -63,6 +63,25 @@ def pytest_addoption(parser):
                           "(tests/device_guard.py)")
 
 
+_PASSED_TWINS = os.path.join(os.path.dirname(__file__), "twin_examples", "passed.txt")
+
+
+def pytest_sessionstart(session):
+    """``PULLBACK_TWINS=record`` writes tests/twin_examples/passed.txt anew (see
+    tests/test_every_twin.py): emptied once, by the process that runs the session."""
+    if os.environ.get("PULLBACK_TWINS") == "record" and not hasattr(session.config, "workerinput"):
+        open(_PASSED_TWINS, "w").close()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """... and sorted at the end, so that a new recording's diff shows what changed."""
+    if os.environ.get("PULLBACK_TWINS") == "record" and not hasattr(session.config, "workerinput"):
+        with open(_PASSED_TWINS) as fh:
+            lines = sorted(set(fh.read().splitlines()))
+        with open(_PASSED_TWINS, "w") as fh:
+            fh.write("".join(line + "\n" for line in lines))
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "device: runs pullback's array helpers on device arrays (torch on "

@@ -11,15 +11,22 @@ dtype included.
 
 Each Numba compile costs about a second, and the walk of every twin about seven
 minutes of CPU: more than the test suite's budget.  So the default run checks that
-every twin has an example, and compiles a fixed eighth of the twins (those whose
-name hashes to 0 modulo 8) with the first call of their example, in each dtype.
-``PULLBACK_TWINS=all`` walks every twin that way; ``PULLBACK_TWINS=thorough``
-checks every call of every example, at several random shapes (each call with a new
-layout of arguments is one more compile).
+every twin has an example, and compiles, with the first call of its example in each
+dtype, every twin that is new or changed since it last passed, and a fixed eighth of
+the others (those whose name hashes to 0 modulo 8).  "Changed" is read from
+``twin_examples/passed.txt``: one line per twin and dtype that passed, with a
+fingerprint of the twin's source, its target's and its example's (:func:`fingerprint`).
+``PULLBACK_TWINS=record`` walks every twin and writes that file anew (run it after
+changing a twin, and commit the file); ``PULLBACK_TWINS=all`` walks every twin
+without writing; ``PULLBACK_TWINS=thorough`` checks every call of every example, at
+several random shapes (each call with a new layout of arguments is one more compile).
 """
 from __future__ import annotations
 
+import hashlib
+import inspect
 import os
+import pathlib
 import zlib
 
 import numpy as np
@@ -36,8 +43,8 @@ from pullback.backends import numba_twins  # noqa: E402
 from pullback.rules import forms, registry  # noqa: E402
 
 WALK = os.environ.get("PULLBACK_TWINS", "sample")
-if WALK not in ("sample", "all", "thorough"):
-    raise ValueError(f"PULLBACK_TWINS={WALK!r}: expected sample, all or thorough")
+if WALK not in ("sample", "all", "thorough", "record"):
+    raise ValueError(f"PULLBACK_TWINS={WALK!r}: expected sample, all, thorough or record")
 THOROUGH = WALK == "thorough"
 SEEDS = range(4) if THOROUGH else range(1)
 RTOL = {np.dtype(np.float64): 1e-12, np.dtype(np.float32): 1e-5}
@@ -66,9 +73,59 @@ def test_every_twin_has_an_example():
                          "tests/twin_examples: add one (or, with a reason, list it in NO_EXAMPLE_YET)")
 
 
-def _walked(name) -> bool:
-    """Whether this run compiles ``name``'s twin (see the module's docstring)."""
-    return WALK != "sample" or zlib.crc32(name.encode()) % 8 == 0
+PASSED_FILE = pathlib.Path(__file__).parent / "twin_examples" / "passed.txt"
+
+
+def _source(obj) -> str:
+    """``obj``'s source, and the names of what its closure holds (a twin made by a
+    factory differs from its siblings there); its repr where it has no source."""
+    try:
+        text = inspect.getsource(obj)
+    except (OSError, TypeError):
+        return repr(obj) if not callable(obj) else getattr(obj, "__qualname__", repr(obj))
+    cells = getattr(obj, "__closure__", None) or ()
+    return text + "".join(f"\n{getattr(c.cell_contents, '__qualname__', type(c.cell_contents).__name__)}"
+                          for c in cells if _has_contents(c))
+
+
+def _has_contents(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+def fingerprint(name: str) -> str:
+    """A digest of what decides ``name``'s twin check: the twin's source, its
+    target's, and its example's (a change in a function they call is not seen)."""
+    target = TARGETS[name]
+    twin = forms.twin(target)
+    make = EXAMPLES.get(name)
+    make = make.make if isinstance(make, Xfail) else make
+    parts = ["plain" if twin is forms.PLAIN else _source(twin), _source(target), _source(make)]
+    return hashlib.sha1("\n\0".join(parts).encode()).hexdigest()[:16]
+
+
+PASSED = frozenset(PASSED_FILE.read_text().splitlines()) if PASSED_FILE.exists() else frozenset()
+
+
+def _line(name: str, dtype) -> str:
+    return f"{name} {np.dtype(dtype).name} {fingerprint(name)}"
+
+
+def _walked(name, dtype) -> bool:
+    """Whether this run compiles ``name``'s twin in ``dtype`` (see the docstring)."""
+    return WALK != "sample" or zlib.crc32(name.encode()) % 8 == 0 \
+        or _line(name, dtype) not in PASSED
+
+
+def _record(name, dtype) -> None:
+    """Under ``PULLBACK_TWINS=record``: this twin passed in this dtype (one short
+    line appended, which concurrent test processes may do at once)."""
+    if WALK == "record":
+        with open(PASSED_FILE, "a") as fh:
+            fh.write(_line(name, dtype) + "\n")
 
 
 # ---------------------------------------------------------------------------
@@ -168,9 +225,11 @@ def _agree(got, want, rtol, where):
 
 def _cases():
     for name, target in TARGETS.items():
-        if name in NO_EXAMPLE_YET or not _walked(name):
+        if name in NO_EXAMPLE_YET:
             continue
         for dtype in (np.float64, np.float32):
+            if not _walked(name, dtype):
+                continue
             marks = []
             make = EXAMPLES.get(name)
             if isinstance(make, Xfail) and np.dtype(dtype) in make.dtypes:
@@ -184,6 +243,8 @@ def test_twin_computes_what_its_target_computes(name, dtype):
     assert make is not None, (f"{name} has a Numba twin but no example in tests/twin_examples: "
                               "add one (or, with a reason, list it in NO_EXAMPLE_YET)")
     if isinstance(make, Xfail):
+        if np.dtype(dtype) in make.dtypes:
+            _record(name, dtype)        # a known disagreement: walked again when it changes
         make = make.make
     target = TARGETS[name]
     rtol = RTOL[np.dtype(dtype)]
@@ -197,6 +258,7 @@ def test_twin_computes_what_its_target_computes(name, dtype):
                     _check(target, call, rtol, where)
                 continue
             _check(target, call, rtol, where)
+    _record(name, dtype)
 
 
 def _check(target, call, rtol, where):
@@ -211,3 +273,13 @@ def _check(target, call, rtol, where):
                if not _is_constant(v)]
     for i, (g, w) in enumerate(zip(values, written)):
         _agree(g, w, rtol, f"{where}, argument {i} after the call")
+
+
+def test_a_twin_changed_since_it_passed_is_compiled_by_the_default_run(monkeypatch):
+    import test_every_twin as here
+    name = next(n for n in sorted(EXAMPLES) if zlib.crc32(n.encode()) % 8 != 0
+                and _line(n, np.float64) in PASSED)
+    monkeypatch.setattr(here, "WALK", "sample")
+    assert not _walked(name, np.float64)        # unchanged and not in the sampled eighth
+    monkeypatch.setattr(here, "PASSED", PASSED - {_line(name, np.float64)})
+    assert _walked(name, np.float64)            # its fingerprint is not the one that passed
