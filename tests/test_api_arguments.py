@@ -1,6 +1,7 @@
-"""Regression tests for API-level bugs: printing of negative constants, closures sharing
-a cached derivative, vjp mutating its arguments, complex inputs, check_grad's truth
-value, bound methods and keyword-only parameters.
+"""What the API does with the functions and arguments it is given: closures sharing a
+cached derivative, arguments the function writes into (never the caller's), complex
+inputs (refused), bound methods, keyword-only parameters; and the printed source's
+negative constants, and check_grad's truth value.
 
 Every expected gradient is analytic or from central finite differences (helpers.fd_grad),
 never pullback's own output."""
