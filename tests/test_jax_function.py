@@ -82,6 +82,19 @@ def test_inside_jit_and_vmap(jit):
                                rtol=1e-13)
 
 
+def test_nested_vmap_over_either_argument(jit):
+    F = pj.function(damped, jit=jit)
+    Ps = jnp.stack([P, P + 0.5, P - 0.25])
+    Ys = jnp.stack([Y0, Y0 * 0.5])
+    got = jax.vmap(jax.vmap(lambda p, y: F(p, y, 4), (None, 0)), (0, None))(Ps, Ys)
+    want = jnp.stack([jnp.stack([damped_jax(p, y, 4) for y in Ys]) for p in Ps])
+    assert got.shape == (3, 2, 4)
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+    g = jax.vmap(jax.grad(lambda y, p: jnp.sum(F(p, y, 4))), (0, None))(Ys, P)
+    np.testing.assert_allclose(g, jax.vmap(jax.grad(lambda y: jnp.sum(damped_jax(P, y, 4))))(Ys),
+                               rtol=1e-12)
+
+
 def test_second_derivative_by_reverse_over_reverse(jit):
     F = pj.function(damped, jit=jit)
     H = jax.jacrev(jax.grad(lambda p: jnp.sum(F(p, Y0, 5))))(P)

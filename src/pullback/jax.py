@@ -17,7 +17,8 @@ of ``grad``) by the vjp of that vjp (:mod:`pullback.interop`).
   over pullback's vjp is not supported, so ``jax.jvp``, ``jacfwd`` and
   ``jax.hessian`` (forward over reverse) are refused by JAX; ``mode="forward"``
   gives a ``custom_jvp`` instead (``jax.jvp``, ``jacfwd``, first order).
-* ``jax.vmap`` runs ``f`` once per example (the callback's ``"sequential"`` method).
+* ``jax.vmap`` hands the callback the whole batch, which :func:`pullback.vmap` maps
+  ``f`` over (a loop over the examples, in one callback).
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ import numpy as np
 
 from .core.trees import flatten, unflatten
 from .interop import Level, is_float
+from .vmap import vmap
 
 __all__ = ["function"]
 
@@ -115,13 +117,34 @@ def _probe(call: _Call, shapes: tuple):
 
 
 def _value(call: _Call, arrays):
-    """The level's value at ``arrays``, through a callback."""
+    """The level's value at ``arrays``, through a callback.  Under ``jax.vmap`` the
+    callback gets the arguments with the batch axes in front (``"expand_dims"``: an
+    unbatched argument's of size 1) and maps the level over them with
+    :func:`pullback.vmap`, in one callback."""
     shapes, _ = call.value_shape(arrays)
+    ranks = [len(a.shape) for a in arrays]
+
+    def one(*xs):
+        value = call.level.value(call.args(list(xs)))
+        return tuple(np.asarray(v, dtype=s.dtype) for v, s in zip(flatten(value)[0], shapes))
 
     def run(*xs):
-        value = call.level.value(call.args([np.asarray(x) for x in xs]))
-        return tuple(np.asarray(v, dtype=s.dtype) for v, s in zip(flatten(value)[0], shapes))
-    return jax.pure_callback(run, tuple(shapes), *arrays, vmap_method="sequential")
+        xs = [np.asarray(x) for x in xs]
+        extra = xs[0].ndim - ranks[0] if xs else 0
+        if extra == 0:
+            return one(*xs)
+        batch = np.broadcast_shapes(*[x.shape[:extra] for x in xs])
+        size = int(np.prod(batch))
+        axes = tuple(None if all(n == 1 for n in x.shape[:extra]) else 0 for x in xs)
+        flat = [x.reshape(x.shape[extra:]) if ax is None else
+                np.broadcast_to(x, batch + x.shape[extra:]).reshape((size,) + x.shape[extra:])
+                for x, ax in zip(xs, axes)]
+        if all(ax is None for ax in axes):
+            out = tuple(v[None] for v in one(*flat))
+        else:
+            out = vmap(one, in_axes=axes)(*flat)
+        return tuple(np.asarray(v).reshape(batch + s.shape) for v, s in zip(out, shapes))
+    return jax.pure_callback(run, tuple(shapes), *arrays, vmap_method="expand_dims")
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
