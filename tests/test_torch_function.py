@@ -2,6 +2,8 @@
 node, checked against the same function written in PyTorch (its autograd is the
 reference), torch's gradcheck / gradgradcheck (finite differences), on both backends
 and in background-compile mode."""
+from typing import NamedTuple
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -44,6 +46,29 @@ def scales_in_place(x, s):
     """Writes into its argument: the caller's tensor must not see it."""
     x *= s
     return np.sum(x * x)
+
+
+def pair(x):
+    return x * 2.0, np.sum(x ** 2)
+
+
+class Pair(NamedTuple):
+    scaled: np.ndarray
+    norm: float
+
+
+def named_pair(x):
+    return Pair(x * 2.0, np.sum(x ** 2))
+
+
+@pytest.mark.parametrize("f", [pair, named_pair])
+def test_tuple_and_named_tuple_values(f, jit):
+    F = pt.function(f, jit=jit)
+    for _ in range(2):      # the second call through what the first one cached
+        x = torch.tensor([1.0, -2.0], dtype=torch.float64, requires_grad=True)
+        a, b = F(x)
+        (a * torch.tensor([1.0, 3.0], dtype=torch.float64)).sum().add(b).backward()
+        np.testing.assert_allclose(x.grad, [2.0 + 2.0, 6.0 - 4.0])
 
 
 def tree_loss(d, s):

@@ -85,19 +85,18 @@ class Level:
 
     def plain(self, args: tuple) -> Plain | None:
         """The first level's two programs for these arguments, when they are floats,
-        ints and arrays and its value one float or array (else None)."""
+        ints and arrays and its value no pytree (a float, an array, a tuple of them),
+        else None."""
         if self.below is not None:
             return None
         key = (self.jit, tuple([(a.dtype, a.ndim) if type(a) is np.ndarray else type(a)
                                 for a in args]))
         per_fn = _PLAINS.get(self.fn)
         made = per_fn.get(key) if per_fn is not None else None
-        if made is None or not made.valid:
+        if made is None or made is not False and not made.valid:
             if any(t not in _PLAIN_TYPES for t in map(type, args)):
                 return None
-            made = _plain(self.fn, args, self.jit)
-            if made is not False:
-                _PLAINS.setdefault(self.fn, {})[key] = made
+            made = _PLAINS.setdefault(self.fn, {})[key] = _plain(self.fn, args, self.jit)
         return made or None
 
     def vjp(self, args: tuple, value=_RUN):
@@ -178,8 +177,8 @@ class Plain:
 
 
 def _plain(fn, args, jit):
-    """A :class:`Plain` of ``fn`` for ``args``, or False where its value is not one
-    float or array (or its derivative is not plain)."""
+    """A :class:`Plain` of ``fn`` for ``args``, or False where its value is a pytree
+    or nothing is differentiable."""
     if not isinstance(fn, types.FunctionType) or _signature(fn) != (len(args), ()):
         return False
     backend = choose_backend(fn, jit, False)

@@ -62,20 +62,23 @@ class _Tape:
     backward differentiates at them), the value and its structure, and for a level
     above the first, the value of the level below."""
 
-    __slots__ = ("args", "structure", "value", "below_value", "plain", "device")
+    __slots__ = ("args", "structure", "value", "below_value", "plain", "device", "known")
 
-    def __init__(self, below_value=None):
-        self.below_value = below_value
+    def __init__(self, below_value=None, known=None):
+        self.below_value, self.known = below_value, known
 
 
 def _call(level: Level, *args, below_value=None):
+    known = None
     if below_value is None and not may_hold_tree(args) and not _transformed():
         arrays = tuple([_to_numpy(a) for a in args])
         plain = level.plain(arrays)
         if plain is not None:
-            return _Direct.apply((level, plain, arrays), *args)
+            known = plain.value(arrays)
+            if type(known) is np.ndarray or isinstance(known, float):
+                return _Direct.apply((level, plain, arrays, known), *args)
     leaves, structure = (args, _FLAT) if not may_hold_tree(args) else flatten(args)
-    tape = _Tape(below_value)
+    tape = _Tape(below_value, known)
     node = _Apply if _transformed() else _Plain
     out = node.apply(level, structure, tape, *leaves)
     return out[0] if tape.structure is None else unflatten(tape.structure, list(out))
@@ -102,7 +105,8 @@ def _forward(level, structure, tape, leaves):
     arrays = [_to_numpy(a) for a in leaves]
     tape.args = _tree(structure, arrays)
     tape.plain = level.plain(tape.args) if structure is _FLAT else None
-    tape.value = tape.plain.value(tape.args) if tape.plain is not None else \
+    tape.value = tape.known if tape.known is not None else \
+        tape.plain.value(tape.args) if tape.plain is not None else \
         level.value(tape.args, tape.below_value)
     out, tape.structure = flatten(tape.value)
     inputs = [a for a in arrays if type(a) is np.ndarray]
@@ -154,8 +158,7 @@ class _Direct(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, call, *leaves):
-        level, plain, arrays = call
-        value = plain.value(arrays)
+        level, plain, arrays, value = call
         if type(value) is np.ndarray:
             for a in arrays:
                 if type(a) is np.ndarray and np.may_share_memory(value, a):
@@ -170,7 +173,7 @@ class _Direct(torch.autograd.Function):
     def backward(ctx, cotangent):
         needs = ctx.needs_input_grad[1:]
         ctx.saved_tensors       # raises if an argument was changed in place since forward
-        level, plain, arrays = ctx.call
+        level, plain, arrays, _ = ctx.call
         if torch.is_grad_enabled():
             nxt = level.transpose(arrays)
             out = iter(flatten(_call(nxt, *ctx.leaves, cotangent, below_value=ctx.value))[0])
