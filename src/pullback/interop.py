@@ -28,7 +28,7 @@ from typing import Callable
 import numpy as np
 
 from . import api
-from .api import _RUN, call_vjp, vjp_at
+from .api import _RUN, _copy_leaf, call_vjp, vjp_at
 from .api import _run as _run_reverse
 from .arguments import _signature, _to_user
 from .core.errors import PullbackError
@@ -81,7 +81,7 @@ class Level:
             return plain.value(args)
         if choose_backend(self.fn, self.jit, False).name == "numba":
             return _jvp(self.fn, args, (None,) * len(args), jit=self.jit)[0]
-        return self.fn(*(tree_map(_copy, a) for a in args))
+        return self.fn(*(tree_map(_copy_leaf, a) for a in args))
 
     def plain(self, args: tuple) -> Plain | None:
         """The first level's two programs for these arguments, when they are floats,
@@ -247,7 +247,3 @@ def is_float(a) -> bool:
     if isinstance(a, float):
         return True
     return isinstance(a, np.ndarray) and a.dtype.kind == "f"
-
-
-def _copy(a):
-    return a.copy() if isinstance(a, np.ndarray) else a

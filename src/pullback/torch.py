@@ -109,10 +109,18 @@ def _forward(level, structure, tape, leaves):
         tape.plain.value(tape.args) if tape.plain is not None else \
         level.value(tape.args, tape.below_value)
     out, tape.structure = flatten(tape.value)
-    inputs = [a for a in arrays if type(a) is np.ndarray]
     tape.device = device = _device(leaves)
-    return tuple(_to_tensor(v.copy() if type(v) is np.ndarray and any(
-        np.may_share_memory(v, a) for a in inputs) else v, device) for v in out)
+    return tuple(_to_tensor(_own(v, arrays), device) for v in out)
+
+
+def _own(value, arrays):
+    """``value``, copied if it shares memory with one of ``arrays`` (``f`` may return
+    an argument or a view of one, which must not become an alias of its tensor)."""
+    if type(value) is np.ndarray:
+        for a in arrays:
+            if type(a) is np.ndarray and np.may_share_memory(value, a):
+                return value.copy()
+    return value
 
 
 def _keep(ctx, leaves, out) -> None:
@@ -159,11 +167,7 @@ class _Direct(torch.autograd.Function):
     @staticmethod
     def forward(ctx, call, *leaves):
         level, plain, arrays, value = call
-        if type(value) is np.ndarray:
-            for a in arrays:
-                if type(a) is np.ndarray and np.may_share_memory(value, a):
-                    value = value.copy()
-                    break
+        value = _own(value, arrays)
         ctx.call, ctx.value, ctx.leaves = call, value, leaves
         ctx.save_for_backward(*[a for a in leaves if isinstance(a, torch.Tensor)])
         ctx.device = _device(leaves)
