@@ -9,33 +9,12 @@ jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 from jax.test_util import check_grads  # noqa: E402
+from layer_models import damped, damped_in  # noqa: E402
 
 import pullback.jax as pj  # noqa: E402
 from pullback.examples import lotka_volterra  # noqa: E402
 
-
-def damped(p, y0, n):
-    """A two-state Euler recurrence written into a state array, one output per step."""
-    y = y0.copy()
-    out = np.zeros(n)
-    for i in range(n):
-        k1 = -p[0] * y[0] + p[1] * np.sin(y[1])
-        k2 = -p[2] * y[1] + 0.1 * y[0] * y[0]
-        y[0] = y[0] + 0.1 * k1
-        y[1] = y[1] + 0.1 * k2
-        out[i] = y[0] * y[1]
-    return out
-
-
-def damped_jax(p, y0, n):
-    y = [y0[0], y0[1]]
-    out = []
-    for _ in range(n):
-        k1 = -p[0] * y[0] + p[1] * jnp.sin(y[1])
-        k2 = -p[2] * y[1] + 0.1 * y[0] * y[0]
-        y = [y[0] + 0.1 * k1, y[1] + 0.1 * k2]
-        out.append(y[0] * y[1])
-    return jnp.stack(out)
+damped_jax = damped_in(jnp.sin, jnp.stack)
 
 
 def tree_loss(d, s):

@@ -10,32 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
+from layer_models import damped, damped_in  # noqa: E402
+
 import pullback.torch as pt  # noqa: E402
 from pullback.examples import lotka_volterra  # noqa: E402
 
-
-def damped(p, y0, n):
-    """A two-state Euler recurrence written into a state array, one output per step."""
-    y = y0.copy()
-    out = np.zeros(n)
-    for i in range(n):
-        k1 = -p[0] * y[0] + p[1] * np.sin(y[1])
-        k2 = -p[2] * y[1] + 0.1 * y[0] * y[0]
-        y[0] = y[0] + 0.1 * k1
-        y[1] = y[1] + 0.1 * k2
-        out[i] = y[0] * y[1]
-    return out
-
-
-def damped_torch(p, y0, n):
-    y = [y0[0], y0[1]]
-    out = []
-    for _ in range(n):
-        k1 = -p[0] * y[0] + p[1] * torch.sin(y[1])
-        k2 = -p[2] * y[1] + 0.1 * y[0] * y[0]
-        y = [y[0] + 0.1 * k1, y[1] + 0.1 * k2]
-        out.append(y[0] * y[1])
-    return torch.stack(out)
+damped_torch = damped_in(torch.sin, torch.stack)
 
 
 def cube_sin(x):
