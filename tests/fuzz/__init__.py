@@ -6,8 +6,9 @@ Files:
 * features.py   the constructs of the grammar, and those the CI profile leaves
                 out because a known cause still breaks them (KNOWN_BROKEN*);
 * grammar.py    the Hypothesis strategy that writes the programs;
-* oracle.py     runs a program through value_and_grad, grad, vjp and jvp (and, on
-                the Python backend, second order) and classifies the outcome
+* oracle.py     runs a program through value_and_grad, grad, vjp, jvp, vmap,
+                sparsity, second order and (with PyTorch installed)
+                pullback.torch.function, and classifies the outcome
                 against the plain call and Richardson finite differences:
                 correct, refused, mutated, wrong or crash; the gradient
                 functions are called again on a second argument set whose arrays

@@ -727,6 +727,36 @@ def check_vmap(fn, program: Program, cases: list[Case], jit: bool) -> Outcome:
     return guarded("vmap", body)
 
 
+def check_torch(fn, program: Program, cases: list[Case], jit: bool) -> Outcome | None:
+    """``pullback.torch.function(f)`` on each argument set, its float arguments as
+    float64 tensors (those differentiated requiring grad): the value and the tensors'
+    gradients after ``backward()`` are the reference's.  None without PyTorch, or for
+    a program with an aux."""
+    if importlib.util.find_spec("torch") is None or program.has_aux:
+        return None
+    import torch
+
+    import pullback.torch as pt
+
+    def body():
+        F = pt.function(fn, jit=jit)
+        for case in cases:
+            enter(fn, case.state)
+            args = [torch.tensor(a, dtype=torch.float64, requires_grad=i in program.wrt)
+                    if isinstance(a, float) or isinstance(a, np.ndarray) and a.dtype.kind == "f"
+                    else a for i, a in enumerate(fresh(case.args))]
+            value = F(*args)
+            value.backward()
+            problem = first_problem(
+                ("wrong", value_error(value.item(), case.ref)),
+                ("wrong", grad_error([args[i].grad.numpy() for i in program.wrt], case.ref,
+                                     program.wrt)))
+            if problem:
+                return labelled(problem, case)
+        return None
+    return guarded("pullback.torch.function", body)
+
+
 def judged(fn, program: Program, args: tuple, directory: Path, state: int = 0) -> Reference | None:
     """The reference at ``args`` and ``state`` (of the values read from outside the
     arguments), or None where it cannot be trusted."""
@@ -793,6 +823,7 @@ def check(program: Program, jit: bool, directory: Path) -> Outcome:
               check_grad(fn, program, cases, jit),
               check_vjp(fn, program, ref, jit),
               check_vmap(fn, program, cases, jit)]
+    checks += [c for c in [check_torch(fn, program, cases, jit)] if c is not None]
     if not program.constructs & NO_FORWARD_MODE:
         checks += [check_jvp(fn, program, cases, jit), check_second_order(fn, program, cases, jit),
                    check_sparsity(fn, program, cases, jit)]
