@@ -15,7 +15,11 @@ and Hessians by double backward work.
 * Tensors with a floating dtype carry gradients, as ``requires_grad`` says; ints,
   Python numbers and other leaves are constants.
 * ``torch.func.grad``, ``jacrev``, ``jvp`` and ``vmap`` work: ``vmap`` runs ``f``
-  once per example (sequentially), ``jvp`` runs pullback's forward mode.
+  once per example (sequentially), ``jvp`` runs pullback's forward mode.  Forward
+  over reverse (``torch.func.hessian``) and a third derivative are refused
+  (:mod:`pullback.interop`).
+* The tensor arguments are saved for backward: a backward after one of them was
+  changed in place is refused by torch, as for its own operations.
 """
 from __future__ import annotations
 
