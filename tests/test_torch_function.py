@@ -220,11 +220,29 @@ def test_torch_func_transforms(jit):
                                f.hessian(lambda q: tw(q).sum())(p), rtol=1e-11, atol=1e-14)
 
 
-def test_forward_over_reverse_is_refused_clearly():
+def two_arguments(x, y):
+    return np.sum(x ** 2 * y[0]) + np.sin(y[1]) * x[0]
+
+
+def test_torch_func_hessian_is_forward_over_reverse(jit):
+    x = torch.tensor([0.3, -0.7, 1.1], dtype=torch.float64)
+    y = torch.tensor([0.5, 0.9], dtype=torch.float64)
+    H = torch.func.hessian(pt.function(cube_sin, jit=jit))(x)
+    ref = torch.func.hessian(lambda x: (x ** 3 * torch.sin(x)).sum())(x)
+    np.testing.assert_allclose(H, ref, rtol=1e-12, atol=1e-14)
+    H = torch.func.hessian(pt.function(two_arguments, jit=jit), argnums=(0, 1))(x, y)
+    ref = torch.func.hessian(lambda x, y: (x ** 2 * y[0]).sum() + torch.sin(y[1]) * x[0],
+                             argnums=(0, 1))(x, y)
+    for i in range(2):
+        for j in range(2):
+            np.testing.assert_allclose(H[i][j], ref[i][j], rtol=1e-12, atol=1e-14)
+
+
+def test_a_third_derivative_through_hessian_is_refused_clearly():
     F = pt.function(cube_sin)
     x = torch.tensor([0.3, 0.7], dtype=torch.float64)
-    with pytest.raises(NotImplementedError, match="jacrev"):
-        torch.func.hessian(F)(x)
+    with pytest.raises(NotImplementedError, match="second order"):
+        torch.func.jacfwd(torch.func.hessian(F))(x)
 
 
 def test_outputs_and_gradients_on_the_argument_device(torch_device):

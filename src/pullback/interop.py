@@ -9,7 +9,10 @@ the first level under ``jit=True``), and its own derivative by pullback from
 generated Python that calls :func:`pullback.vjp` inside, as pullback differentiates
 any nested transform (:mod:`pullback.nesting`).  So a framework's backward is the
 second level's value, its double backward the second level's vjp, and each order
-adds one.
+adds one.  ``level.tangent(args)`` is the level of the jvp, computed by pullback's
+forward mode; of the first level's vjp, by :meth:`Level.vjp_tangent` (reverse mode
+over the forward program), so forward over reverse (a Hessian as ``jacfwd`` of a
+gradient) works too.
 
 Invariant: ``Level(f).transpose(args).value(args + (c,), f(*args))`` equals the
 float leaves of ``vjp(f, *args)[1](c)``, and that level's vjp is the vjp of
@@ -65,6 +68,8 @@ class Level:
         written, whatever ``fn`` does."""
         if self.forward:
             n = self.nargs
+            if self.below.below is not None:
+                return self.below.vjp_tangent(tuple(args[:n]), tuple(args[n:]))
             return self.below.jvp(tuple(args[:n]), tuple(args[n:]))[1]
         if self.below is not None:
             *inner, c = args
@@ -131,15 +136,41 @@ class Level:
 
     def tangent(self, args: tuple) -> Level:
         """The level of ``(*args, *tangents) -> jvp(fn, args, tangents)[1]``, its
-        derivatives from generated Python, as :meth:`transpose`'s are.  Forward mode
-        over a vjp (a level above the first) is refused: pullback's forward mode does
-        not differentiate a ``vjp`` inside code."""
-        if self.below is not None and not self.forward:
+        derivatives from generated Python, as :meth:`transpose`'s are.  Of the first
+        level's vjp (forward over reverse: ``torch.func.hessian``), the tangent is
+        computed by :meth:`vjp_tangent`, and differentiated no further; of any other
+        level above the first it is refused: pullback's forward mode does not
+        differentiate a ``vjp`` or ``jvp`` inside code."""
+        if self.below is not None and (self.forward or self.below.below is not None):
             raise NotImplementedError(
-                "forward mode over pullback's vjp (jacfwd of a gradient, as "
-                "torch.func.hessian and jax.hessian do) is not supported: differentiate "
-                "the gradient in reverse mode, jacrev(jacrev(f)) or a double backward")
+                "pullback differentiates a function called from another framework to "
+                "second order: forward mode over a second derivative is not supported")
+        if self.below is not None:
+            return Level(None, False, self, len(args), forward=True)
         return Level(_tangent(self.fn, len(args)), False, self, len(args), forward=True)
+
+    def vjp_tangent(self, args: tuple, dots: tuple):
+        """The tangent of this level's value ``J(x)^T c`` along ``(dx, dc)`` (this level
+        the first one's vjp): the gradient in ``x`` of ``<c, J(x) dx>``, one reverse
+        sweep of the first level's tangent program, plus ``J(x)^T dc``."""
+        n = self.nargs
+        x, c, dx, dc = args[:n], args[n], dots[:n], dots[n]
+        first = self.below
+        value = first.value(x)
+        terms = []
+        if any(d is not None for d in dx):
+            _, back = api.vjp(_tangent(first.fn, n), *x, *dx)
+            terms.append(self.pick(back(conform(value, c))[:n]))
+        if dc is not None:
+            _, back = first.vjp(x, value)
+            terms.append(self.pick(back(conform(value, dc))))
+        if not terms:
+            return self.pick(tuple(None if a is None else a * 0.0 for a in x))
+        if len(terms) == 1:
+            return terms[0]
+        if isinstance(terms[0], tuple):
+            return tuple(a + b for a, b in zip(*terms))
+        return terms[0] + terms[1]
 
 
 # fn -> {(jit, the arguments' types): Plain, or False where the value is a pytree}.

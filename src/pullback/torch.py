@@ -14,10 +14,9 @@ and Hessians by double backward work.
 * float32 and float64: each gradient has its tensor's dtype and device.
 * Tensors with a floating dtype carry gradients, as ``requires_grad`` says; ints,
   Python numbers and other leaves are constants.
-* ``torch.func.grad``, ``jacrev``, ``jvp`` and ``vmap`` work: ``vmap`` runs ``f``
-  once per example (sequentially), ``jvp`` runs pullback's forward mode.  Forward
-  over reverse (``torch.func.hessian``) and a third derivative are refused
-  (:mod:`pullback.interop`).
+* ``torch.func.grad``, ``jacrev``, ``jvp``, ``hessian`` and ``vmap`` work: ``vmap``
+  runs ``f`` once per example (sequentially), ``jvp`` runs pullback's forward mode;
+  a third derivative is refused (:mod:`pullback.interop`).
 * The tensor arguments are saved for backward: a backward after one of them was
   changed in place is refused by torch, as for its own operations.
 """
