@@ -65,7 +65,7 @@ class _Tape:
     backward differentiates at them), the value and its structure, and for a level
     above the first, the value of the level below."""
 
-    __slots__ = ("args", "structure", "value", "below_value", "plain", "device", "known")
+    __slots__ = ("args", "structure", "value", "below_value", "device", "known")
 
     def __init__(self, below_value=None, known=None):
         self.below_value, self.known = below_value, known
@@ -107,9 +107,7 @@ def _forward(level, structure, tape, leaves):
     sharing memory with an argument: ``f`` may return one, or a view of one)."""
     arrays = [_to_numpy(a) for a in leaves]
     tape.args = _tree(structure, arrays)
-    tape.plain = level.plain(tape.args) if structure is _FLAT else None
     tape.value = tape.known if tape.known is not None else \
-        tape.plain.value(tape.args) if tape.plain is not None else \
         level.value(tape.args, tape.below_value)
     out, tape.structure = flatten(tape.value)
     tape.device = device = _device(leaves)
