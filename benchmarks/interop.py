@@ -28,7 +28,7 @@ import os
 import numpy as np
 
 from pullback.bench.timing import interleaved, once
-from pullback.examples import lotka_volterra
+from pullback.examples import lotka_volterra, lotka_volterra_step
 
 os.environ.setdefault("PULLBACK_BACKGROUND_COMPILE", "0")
 
@@ -56,19 +56,9 @@ def torch_rows(steps, budget, jax_step):
     layer = pt.function(lotka_volterra, jit=True)
 
     def eager(theta, y0, h, n):
-        a, b, c, d = theta
-        x, y = y0[0], y0[1]
-        out = []
+        params, x, y, out = tuple(theta), y0[0], y0[1], []   # theta unbound once
         for _ in range(n):
-            k1x, k1y = a * x - b * x * y, c * x * y - d * y
-            x2, y2 = x + 0.5 * h * k1x, y + 0.5 * h * k1y
-            k2x, k2y = a * x2 - b * x2 * y2, c * x2 * y2 - d * y2
-            x3, y3 = x + 0.5 * h * k2x, y + 0.5 * h * k2y
-            k3x, k3y = a * x3 - b * x3 * y3, c * x3 * y3 - d * y3
-            x4, y4 = x + h * k3x, y + h * k3y
-            k4x, k4y = a * x4 - b * x4 * y4, c * x4 * y4 - d * y4
-            x = x + h / 6.0 * (k1x + 2.0 * k2x + 2.0 * k3x + k4x)
-            y = y + h / 6.0 * (k1y + 2.0 * k2y + 2.0 * k3y + k4y)
+            x, y = lotka_volterra_step(params, x, y, h)
             out.append(torch.stack([x, y]))
         return torch.stack(out)
 
@@ -106,19 +96,8 @@ def jax_steps(steps):
     y0 = jnp.asarray(Y0)
 
     def scanned(theta, y0, h, n):
-        a, b, c, d = theta[0], theta[1], theta[2], theta[3]
-
-        def f(x, y):
-            return a * x - b * x * y, c * x * y - d * y
-
         def body(state, _):
-            x, y = state
-            k1 = f(x, y)
-            k2 = f(x + 0.5 * h * k1[0], y + 0.5 * h * k1[1])
-            k3 = f(x + 0.5 * h * k2[0], y + 0.5 * h * k2[1])
-            k4 = f(x + h * k3[0], y + h * k3[1])
-            x = x + h / 6.0 * (k1[0] + 2.0 * k2[0] + 2.0 * k3[0] + k4[0])
-            y = y + h / 6.0 * (k1[1] + 2.0 * k2[1] + 2.0 * k3[1] + k4[1])
+            x, y = lotka_volterra_step(theta, *state, h)
             return (x, y), jnp.stack([x, y])
         return jax.lax.scan(body, (y0[0], y0[1]), None, length=n)[1]
 

@@ -12,7 +12,7 @@ from jax.test_util import check_grads  # noqa: E402
 from layer_models import damped, damped_in  # noqa: E402
 
 import pullback.jax as pj  # noqa: E402
-from pullback.examples import lotka_volterra  # noqa: E402
+from pullback.examples import lotka_volterra, lotka_volterra_step  # noqa: E402
 
 damped_jax = damped_in(jnp.sin, jnp.stack)
 
@@ -149,19 +149,8 @@ def test_result_shape_for_a_value_dependent_shape():
 
 
 def lotka_volterra_jax(theta, y0, h, n):
-    a, b, c, d = theta
-
-    def f(x, y):
-        return a * x - b * x * y, c * x * y - d * y
-
     def step(state, _):
-        x, y = state
-        k1 = f(x, y)
-        k2 = f(x + 0.5 * h * k1[0], y + 0.5 * h * k1[1])
-        k3 = f(x + 0.5 * h * k2[0], y + 0.5 * h * k2[1])
-        k4 = f(x + h * k3[0], y + h * k3[1])
-        x = x + h / 6.0 * (k1[0] + 2.0 * k2[0] + 2.0 * k3[0] + k4[0])
-        y = y + h / 6.0 * (k1[1] + 2.0 * k2[1] + 2.0 * k3[1] + k4[1])
+        x, y = lotka_volterra_step(theta, *state, h)
         return (x, y), jnp.stack([x, y])
     return jax.lax.scan(step, (y0[0], y0[1]), None, length=n)[1]
 

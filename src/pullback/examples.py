@@ -93,6 +93,22 @@ def lotka_volterra(theta, y0, h, n):
     return out
 
 
+def lotka_volterra_step(theta, x, y, h):
+    """One RK4 step of :func:`lotka_volterra` on scalars of any framework (floats,
+    torch tensors, JAX arrays): that model written for another framework's own
+    autodiff, the reference its layer is compared with."""
+    a, b, c, d = theta[0], theta[1], theta[2], theta[3]
+
+    def f(x, y):
+        return a * x - b * x * y, c * x * y - d * y
+    k1 = f(x, y)
+    k2 = f(x + 0.5 * h * k1[0], y + 0.5 * h * k1[1])
+    k3 = f(x + 0.5 * h * k2[0], y + 0.5 * h * k2[1])
+    k4 = f(x + h * k3[0], y + h * k3[1])
+    return (x + h / 6.0 * (k1[0] + 2.0 * k2[0] + 2.0 * k3[0] + k4[0]),
+            y + h / 6.0 * (k1[1] + 2.0 * k2[1] + 2.0 * k3[1] + k4[1]))
+
+
 def series_loss(theta, y):
     """A scalar recurrence over one series, and its squared one-step errors: the
     per-example loss of the batching benchmarks."""
